@@ -1,0 +1,62 @@
+"""Process-wide pipeline settings (MindSpore's ``dataset.config``).
+
+This is the one piece of documented mutable module state in recordio. Every
+setter validates its argument; every getter returns the current value.
+"""
+
+__all__ = [
+    "get_auto_offload", "get_num_parallel_workers", "get_prefetch_size", "get_seed",
+    "set_auto_offload", "set_num_parallel_workers", "set_prefetch_size", "set_seed",
+]
+
+DEFAULT_SEED = 5489  # MindSpore's default (the mt19937 default seed)
+
+_settings = {"seed": DEFAULT_SEED, "prefetch_size": 16, "num_parallel_workers": 2, "auto_offload": False}
+
+
+def _positive_int(name, value, limit=None):
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0 or (limit and value > limit):
+        bound = f" and at most {limit}" if limit else ""
+        raise ValueError(f"{name} must be an int greater than 0{bound}, got {value!r}")
+    return value
+
+
+def set_seed(seed):
+    """Seed for shuffles and random ops; all ranks of a distributed job must use the same seed."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= 0xFFFFFFFF:
+        raise ValueError(f"seed must be an int in [0, 2**32 - 1], got {seed!r}")
+    _settings["seed"] = seed
+
+
+def get_seed():
+    """The current seed (5489 unless :func:`set_seed` was called)."""
+    return _settings["seed"]
+
+
+def set_prefetch_size(size):
+    """Queue depth between pipeline stages, in rows or batches (default 16)."""
+    _settings["prefetch_size"] = _positive_int("prefetch_size", size)
+
+
+def get_prefetch_size():
+    return _settings["prefetch_size"]
+
+
+def set_num_parallel_workers(num):
+    """Default number of workers of ``map``/``batch`` when a call does not give one (default 2)."""
+    _settings["num_parallel_workers"] = _positive_int("num_parallel_workers", num, 1024)
+
+
+def get_num_parallel_workers():
+    return _settings["num_parallel_workers"]
+
+
+def set_auto_offload(offload):
+    """Offload the trailing supported ops of every map whose ``offload`` is not False."""
+    if not isinstance(offload, bool):
+        raise TypeError(f"offload must be a bool, got {type(offload).__name__}")
+    _settings["auto_offload"] = offload
+
+
+def get_auto_offload():
+    return _settings["auto_offload"]

@@ -1,0 +1,166 @@
+"""Keyed randomness: every random draw is a pure function of where it happens.
+
+A random op never owns a generator. Each draw is computed from the key
+
+    (seed, epoch, row, op, draw)
+
+* ``seed``  – ``config.get_seed()`` when the pipeline was iterated,
+* ``epoch`` – the data epoch (pass over the source, counting ``repeat``),
+* ``row``   – the row's id in its source (the sample index the sampler produced),
+* ``op``    – a stable id of the op: derived from its position in the pipeline
+              definition (map node, op index, nested Compose index),
+* ``draw``  – which draw inside the op (0, 1, 2, ...).
+
+The words are mixed with SplitMix64 into 64 random bits, evaluated vectorised
+in numpy for a whole batch at once. A row therefore gets the same augmentation
+whatever the number or kind of workers, the batch size, the prefetch depth,
+whether the op runs on the host or is offloaded to a device, and after a
+resume from a ``state_dict``.
+
+Writing your own random op: call :func:`current_keys` inside ``__call__`` and
+draw from the :class:`Keys` it returns::
+
+    class RandomInvert:
+        def __call__(self, img):
+            if current_keys().uniform(0)[0] < 0.5:
+                return 255 - img
+            return img
+
+Outside a pipeline (calling an op eagerly), :func:`current_keys` returns keys
+from a process-wide counter seeded with ``config.get_seed()``, so eager calls
+are random but reproducible per process.
+"""
+
+import contextlib
+import contextvars
+import itertools
+
+import numpy as np
+
+__all__ = ["Keys", "current_keys", "op_scope", "row_scope", "sub_op"]
+
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _mix(x):
+    """SplitMix64 finaliser on a uint64 array (wrapping arithmetic)."""
+    x = x ^ (x >> np.uint64(30))
+    x = x * _M1
+    x = x ^ (x >> np.uint64(27))
+    x = x * _M2
+    return x ^ (x >> np.uint64(31))
+
+
+def _u64(value):
+    """Integer words as uint64 (two's complement for negatives)."""
+    return np.asarray(value, dtype=np.int64).astype(np.uint64)
+
+
+def hash_words(*words):
+    """Mix integer words (scalars or equal-length arrays) into uint64 random bits."""
+    with np.errstate(over="ignore"):
+        h = np.atleast_1d(np.uint64(0x243F6A8885A308D3))
+        for w in words:
+            h = _mix(h + _GOLDEN + _u64(w))
+        return h
+
+
+def derive_uid(parent, child):
+    """A stable op id for ``child`` nested inside op ``parent`` (e.g. a Compose member)."""
+    return int(hash_words(parent, child)[0] >> np.uint64(1))
+
+
+class Keys:
+    """The keys of ``B`` samples for one random op.
+
+    ``rows`` are the samples' row ids (an int64 array of length B); every
+    method returns one value per sample, so host ops (B=1) and batched device
+    ops draw identical parameters.
+    """
+
+    __slots__ = ("seed", "epoch", "rows", "op")
+
+    def __init__(self, seed, epoch, rows, op):
+        self.seed = int(seed)
+        self.epoch = int(epoch)
+        self.rows = np.atleast_1d(np.asarray(rows, dtype=np.int64))
+        self.op = int(op)
+
+    def __len__(self):
+        return len(self.rows)
+
+    def __repr__(self):
+        return f"Keys(seed={self.seed}, epoch={self.epoch}, rows={self.rows.tolist()}, op={self.op})"
+
+    def bits(self, draw, *more):
+        """64 random bits per sample for draw number ``draw`` (and optional sub-draws)."""
+        return hash_words(self.seed, self.epoch, self.rows, self.op, draw, *more)
+
+    def uniform(self, draw, low=0.0, high=1.0, *more):
+        """Floats in ``[low, high)``, one per sample."""
+        u = (self.bits(draw, *more) >> np.uint64(11)).astype(np.float64) * (1.0 / (1 << 53))
+        return low + (high - low) * u
+
+    def bernoulli(self, draw, p):
+        """Booleans that are True with probability ``p``."""
+        return self.uniform(draw) < p
+
+    def integers(self, draw, low, high):
+        """Integers in ``[low, high)`` (``high`` exclusive), one per sample."""
+        span = np.asarray(high, dtype=np.int64) - np.asarray(low, dtype=np.int64)
+        if np.any(span <= 0):
+            raise ValueError(f"integers: empty range [{low}, {high})")
+        return low + np.floor(self.uniform(draw) * span).astype(np.int64)
+
+    def permutation(self, draw, n):
+        """A random permutation of ``range(n)`` per sample: shape (B, n)."""
+        u = np.stack([self.uniform(draw, 0.0, 1.0, i) for i in range(n)], axis=1)
+        return np.argsort(u, axis=1, kind="stable")
+
+    def for_op(self, op):
+        """The same samples, keyed for another op id."""
+        return Keys(self.seed, self.epoch, self.rows, op)
+
+
+_ROW = contextvars.ContextVar("recordio_row_key", default=None)   # (seed, epoch, row)
+_OP = contextvars.ContextVar("recordio_op_key", default=None)     # op uid
+_EAGER = itertools.count()
+
+
+@contextlib.contextmanager
+def row_scope(seed, epoch, row):
+    """Run the ops of one row under ``(seed, epoch, row)``; used by the pipeline."""
+    token = _ROW.set((int(seed), int(epoch), int(row)))
+    try:
+        yield
+    finally:
+        _ROW.reset(token)
+
+
+@contextlib.contextmanager
+def op_scope(uid):
+    """Run one op under the op id ``uid``; used by the pipeline and by Compose."""
+    token = _OP.set(int(uid))
+    try:
+        yield
+    finally:
+        _OP.reset(token)
+
+
+def sub_op(index):
+    """An op-scope for member ``index`` of a composite op (nested uid)."""
+    parent = _OP.get()
+    return op_scope(derive_uid(0 if parent is None else parent, index))
+
+
+def current_keys():
+    """Keys (B=1) of the row and op being processed by the calling thread."""
+    row = _ROW.get()
+    op = _OP.get()
+    if row is None:
+        from recordio.dataset.config import get_seed
+
+        row = (get_seed(), -1, next(_EAGER))
+    return Keys(row[0], row[1], row[2], 0 if op is None else op)

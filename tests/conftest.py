@@ -1,0 +1,42 @@
+"""Shared fixtures and markers for the recordio test suite."""
+
+import os
+import pathlib
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+TESTS = pathlib.Path(__file__).resolve().parent
+GOLDEN_COPIES = TESTS / "golden"                       # small golden cases carried in the repo
+SHARED_GOLDEN = ROOT.parent / "shared" / "golden"      # the full set, when it sits beside the clone
+
+
+def _cuda_available():
+    if "torch" not in sys.modules and os.environ.get("RECORDIO_SKIP_GPU"):
+        return False
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
+def pytest_collection_modifyitems(config, items):
+    if any(item.get_closest_marker("gpu") for item in items) and not _cuda_available():
+        skip = pytest.mark.skip(reason="needs CUDA")
+        for item in items:
+            if item.get_closest_marker("gpu"):
+                item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def golden_copies():
+    return GOLDEN_COPIES
+
+
+@pytest.fixture(scope="session")
+def shared_golden():
+    if not SHARED_GOLDEN.is_dir():
+        pytest.skip("the full golden set (../shared/golden) is not beside this clone")
+    return SHARED_GOLDEN
