@@ -1,0 +1,79 @@
+"""General transforms: TypeCast and Compose (MindSpore's ``dataset.transforms``)."""
+
+import numpy as np
+
+from recordio.keys import sub_op
+
+__all__ = ["Compose", "TypeCast", "to_numpy_dtype"]
+
+_TORCH_NAMES = {"float": "float32", "double": "float64", "half": "float16", "long": "int64", "int": "int32",
+                "short": "int16", "bool": "bool_"}
+
+
+def to_numpy_dtype(data_type):
+    """A numpy dtype from a numpy dtype/type, a torch dtype or a dtype name ('float32', 'torch.int64')."""
+    if type(data_type).__module__ == "torch":          # torch.dtype, without importing torch
+        data_type = str(data_type)
+    if isinstance(data_type, str):
+        name = data_type.removeprefix("torch.").removeprefix("mindspore.").removeprefix("mstype.")
+        data_type = _TORCH_NAMES.get(name, name)
+    try:
+        dtype = np.dtype(data_type)
+    except TypeError as exc:
+        raise TypeError(f"data_type must be a numpy dtype, a torch dtype or a dtype name, "
+                        f"got {data_type!r}") from exc
+    if dtype.kind not in "biuf":
+        raise TypeError(f"data_type must be a bool, integer or float type, got {dtype}")
+    return dtype
+
+
+def cast(array, dtype):
+    """C-style cast: float -> integer truncates toward zero and wraps (3.7 -> 3, -1.2 -> 255 for uint8)."""
+    array = np.asarray(array)
+    if array.dtype.kind == "f" and dtype.kind in "iu":
+        with np.errstate(invalid="ignore"):
+            return np.trunc(array).astype(np.int64).astype(dtype)
+    return array.astype(dtype)
+
+
+class TypeCast:
+    """Cast to ``data_type`` (numpy dtype, torch dtype or name)."""
+
+    def __init__(self, data_type):
+        self.data_type = to_numpy_dtype(data_type)
+
+    def __call__(self, array):
+        return cast(array, self.data_type)
+
+    def __repr__(self):
+        return f"TypeCast({self.data_type.name})"
+
+
+class Compose:
+    """Run ops in sequence; member ``i`` draws its randomness under its own nested op id.
+
+    An op returning a tuple passes its items as the next op's arguments. A Decode right before a
+    Resize/RandomResizedCrop is fused (decoded at reduced scale); see ``vision.fuse_decode``.
+    """
+
+    def __init__(self, transforms):
+        if not isinstance(transforms, (list, tuple)) or not transforms:
+            raise TypeError(f"transforms must be a non-empty list of callables, got {transforms!r}")
+        for i, op in enumerate(transforms):
+            if not callable(op):
+                raise TypeError(f"transforms[{i}] is not callable: {op!r}")
+        self.transforms = list(transforms)
+        self._ops = self.transforms
+        if any(type(op).__name__ == "Decode" for op in self.transforms):
+            from recordio.vision import fuse_decode
+            self._ops = fuse_decode(self.transforms)
+
+    def __call__(self, *args):
+        for i, op in enumerate(self._ops):
+            with sub_op(i):
+                result = op(*args)
+            args = result if isinstance(result, tuple) else (result,)
+        return args[0] if len(args) == 1 else args
+
+    def __repr__(self):
+        return f"Compose({self.transforms!r})"

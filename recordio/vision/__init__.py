@@ -1,0 +1,16 @@
+"""Vision ops on numpy images (uint8 RGB <H,W,C>), with MindSpore's names, defaults and validation.
+
+Random ops draw from the pipeline's keyed randomness (:mod:`recordio.keys`), so a row gets the same
+augmentation whatever the workers, batch size or offload setting. Eight ops can be offloaded to a
+torch device as batched versions (:mod:`recordio.offload`).
+"""
+
+from recordio.vision.color import Normalize, RandomColorAdjust, RandomSharpness, Rescale
+from recordio.vision.decode import Decode, RandomCropDecodeResize, fuse_decode
+from recordio.vision.geometry import (Border, CenterCrop, HWC2CHW, Inter, RandomCrop, RandomHorizontalFlip,
+                                      RandomResizedCrop, RandomVerticalFlip, Resize, SliceMode, SlicePatches)
+
+__all__ = ["Border", "CenterCrop", "Decode", "HWC2CHW", "Inter", "Normalize", "RandomColorAdjust",
+           "RandomCrop", "RandomCropDecodeResize", "RandomHorizontalFlip", "RandomResizedCrop",
+           "RandomSharpness", "RandomVerticalFlip", "Rescale", "Resize", "SliceMode", "SlicePatches",
+           "fuse_decode"]

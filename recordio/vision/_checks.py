@@ -1,0 +1,69 @@
+"""Parameter validation shared by the vision ops (MindSpore's rules, raised at construction)."""
+
+import numbers
+
+import numpy as np
+
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def check_number(name, value, low=None, high=None, *, integer=False, low_open=False):
+    """A real number (an int when ``integer``) within ``[low, high]`` (``(low, high]`` if ``low_open``)."""
+    kind = numbers.Integral if integer else numbers.Real
+    if isinstance(value, bool) or not isinstance(value, kind):
+        want = "an int" if integer else "a number"
+        raise TypeError(f"{name} must be {want}, got {type(value).__name__} {value!r}")
+    too_low = low is not None and (value <= low if low_open else value < low)
+    if too_low or (high is not None and value > high):
+        left = "(" if low_open else "["
+        raise ValueError(f"{name} must be within {left}{low}, {high}], got {value!r}")
+    return value
+
+
+def check_prob(name, value):
+    return float(check_number(name, value, 0.0, 1.0))
+
+
+def check_size(name, size):
+    """MindSpore's size argument: a positive int or a sequence of two positive ints -> (h, w) or int."""
+    if isinstance(size, numbers.Integral) and not isinstance(size, bool):
+        return int(check_number(name, size, 1, 16777216, integer=True))
+    if isinstance(size, (list, tuple)) and len(size) == 2:
+        return tuple(int(check_number(f"{name}[{i}]", s, 1, 16777216, integer=True)) for i, s in enumerate(size))
+    raise TypeError(f"{name} must be an int or a sequence of 2 ints, got {size!r}")
+
+
+def pair(size):
+    """(h, w) from an int or a 2-sequence."""
+    return (size, size) if isinstance(size, int) else tuple(size)
+
+
+def check_range(name, value, low=None, high=None):
+    """A sequence (min, max) with min <= max, both within [low, high]."""
+    if not isinstance(value, (list, tuple)) or len(value) != 2:
+        raise TypeError(f"{name} must be a sequence of 2 numbers, got {value!r}")
+    lo, hi = (float(check_number(f"{name}[{i}]", v, low, high)) for i, v in enumerate(value))
+    if lo > hi:
+        raise ValueError(f"{name} must be (min, max) with min <= max, got {value!r}")
+    return lo, hi
+
+
+def check_factor(name, value, *, center, low, high):
+    """A colour-jitter factor: a number v -> [max(low, center - v), center + v]; a pair -> itself."""
+    if isinstance(value, (list, tuple)):
+        return check_range(name, value, low, high)
+    check_number(name, value, 0, None if high is None else high - center)
+    return max(low, center - value), center + value
+
+
+def check_image(op, image, ranks=(2, 3), channels=None):
+    """A numpy image of an accepted rank (and channel count when ``channels`` is given)."""
+    if not isinstance(image, np.ndarray):
+        raise TypeError(f"{op}: expected a numpy image array, found {type(image).__name__}")
+    if image.ndim not in ranks:
+        want = " or ".join(f"{r}-D" for r in ranks)
+        raise ValueError(f"{op}: expected a {want} image <H,W{',C' if 3 in ranks else ''}>, "
+                         f"found shape {image.shape}")
+    if channels is not None and (image.ndim != 3 or image.shape[2] != channels):
+        raise ValueError(f"{op}: expected an image <H,W,{channels}>, found shape {image.shape}")
+    return image

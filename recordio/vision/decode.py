@@ -1,0 +1,179 @@
+"""Decoding, and fused decode + crop + resize that skips pixels the crop throws away.
+
+Fused decode: for a crop box (y, x, h, w) resized to (oh, ow), a JPEG is decoded with libjpeg's DCT
+scaling at the largest factor s in {8, 4, 2} that keeps the scaled crop at least as large as the
+output (h / s >= oh and w / s >= ow), the box is cropped in the reduced image and then resized. The
+result stays close to decode-then-crop-then-resize (see docs/vision.md for the measured tolerance).
+"""
+
+import struct
+
+import cv2
+import numpy as np
+
+from recordio.errors import FormatError
+from recordio.keys import _ROW, current_keys
+from recordio.vision._checks import check_number, check_range, check_size, pair
+from recordio.vision.geometry import Inter, check_enum, resize, resized_crop_box
+
+__all__ = ["Decode", "EncodedImage", "RandomCropDecodeResize", "decode_region", "fuse_decode", "image_size"]
+
+_FLAGS = cv2.IMREAD_COLOR_RGB | cv2.IMREAD_IGNORE_ORIENTATION
+_REDUCED = {2: cv2.IMREAD_REDUCED_COLOR_2, 4: cv2.IMREAD_REDUCED_COLOR_4, 8: cv2.IMREAD_REDUCED_COLOR_8}
+_SOF = {0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF}
+
+
+def _where():
+    row = _ROW.get()
+    return "" if row is None or row[1] < 0 else f" (row {row[2]})"
+
+
+def as_buffer(op, data):
+    """Encoded bytes as a 1-D uint8 array (bytes, bytearray, memoryview or a uint8 array)."""
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return np.frombuffer(data, np.uint8)
+    if isinstance(data, np.ndarray) and data.dtype == np.uint8 and data.ndim == 1:
+        return data
+    raise TypeError(f"{op}: expected encoded image bytes{_where()}, found "
+                    f"{type(data).__name__}{getattr(data, 'shape', '')}")
+
+
+def _undecodable(op, buf):
+    head = bytes(buf[:8])
+    return FormatError(f"{op}: cannot decode image{_where()}: expected JPEG or PNG bytes, found "
+                       f"{len(buf)} bytes starting {head!r}")
+
+
+def _jpeg_size(buf):
+    pos, n = 2, len(buf)
+    while pos + 9 < n:
+        if buf[pos] != 0xFF:
+            return None
+        marker = buf[pos + 1]
+        if marker == 0xFF:
+            pos += 1
+            continue
+        if marker in _SOF:
+            h, w = struct.unpack(">HH", bytes(buf[pos + 5:pos + 9]))
+            return h, w
+        pos += 2 + (buf[pos + 2] << 8 | buf[pos + 3])
+    return None
+
+
+def image_size(buf):
+    """(height, width) from a JPEG or PNG header without decoding pixels; None for other formats."""
+    if len(buf) > 24 and bytes(buf[:8]) == b"\x89PNG\r\n\x1a\n":
+        w, h = struct.unpack(">II", bytes(buf[16:24]))
+        return h, w
+    if len(buf) > 4 and buf[0] == 0xFF and buf[1] == 0xD8:
+        return _jpeg_size(buf)
+    return None
+
+
+def decode(op, buf, flags=_FLAGS):
+    img = cv2.imdecode(buf, flags) if len(buf) else None
+    if img is None:
+        raise _undecodable(op, buf)
+    return img
+
+
+class EncodedImage:
+    """Encoded bytes passed from a deferred Decode to the next op, which decodes only what it needs."""
+
+    __slots__ = ("buffer",)
+
+    def __init__(self, buffer):
+        self.buffer = buffer
+
+
+def decode_region(image, region, interpolation, op="Decode"):
+    """Decode ``image`` (EncodedImage) cropped and resized as ``region(h, w) -> (box, (oh, ow))`` asks."""
+    buf = image.buffer
+    size = image_size(buf)
+    if size is None:                                  # not a JPEG/PNG header: full decode, plain path
+        img = decode(op, buf)
+        size = img.shape[:2]
+    (y, x, h, w), (oh, ow) = region(*size)
+    scale = _reduction(buf, h, w, oh, ow)
+    if scale == 1:
+        img = decode(op, buf)
+    else:
+        img = cv2.cvtColor(decode(op, buf, _REDUCED[scale] | cv2.IMREAD_IGNORE_ORIENTATION), cv2.COLOR_BGR2RGB)
+        y, x, h, w = _scale_box(y, x, h, w, scale, img.shape)
+    return resize(img[y:y + h, x:x + w], oh, ow, interpolation)
+
+
+def _reduction(buf, h, w, oh, ow):
+    if buf[0] != 0xFF:                                # only libjpeg scales during decoding
+        return 1
+    for s in (8, 4, 2):
+        if h >= oh * s and w >= ow * s:
+            return s
+    return 1
+
+
+def _scale_box(y, x, h, w, s, shape):
+    y0, x0 = int(round(y / s)), int(round(x / s))
+    y1, x1 = min(shape[0], int(round((y + h) / s))), min(shape[1], int(round((x + w) / s)))
+    return y0, x0, max(1, y1 - y0), max(1, x1 - x0)
+
+
+class Decode:
+    """Decode JPEG/PNG bytes into an RGB uint8 <H,W,3> image."""
+
+    def __init__(self, to_pil=False):
+        if to_pil:
+            raise ValueError("Decode: to_pil=True is not supported (recordio ops work on numpy arrays)")
+        self.to_pil = False
+
+    def __call__(self, data):
+        return decode("Decode", as_buffer("Decode", data))
+
+    def __repr__(self):
+        return "Decode()"
+
+
+class _DeferredDecode(Decode):
+    """Decode placed right before a crop/resize: hands the bytes on so the next op decodes less."""
+
+    def __call__(self, data):
+        return EncodedImage(as_buffer("Decode", data))
+
+
+def fuse_decode(operations):
+    """The op list with each Decode that is followed by Resize/RandomResizedCrop made deferred.
+
+    Indices are kept, so every op keeps its op id (and its random draws).
+    """
+    from recordio.vision.geometry import RandomResizedCrop, Resize
+    ops = list(operations)
+    for j in range(len(ops) - 1):
+        if type(ops[j]) is Decode and isinstance(ops[j + 1], (Resize, RandomResizedCrop)):
+            ops[j] = _DeferredDecode()
+    return ops
+
+
+class RandomCropDecodeResize:
+    """Decode, crop a random region (as RandomResizedCrop) and resize, decoding at reduced scale."""
+
+    def __init__(self, size, scale=(0.08, 1.0), ratio=(3.0 / 4.0, 4.0 / 3.0), interpolation=Inter.BILINEAR,
+                 max_attempts=10):
+        self.size = pair(check_size("size", size))
+        self.scale = check_range("scale", scale, 0, None)
+        self.ratio = check_range("ratio", ratio, 0, None)
+        if self.ratio[0] <= 0:
+            raise ValueError(f"ratio must be positive, got {ratio!r}")
+        self.interpolation = check_enum("interpolation", interpolation, Inter)
+        self.max_attempts = check_number("max_attempts", max_attempts, 1, 2 ** 31 - 1, integer=True)
+
+    def region(self, height, width):
+        box = resized_crop_box(current_keys(), height, width, self.scale, self.ratio, self.max_attempts)
+        return box, self.size
+
+    def __call__(self, data):
+        buf = as_buffer("RandomCropDecodeResize", data)
+        return decode_region(EncodedImage(buf), self.region, self.interpolation, "RandomCropDecodeResize")
+
+    def __repr__(self):
+        return (f"RandomCropDecodeResize(size={self.size}, scale={self.scale}, ratio={self.ratio}, "
+                f"interpolation={self.interpolation}, max_attempts={self.max_attempts})")

@@ -1,0 +1,285 @@
+"""Geometric ops: resizing, cropping, flipping, layout, patches (OpenCV/numpy, images <H,W> or <H,W,C>)."""
+
+import enum
+import math
+
+import cv2
+import numpy as np
+
+from recordio.keys import current_keys
+from recordio.vision._checks import check_image, check_number, check_prob, check_range, check_size, pair
+
+__all__ = ["Border", "CenterCrop", "HWC2CHW", "Inter", "RandomCrop", "RandomHorizontalFlip",
+           "RandomResizedCrop", "RandomVerticalFlip", "Resize", "SliceMode", "SlicePatches"]
+
+
+class Inter(enum.Enum):
+    """Interpolation modes (MindSpore's names; BILINEAR and BICUBIC are aliases)."""
+    NEAREST = cv2.INTER_NEAREST
+    LINEAR = cv2.INTER_LINEAR
+    BILINEAR = cv2.INTER_LINEAR
+    CUBIC = cv2.INTER_CUBIC
+    BICUBIC = cv2.INTER_CUBIC
+    AREA = cv2.INTER_AREA
+
+
+class Border(enum.Enum):
+    """Padding modes: constant fill, edge repeat, reflect (dcb|abcd|cba), symmetric (cba|abcd|dcb)."""
+    CONSTANT = cv2.BORDER_CONSTANT
+    EDGE = cv2.BORDER_REPLICATE
+    REFLECT = cv2.BORDER_REFLECT_101
+    SYMMETRIC = cv2.BORDER_REFLECT
+
+
+class SliceMode(enum.Enum):
+    """How SlicePatches treats a remainder: pad it with ``fill_value`` or drop it."""
+    PAD = "pad"
+    DROP = "drop"
+
+
+def check_enum(name, value, kind):
+    if not isinstance(value, kind):
+        raise TypeError(f"{name} must be a {kind.__name__} member, got {value!r}")
+    return value
+
+
+def resize(img, h, w, interpolation):
+    if img.shape[:2] == (h, w):
+        return img
+    out = cv2.resize(img, (w, h), interpolation=interpolation.value)
+    return out.reshape(h, w, *img.shape[2:])
+
+
+def shorter_side_size(height, width, size):
+    """Output (h, w) of MindSpore's Resize: an int sets the shorter side and keeps the aspect ratio."""
+    if not isinstance(size, int):
+        return size
+    if height <= width:
+        return size, max(1, int(width * size / height))
+    return max(1, int(height * size / width)), size
+
+
+class Resize:
+    """Resize to ``size``: (h, w), or an int for the shorter side (aspect ratio kept)."""
+
+    def __init__(self, size, interpolation=Inter.LINEAR):
+        self.size = check_size("size", size)
+        self.interpolation = check_enum("interpolation", interpolation, Inter)
+
+    def region(self, height, width):
+        """The crop box (y, x, h, w) and output (h, w) for an image of this size (used by fused decode)."""
+        return (0, 0, height, width), shorter_side_size(height, width, self.size)
+
+    def __call__(self, img):
+        from recordio.vision.decode import EncodedImage, decode_region
+        if isinstance(img, EncodedImage):
+            return decode_region(img, self.region, self.interpolation)
+        img = check_image("Resize", img)
+        return resize(img, *shorter_side_size(*img.shape[:2], self.size), self.interpolation)
+
+    def __repr__(self):
+        return f"Resize(size={self.size}, interpolation={self.interpolation})"
+
+
+def resized_crop_box(keys, height, width, scale, ratio, attempts):
+    """(y, x, h, w) of a random crop with area fraction in ``scale`` and aspect ratio in ``ratio``."""
+    area = height * width
+    log_ratio = (math.log(ratio[0]), math.log(ratio[1]))
+    for k in range(attempts):
+        target = area * keys.uniform(4 * k, *scale)[0]
+        aspect = math.exp(keys.uniform(4 * k + 1, *log_ratio)[0])
+        w = int(round(math.sqrt(target * aspect)))
+        h = int(round(math.sqrt(target / aspect)))
+        if 0 < w <= width and 0 < h <= height:
+            y = int(keys.integers(4 * k + 2, 0, height - h + 1)[0])
+            x = int(keys.integers(4 * k + 3, 0, width - w + 1)[0])
+            return y, x, h, w
+    return _fallback_box(height, width, ratio)
+
+
+def _fallback_box(height, width, ratio):
+    """Centre crop at the closest allowed aspect ratio when every attempt failed."""
+    in_ratio = width / height
+    if in_ratio < ratio[0]:
+        w, h = width, max(1, int(round(width / ratio[0])))
+    elif in_ratio > ratio[1]:
+        h, w = height, max(1, int(round(height * ratio[1])))
+    else:
+        h, w = height, width
+    return (height - h) // 2, (width - w) // 2, h, w
+
+
+class RandomResizedCrop:
+    """Crop a random area/aspect-ratio region and resize it to ``size``."""
+
+    def __init__(self, size, scale=(0.08, 1.0), ratio=(3.0 / 4.0, 4.0 / 3.0), interpolation=Inter.BILINEAR,
+                 max_attempts=10):
+        self.size = pair(check_size("size", size))
+        self.scale = check_range("scale", scale, 0, None)
+        self.ratio = check_range("ratio", ratio, 0, None)
+        if self.ratio[0] <= 0:
+            raise ValueError(f"ratio must be positive, got {ratio!r}")
+        self.interpolation = check_enum("interpolation", interpolation, Inter)
+        self.max_attempts = check_number("max_attempts", max_attempts, 1, 2 ** 31 - 1, integer=True)
+
+    def region(self, height, width):
+        box = resized_crop_box(current_keys(), height, width, self.scale, self.ratio, self.max_attempts)
+        return box, self.size
+
+    def __call__(self, img):
+        from recordio.vision.decode import EncodedImage, decode_region
+        if isinstance(img, EncodedImage):
+            return decode_region(img, self.region, self.interpolation)
+        img = check_image("RandomResizedCrop", img)
+        (y, x, h, w), size = self.region(*img.shape[:2])
+        return resize(img[y:y + h, x:x + w], *size, self.interpolation)
+
+    def __repr__(self):
+        return (f"RandomResizedCrop(size={self.size}, scale={self.scale}, ratio={self.ratio}, "
+                f"interpolation={self.interpolation}, max_attempts={self.max_attempts})")
+
+
+def pad(img, top, bottom, left, right, mode=Border.CONSTANT, fill=0):
+    if not (top or bottom or left or right):
+        return img
+    value = list(fill) if isinstance(fill, tuple) else [fill] * 4
+    out = cv2.copyMakeBorder(img, top, bottom, left, right, mode.value, value=value)
+    return out.reshape(out.shape[0], out.shape[1], *img.shape[2:])
+
+
+def _check_padding(padding):
+    """None, an int, (left/right, top/bottom) or (left, top, right, bottom) -> (left, top, right, bottom)."""
+    if padding is None:
+        return 0, 0, 0, 0
+    values = [padding] if isinstance(padding, int) else list(padding) if isinstance(padding, (list, tuple)) else None
+    if values is None or len(values) not in (1, 2, 4):
+        raise TypeError(f"padding must be an int or a sequence of 2 or 4 ints, got {padding!r}")
+    values = [check_number(f"padding[{i}]", v, 0, 2 ** 31 - 1, integer=True) for i, v in enumerate(values)]
+    return tuple(values * 4)[:4] if len(values) == 1 else tuple(values * 2) if len(values) == 2 else tuple(values)
+
+
+def _check_fill(fill_value):
+    if isinstance(fill_value, (list, tuple)):
+        if len(fill_value) != 3:
+            raise TypeError(f"fill_value must be an int or a sequence of 3 ints, got {fill_value!r}")
+        return tuple(check_number(f"fill_value[{i}]", v, 0, 255, integer=True) for i, v in enumerate(fill_value))
+    return check_number("fill_value", fill_value, 0, 255, integer=True)
+
+
+class RandomCrop:
+    """Crop a random ``size`` window after optional padding (and padding up to ``size`` if asked)."""
+
+    def __init__(self, size, padding=None, pad_if_needed=False, fill_value=0, padding_mode=Border.CONSTANT):
+        self.size = pair(check_size("size", size))
+        self.padding = _check_padding(padding)
+        if not isinstance(pad_if_needed, bool):
+            raise TypeError(f"pad_if_needed must be a bool, got {pad_if_needed!r}")
+        self.pad_if_needed = pad_if_needed
+        self.fill_value = _check_fill(fill_value)
+        self.padding_mode = check_enum("padding_mode", padding_mode, Border)
+
+    def __call__(self, img):
+        img = check_image("RandomCrop", img)
+        left, top, right, bottom = self.padding
+        img = pad(img, top, bottom, left, right, self.padding_mode, self.fill_value)
+        h, w = self.size
+        if self.pad_if_needed:
+            dh, dw = max(0, h - img.shape[0]), max(0, w - img.shape[1])
+            img = pad(img, dh, dh, dw, dw, self.padding_mode, self.fill_value)
+        if img.shape[0] < h or img.shape[1] < w:
+            raise ValueError(f"RandomCrop: crop size {self.size} is larger than the (padded) image "
+                             f"{img.shape[:2]}; use pad_if_needed=True or padding")
+        keys = current_keys()
+        y = int(keys.integers(0, 0, img.shape[0] - h + 1)[0])
+        x = int(keys.integers(1, 0, img.shape[1] - w + 1)[0])
+        return img[y:y + h, x:x + w].copy()
+
+    def __repr__(self):
+        return f"RandomCrop(size={self.size}, padding={self.padding}, pad_if_needed={self.pad_if_needed})"
+
+
+class CenterCrop:
+    """Crop the centre ``size`` window; an image smaller than ``size`` is zero-padded first."""
+
+    def __init__(self, size):
+        self.size = pair(check_size("size", size))
+
+    def __call__(self, img):
+        img = check_image("CenterCrop", img)
+        h, w = self.size
+        dh, dw = max(0, h - img.shape[0]), max(0, w - img.shape[1])
+        img = pad(img, dh // 2, dh - dh // 2, dw // 2, dw - dw // 2)
+        y, x = (img.shape[0] - h) // 2, (img.shape[1] - w) // 2
+        return img[y:y + h, x:x + w].copy()
+
+    def __repr__(self):
+        return f"CenterCrop(size={self.size})"
+
+
+class _RandomFlip:
+    axis = 1
+
+    def __init__(self, prob=0.5):
+        self.prob = check_prob("prob", prob)
+
+    def draw(self, keys):
+        return {"flip": keys.bernoulli(0, self.prob)}
+
+    def __call__(self, img):
+        img = check_image(type(self).__name__, img)
+        if self.draw(current_keys())["flip"][0]:
+            return np.flip(img, self.axis).copy()
+        return img
+
+    def __repr__(self):
+        return f"{type(self).__name__}(prob={self.prob})"
+
+
+class RandomHorizontalFlip(_RandomFlip):
+    """Flip left-right (the W axis) with probability ``prob``."""
+    axis = 1
+
+
+class RandomVerticalFlip(_RandomFlip):
+    """Flip upside down (the H axis) with probability ``prob``."""
+    axis = 0
+
+
+class HWC2CHW:
+    """<H,W,C> -> <C,H,W>; a <H,W> image is returned unchanged."""
+
+    def __call__(self, img):
+        img = check_image("HWC2CHW", img)
+        return img if img.ndim == 2 else np.ascontiguousarray(img.transpose(2, 0, 1))
+
+    def __repr__(self):
+        return "HWC2CHW()"
+
+
+class SlicePatches:
+    """Cut an image into ``num_height`` x ``num_width`` patches, returned as that many output columns."""
+
+    def __init__(self, num_height=1, num_width=1, slice_mode=SliceMode.PAD, fill_value=0):
+        self.num_height = check_number("num_height", num_height, 1, 32768, integer=True)
+        self.num_width = check_number("num_width", num_width, 1, 32768, integer=True)
+        self.slice_mode = check_enum("slice_mode", slice_mode, SliceMode)
+        self.fill_value = check_number("fill_value", fill_value, 0, 255, integer=True)
+
+    def __call__(self, img):
+        img = check_image("SlicePatches", img)
+        height, width = img.shape[:2]
+        if self.slice_mode is SliceMode.PAD:
+            ph, pw = -(-height // self.num_height), -(-width // self.num_width)
+            img = pad(img, 0, ph * self.num_height - height, 0, pw * self.num_width - width,
+                      Border.CONSTANT, self.fill_value)
+        else:
+            ph, pw = height // self.num_height, width // self.num_width
+        if ph == 0 or pw == 0:
+            raise ValueError(f"SlicePatches: image {img.shape[:2]} is smaller than "
+                             f"{self.num_height}x{self.num_width} patches in DROP mode")
+        return tuple(np.ascontiguousarray(img[i * ph:(i + 1) * ph, j * pw:(j + 1) * pw])
+                     for i in range(self.num_height) for j in range(self.num_width))
+
+    def __repr__(self):
+        return (f"SlicePatches(num_height={self.num_height}, num_width={self.num_width}, "
+                f"slice_mode={self.slice_mode}, fill_value={self.fill_value})")
