@@ -1,0 +1,129 @@
+"""Crash-safe publication of a dataset: staging files, a writer lock, and the rename order.
+
+Protocol (see docs/atomic-commit.md for the argument):
+
+1. Every file is written under a hidden staging name in the target directory,
+   ``.<name>.rio-<token>.tmp`` (data) and ``.<name>.db.rio-<token>.tmp`` (index), while
+   the writer holds an exclusive ``flock`` on ``.rio-<token>.lock``.
+2. At commit all staged files are completed and fsync-ed, then the directory.
+3. Publish: (a) every target ``.db`` that exists is removed — from here on no old
+   shard opens, since a shard needs its ``.db``; (b) the data files are renamed into
+   place; (c) the ``.db`` files are renamed into place, shard 0 last. Until the last
+   rename at least one shard lacks its ``.db``, so the dataset does not open; after it,
+   every shard is new. The directory is fsync-ed between the steps.
+
+A dataset is therefore always either the old one (intact until step 3a) or the new one
+or does not open. Staging files of a writer that died are recognised by their
+``rio-<token>`` tag and removed by :func:`clean_stale` only when no live process holds
+that token's lock.
+"""
+
+import fcntl
+import glob
+import os
+import re
+import secrets
+
+__all__ = ["Staging", "clean_stale", "fsync_dir"]
+
+_TMP = re.compile(r"^\..+\.rio-([0-9a-f]{16})\.tmp$")
+_LOCK = re.compile(r"^\.rio-([0-9a-f]{16})\.lock$")
+
+
+def fsync_dir(directory):
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_file(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _lock_is_free(path):
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except FileNotFoundError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def clean_stale(directory):
+    """Remove staging files of dead writers in ``directory``; return the removed paths."""
+    removed = []
+    names = os.listdir(directory)
+    tokens = {m.group(1) for n in names if (m := _TMP.match(n) or _LOCK.match(n))}
+    for token in tokens:
+        lock = os.path.join(directory, f".rio-{token}.lock")
+        if not _lock_is_free(lock):
+            continue
+        for path in glob.glob(os.path.join(glob.escape(directory), f".*.rio-{token}.tmp")):
+            os.unlink(path)
+            removed.append(path)
+        if os.path.exists(lock):
+            os.unlink(lock)
+            removed.append(lock)
+    return removed
+
+
+class Staging:
+    """Staging names and the lock of one writer for the data files ``targets``."""
+
+    def __init__(self, targets):
+        self.targets = [os.path.abspath(t) for t in targets]
+        self.directory = os.path.dirname(self.targets[0])
+        self.token = secrets.token_hex(8)
+        self._lock_path = os.path.join(self.directory, f".rio-{self.token}.lock")
+        self._lock_fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+        fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+
+    def staged(self, target):
+        return os.path.join(os.path.dirname(target), f".{os.path.basename(target)}.rio-{self.token}.tmp")
+
+    def data_paths(self):
+        return [self.staged(t) for t in self.targets]
+
+    def db_paths(self):
+        return [self.staged(t + ".db") for t in self.targets]
+
+    def publish(self, extra_removals=()):
+        """Steps 2 and 3 of the protocol; ``extra_removals``: old files to delete with the old .db files."""
+        for path in self.data_paths() + self.db_paths():
+            fsync_file(path)
+        fsync_dir(self.directory)
+        for path in [t + ".db" for t in self.targets] + list(extra_removals):
+            if os.path.lexists(path):
+                os.unlink(path)
+        fsync_dir(self.directory)
+        for staged, target in zip(self.data_paths(), self.targets):
+            os.replace(staged, target)
+        fsync_dir(self.directory)
+        for staged, target in reversed(list(zip(self.db_paths(), self.targets))):
+            os.replace(staged, target + ".db")
+        fsync_dir(self.directory)
+        self.release()
+
+    def abort(self):
+        """Remove every staged file of this writer and release the lock."""
+        for path in self.data_paths() + self.db_paths():
+            if os.path.exists(path):
+                os.unlink(path)
+        self.release()
+
+    def release(self):
+        if self._lock_fd is not None:
+            os.unlink(self._lock_path)
+            os.close(self._lock_fd)
+            self._lock_fd = None

@@ -1,0 +1,151 @@
+"""The ``.db`` index of a data file: SQLite tables INDEXES and SHARD_NAME, plus our checksums.
+
+``INDEXES`` has one row per row of the shard with the in-page offsets of its raw
+and blob entries (FORMAT.md §6); MindSpore reads it to locate rows. recordio adds
+``RECORDIO_CHECKSUMS`` (one row per page: algorithm, page id, byte range, digest);
+MindSpore ignores tables it does not know.
+"""
+
+import os
+import sqlite3
+
+import numpy as np
+
+from recordio.errors import IndexFileError
+
+__all__ = ["INDEX_COLUMNS", "create_index", "db_path", "read_checksums", "read_locations",
+           "read_shard_name", "write_checksums"]
+
+INDEX_COLUMNS = ("ROW_ID", "PAGE_ID_RAW", "PAGE_OFFSET_RAW", "PAGE_OFFSET_RAW_END", "ROW_GROUP_ID",
+                 "PAGE_ID_BLOB", "PAGE_OFFSET_BLOB", "PAGE_OFFSET_BLOB_END")
+SQL_TYPES = {"int32": "INTEGER", "int64": "INTEGER", "float32": "REAL", "float64": "REAL", "string": "TEXT"}
+CHECKSUM_TABLE = "RECORDIO_CHECKSUMS"
+
+
+def db_path(data_path):
+    return data_path + ".db"
+
+
+def _column_name(field):
+    return "".join(c if c.isalnum() or c == "_" else "_" for c in field) + "_0"
+
+
+def create_ddl(index_fields):
+    """The exact CREATE TABLE statement MindSpore 2.10 stores for INDEXES."""
+    head = ("CREATE TABLE INDEXES(  ROW_ID               INT  NOT NULL, PAGE_ID_RAW          INT  NOT NULL, "
+            "PAGE_OFFSET_RAW      INT  NOT NULL, PAGE_OFFSET_RAW_END  INT  NOT NULL, ROW_GROUP_ID         INT  "
+            "NOT NULL, PAGE_ID_BLOB         INT  NOT NULL, PAGE_OFFSET_BLOB     INT  NOT NULL, "
+            "PAGE_OFFSET_BLOB_END INT  NOT NULL")
+    extra = "".join(f",INC_{j} INT, {_column_name(name)} {sql}" for j, (name, sql) in enumerate(index_fields))
+    key = ",".join(["ROW_ID"] + [f"INC_{j}" for j in range(len(index_fields))])
+    return f"{head}{extra}, PRIMARY KEY({key}))"
+
+
+def create_index(path, shard_name, index_fields, rows):
+    """Write a new ``.db`` at ``path``.
+
+    ``index_fields`` is a list of ``(field, schema_type)``; ``rows`` an iterable of tuples
+    ``(8 location ints..., value_0, value_1, ...)`` in insertion order.
+    """
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("PRAGMA page_size=4096")
+        conn.execute("PRAGMA journal_mode=DELETE")
+        conn.execute("BEGIN")
+        conn.execute(create_ddl([(f, SQL_TYPES[t]) for f, t in index_fields]))
+        conn.execute("CREATE TABLE SHARD_NAME(NAME TEXT NOT NULL)")
+        conn.execute("INSERT INTO SHARD_NAME (NAME) VALUES (?)", (shard_name,))
+        names = list(INDEX_COLUMNS)
+        for j, (field, _) in enumerate(index_fields):
+            names += [f"INC_{j}", _column_name(field)]
+        marks = ",".join("?" * len(names))
+        zeros = (0,)
+        n_loc = len(INDEX_COLUMNS)
+        conn.executemany(
+            f"INSERT INTO INDEXES ({','.join(names)}) VALUES ({marks})",
+            (r[:n_loc] + sum(((zeros + (v,)) for v in r[n_loc:]), ()) for r in rows))
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+
+
+def write_checksums(path, algorithm, checksums):
+    """Add (or replace) the checksum table.
+
+    ``checksums``: iterable of ``(page_id, nbytes, row_start, row_end, digest)`` where the
+    digest covers the page's first ``nbytes`` bytes and the page holds rows
+    ``[row_start, row_end)`` of the shard.
+    """
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("BEGIN")
+        conn.execute(f"DROP TABLE IF EXISTS {CHECKSUM_TABLE}")
+        conn.execute(f"CREATE TABLE {CHECKSUM_TABLE}(ALGORITHM TEXT NOT NULL, PAGE_ID INT NOT NULL, "
+                     f"NBYTES INT NOT NULL, ROW_START INT NOT NULL, ROW_END INT NOT NULL, "
+                     f"DIGEST TEXT NOT NULL, PRIMARY KEY(PAGE_ID))")
+        conn.executemany(f"INSERT INTO {CHECKSUM_TABLE} VALUES (?,?,?,?,?,?)",
+                         ((algorithm,) + tuple(c) for c in checksums))
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+
+
+def connect_ro(path):
+    """Open a ``.db`` read-only (works on read-only mounts); a missing file is an IndexFileError."""
+    if not os.path.isfile(path):
+        raise IndexFileError(f"{path}: index file is missing; every data file needs its .db beside it "
+                             f"(read without it with FileReader(..., use_index=False))")
+    if os.path.getsize(path) < 8:
+        raise IndexFileError(f"{path}: index file of {os.path.getsize(path)} bytes is not an SQLite database")
+    try:
+        return sqlite3.connect(f"file:{_quote(path)}?mode=ro&immutable=1", uri=True, check_same_thread=False)
+    except sqlite3.Error as exc:
+        raise IndexFileError(f"{path}: cannot open index file: {exc}") from None
+
+
+def _quote(path):
+    return os.path.abspath(path).replace("%", "%25").replace("?", "%3f").replace("#", "%23")
+
+
+def _query(conn, path, sql):
+    try:
+        return conn.execute(sql).fetchall()
+    except sqlite3.Error as exc:
+        raise IndexFileError(f"{path}: index file is not a MindRecord index ({exc}; query: {sql})") from None
+
+
+def read_shard_name(conn, path):
+    rows = _query(conn, path, "SELECT NAME FROM SHARD_NAME")
+    if not rows:
+        raise IndexFileError(f"{path}: SHARD_NAME table is empty")
+    return rows[0][0]
+
+
+def read_locations(conn, path):
+    """(row_group_id, blob_start, blob_end, raw_page, raw_start, raw_end) arrays ordered by ROW_ID."""
+    rows = _query(conn, path, "SELECT ROW_ID, ROW_GROUP_ID, PAGE_OFFSET_BLOB, PAGE_OFFSET_BLOB_END, "
+                              "PAGE_ID_RAW, PAGE_OFFSET_RAW, PAGE_OFFSET_RAW_END FROM INDEXES ORDER BY ROW_ID")
+    try:
+        table = np.array(rows, dtype=np.int64).reshape(len(rows), 7)
+    except (ValueError, TypeError, OverflowError):
+        raise IndexFileError(f"{path}: INDEXES holds non-integer locations") from None
+    if len(rows) and not np.array_equal(table[:, 0], np.arange(len(rows))):
+        raise IndexFileError(f"{path}: INDEXES ROW_ID values are not 0..{len(rows) - 1}")
+    return table[:, 1:]
+
+
+def count_index_rows(conn, path):
+    return _query(conn, path, "SELECT COUNT(*) FROM INDEXES")[0][0]
+
+
+def read_column(conn, path, field):
+    return [r[0] for r in _query(conn, path, f"SELECT {_column_name(field)} FROM INDEXES ORDER BY ROW_ID")]
+
+
+def read_checksums(conn, path):
+    """``{page_id: (algorithm, nbytes, row_start, row_end, digest)}``, or None without the table."""
+    exists = _query(conn, path, f"SELECT name FROM sqlite_master WHERE type='table' AND name='{CHECKSUM_TABLE}'")
+    if not exists:
+        return None
+    rows = _query(conn, path, f"SELECT PAGE_ID, ALGORITHM, NBYTES, ROW_START, ROW_END, DIGEST FROM {CHECKSUM_TABLE}")
+    return {r[0]: tuple(r[1:]) for r in rows}

@@ -1,0 +1,230 @@
+"""Schemas: field types, validation of rows against them, and a row's encoding and decoding.
+
+Accepted Python values per schema type (MindSpore 2.10's table, kept on purpose so that
+scripts behave the same; anything else is refused with a :class:`SchemaError`):
+
+=========  =====================================================================
+int32      ``int`` (not ``bool``) or ``np.int32``, within the int32 range
+int64      ``int`` (not ``bool``) or ``np.int64``, within the int64 range
+float32    ``float`` or ``np.float32``
+float64    ``float`` (``np.float64`` is a ``float``)
+string     ``str``
+bytes      ``bytes``
+array      ``np.ndarray`` whose dtype equals the schema type and whose element
+           count fits the shape (one ``-1`` dimension takes any multiple)
+=========  =====================================================================
+"""
+
+import math
+import re
+
+import numpy as np
+
+from recordio import codec
+from recordio.errors import FormatError, SchemaError
+
+__all__ = ["Schema"]
+
+SCALAR_TYPES = ("int32", "int64", "float32", "float64", "string", "bytes")
+ARRAY_TYPES = ("int32", "int64", "float32", "float64")
+INT_RANGE = {"int32": (-(1 << 31), (1 << 31) - 1), "int64": (-(1 << 63), (1 << 63) - 1)}
+_NAME = re.compile(r"^[0-9a-zA-Z_]+$")
+_NUMPY_SCALAR = {"int32": np.int32, "int64": np.int64, "float32": np.float32, "float64": np.float64}
+
+
+class Field:
+    """One schema field: name, type, shape (None for scalars) and its numpy dtype."""
+
+    __slots__ = ("name", "type", "shape", "dtype", "is_blob", "compressed")
+
+    def __init__(self, name, type_, shape, compressed):
+        self.name, self.type, self.shape = name, type_, shape
+        self.dtype = np.dtype(_NUMPY_SCALAR[type_]).newbyteorder("<") if type_ in _NUMPY_SCALAR else None
+        self.is_blob = shape is not None or type_ == "bytes"
+        self.compressed = compressed and shape is not None and type_ in INT_RANGE
+
+    def spec(self):
+        return {"type": self.type} if self.shape is None else {"shape": list(self.shape), "type": self.type}
+
+
+def _check_field(name, spec):
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise SchemaError(f"field {name!r} should be composed of '0-9', 'a-z', 'A-Z' or '_'")
+    if not isinstance(spec, dict) or "type" not in spec:
+        raise SchemaError(f"field {name!r}: expected a dict with a 'type', found {spec!r}")
+    extra = set(spec) - {"type", "shape"}
+    if extra:
+        raise SchemaError(f"field {name!r}: unknown attribute(s) {sorted(extra)}")
+    type_, shape = spec["type"], spec.get("shape")
+    if shape is None:
+        if "shape" in spec or type_ not in SCALAR_TYPES:
+            raise SchemaError(f"field {name!r}: type {type_!r} is not one of {', '.join(SCALAR_TYPES)}")
+        return type_, None
+    if type_ not in ARRAY_TYPES:
+        raise SchemaError(f"field {name!r}: arrays must be one of {', '.join(ARRAY_TYPES)}, found {type_!r}")
+    if not isinstance(shape, (list, tuple)) or not shape or not all(
+            type(d) is int and (d > 0 or d == -1) for d in shape) or list(shape).count(-1) > 1:
+        raise SchemaError(f"field {name!r}: shape must be a non-empty list of positive ints with at most "
+                          f"one -1, found {shape!r}")
+    return type_, tuple(shape)
+
+
+class Schema:
+    """A validated MindRecord schema (one ``schema[0]`` object of the header)."""
+
+    def __init__(self, fields, version="3.0"):
+        if not isinstance(fields, dict) or not fields:
+            raise SchemaError(f"schema must be a non-empty dict of field specs, found {fields!r}")
+        checked = {name: _check_field(name, spec) for name, spec in fields.items()}
+        self.compressed = version >= "3.0" and any(
+            shape is not None and t in INT_RANGE for t, shape in checked.values())
+        self.fields = {n: Field(n, t, s, self.compressed) for n, (t, s) in sorted(checked.items())}
+        self.blob_fields = [f.name for f in self.fields.values() if f.is_blob]
+        self.raw_fields = [f.name for f in self.fields.values() if not f.is_blob]
+
+    def to_json(self):
+        return {name: f.spec() for name, f in self.fields.items()}
+
+    def __eq__(self, other):
+        return isinstance(other, Schema) and self.to_json() == other.to_json()
+
+    # --- writing ---------------------------------------------------------------------------------
+
+    def encode_row(self, row, index):
+        """Validate one row; return ``(raw_values, raw_bytes, blob_bytes, bytes_saved_by_compression)``.
+
+        ``raw_values`` are the raw fields' Python values in ``raw_fields`` order.
+        """
+        if not isinstance(row, dict):
+            raise SchemaError(f"row {index}: expected a dict, found {type(row).__name__}")
+        raw_values = []
+        for name in self.raw_fields:
+            raw_values.append(self._scalar(self.fields[name], row, index))
+        parts, saved = [], 0
+        for name in self.blob_fields:
+            part, part_saved = self._blob_part(self.fields[name], row, index)
+            parts.append(part)
+            saved += part_saved
+        raw = codec.pack_raw(self.raw_fields, raw_values) if self.raw_fields else codec.DUMMY_RAW
+        return raw_values, raw, codec.join_blob(parts), saved
+
+    def _value(self, field, row, index):
+        try:
+            return row[field.name]
+        except KeyError:
+            raise SchemaError(f"row {index}: field {field.name!r} is missing (expected {field.type}"
+                              f"{'' if field.shape is None else f' array of shape {list(field.shape)}'})") from None
+
+    def _scalar(self, field, row, index):
+        value = self._value(field, row, index)
+        kind = type(value)
+        if field.type in INT_RANGE:
+            if kind is not int and kind is not _NUMPY_SCALAR[field.type]:
+                raise _type_error(index, field, f"int or np.{field.type}", value)
+            low, high = INT_RANGE[field.type]
+            value = int(value)
+            if not low <= value <= high:
+                raise SchemaError(f"row {index}: field {field.name!r}: expected an {field.type} in "
+                                  f"[{low}, {high}], found {value}")
+            return value
+        if field.type in ("float32", "float64"):
+            if kind is not float and kind is not _NUMPY_SCALAR[field.type]:
+                raise _type_error(index, field, f"float or np.{field.type}", value)
+            return float(value)
+        if kind is not str:
+            raise _type_error(index, field, "str", value)
+        return value
+
+    def _blob_part(self, field, row, index):
+        value = self._value(field, row, index)
+        if field.shape is None:
+            if type(value) is not bytes:
+                raise _type_error(index, field, "bytes", value)
+            return value, 0
+        if not isinstance(value, np.ndarray):
+            raise _type_error(index, field, f"np.ndarray of {field.type}", value)
+        if value.dtype.name != field.type:
+            raise SchemaError(f"row {index}: field {field.name!r}: expected dtype {field.type}, "
+                              f"found {value.dtype.name}")
+        _check_shape(field, value, index)
+        if field.compressed:
+            packed = codec.compress_ints(value.astype(np.int64).ravel())
+            return packed, value.size * value.itemsize - len(packed)
+        return np.ascontiguousarray(value, dtype=field.dtype).tobytes(), 0
+
+    # --- reading ---------------------------------------------------------------------------------
+
+    def decoder(self, columns=None):
+        """A function ``(raw_dict, blob_bytes, where) -> row dict`` for the selected columns."""
+        wanted = set(self.fields) if columns is None else set(columns)
+        raw = [(n, self.fields[n]) for n in self.raw_fields if n in wanted]
+        blobs = [(i, self.fields[n]) for i, n in enumerate(self.blob_fields) if n in wanted]
+        nblob = len(self.blob_fields)
+
+        def decode(record, blob, where):
+            row = {}
+            for name, field in raw:
+                row[name] = _cast_raw(field, record, where)
+            if blobs:
+                parts = codec.split_blob(blob, nblob) if nblob > 1 else (blob,)
+                for i, field in blobs:
+                    row[field.name] = _decode_part(field, parts[i], where)
+            return row
+
+        return decode, bool(raw), bool(blobs)
+
+
+def _type_error(index, field, expected, value):
+    return SchemaError(f"row {index}: field {field.name!r}: expected {expected} for schema type "
+                       f"{field.type}, found {type(value).__name__} {_short(value)}")
+
+
+def _short(value):
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _check_shape(field, value, index):
+    fixed = math.prod(d for d in field.shape if d != -1)
+    ok = value.size % fixed == 0 if -1 in field.shape else value.size == fixed
+    if not ok:
+        raise SchemaError(f"row {index}: field {field.name!r}: expected shape {list(field.shape)}, "
+                          f"found shape {list(value.shape)} ({value.size} elements)")
+
+
+def _cast_raw(field, record, where):
+    try:
+        value = record[field.name]
+    except KeyError:
+        raise FormatError(f"{where}: raw record lacks field {field.name!r}") from None
+    if field.type == "string":
+        if type(value) is not str:
+            raise FormatError(f"{where}: field {field.name!r}: expected a string, found {type(value).__name__}")
+        return value
+    if type(value) not in (int, float) or (field.type in INT_RANGE and type(value) is not int):
+        raise FormatError(f"{where}: field {field.name!r}: expected {field.type}, found {_short(value)}")
+    if field.type in INT_RANGE:
+        low, high = INT_RANGE[field.type]
+        if not low <= value <= high:
+            raise FormatError(f"{where}: field {field.name!r}: value {value} is out of the {field.type} range")
+    return field.dtype.type(value)
+
+
+def _decode_part(field, part, where):
+    if field.shape is None:
+        return bytes(part)
+    if field.compressed:
+        try:
+            flat = codec.decompress_ints(part, field.dtype)
+        except FormatError as exc:
+            raise FormatError(f"{where}: field {field.name!r}: {exc}") from None
+    else:
+        if len(part) % field.dtype.itemsize:
+            raise FormatError(f"{where}: field {field.name!r}: {len(part)} bytes is not a whole number "
+                              f"of {field.type} elements")
+        flat = np.frombuffer(part, dtype=field.dtype).copy()
+    try:
+        return flat.reshape(field.shape)
+    except ValueError:
+        raise FormatError(f"{where}: field {field.name!r}: {flat.size} elements do not fit shape "
+                          f"{list(field.shape)}") from None

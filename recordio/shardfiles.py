@@ -1,0 +1,106 @@
+"""The files of a dataset being written: staged data files, headers, ``.db`` files, checksums.
+
+Files are created with mode ``0o666`` minus the process umask (usually ``0644``), not
+MindSpore's forced ``0600``: datasets are commonly shared between users and jobs.
+"""
+
+import os
+
+import xxhash
+
+from recordio import format as fmt
+from recordio import index
+from recordio.format import BLOB
+
+__all__ = ["CHECKSUM_ALGORITHM", "ShardFiles", "page_checksums", "split_counts"]
+
+CHECKSUM_ALGORITHM = "xxh3_64"
+
+
+def split_counts(n, shards):
+    """Rows per shard for a call of ``n`` rows: the first ``n % shards`` shards get one more."""
+    q, r = divmod(n, shards)
+    return [q + 1 if i < r else q for i in range(shards)]
+
+
+def page_row_range(page, pages):
+    """(first_row, end_row) of the rows whose entries a page holds."""
+    if page.kind == BLOB:
+        return page.start_row, page.end_row
+    by_group = {p.type_id: p for p in pages if p.kind == BLOB}
+    spans = [(by_group[g].start_row, by_group[g].end_row) for g, _ in page.groups if g in by_group]
+    return (min(s for s, _ in spans), max(e for _, e in spans)) if spans else (0, 0)
+
+
+def page_checksums(fd, header_size, page_size, pages):
+    """(page_id, nbytes, row_start, row_end, digest) of every page's used bytes."""
+    out = []
+    for page in pages:
+        data = os.pread(fd, page.size, fmt.page_offset(header_size, page_size, page.page_id))
+        start, end = page_row_range(page, pages)
+        out.append((page.page_id, page.size, start, end, xxhash.xxh3_64_hexdigest(data)))
+    return out
+
+
+class ShardFiles:
+    """Staged data files of one writer; ``write`` places page bytes, ``finish`` publishes."""
+
+    def __init__(self, staging, header_size, page_size):
+        self.staging = staging
+        self.header_size = header_size
+        self.page_size = page_size
+        self._rotation = 0
+        self.fds = []
+        try:
+            for path in staging.data_paths():
+                self.fds.append(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666))
+        except BaseException:
+            self.abort()
+            raise
+
+    def next_rotating(self, shards):
+        shard = self._rotation % shards
+        self._rotation += 1
+        return shard
+
+    def write(self, shard, writes):
+        fd = self.fds[shard]
+        for page_id, offset, data in writes:
+            os.pwrite(fd, data, fmt.page_offset(self.header_size, self.page_size, page_id) + offset)
+
+    def finish(self, shards, header, index_values, index_fields, independent=False, checksums=True):
+        """Write headers and ``.db`` files into the staging names, then publish them."""
+        names = [os.path.basename(t) for t in self.staging.targets]
+        for i, (fd, shard) in enumerate(zip(self.fds, shards)):
+            addresses, shard_id = ([names[i]], 0) if independent else (names, i)
+            blob = fmt.encode_header(self.header_size, self.page_size, header["index_fields"], shard.pages,
+                                     header["compression_size"], header["schema"], header["blob_fields"],
+                                     header["desc"], addresses, shard_id)
+            os.pwrite(fd, blob, 0)
+            self._write_index(i, shard, index_values[i], index_fields, names[i], checksums)
+        self._close_fds()
+        self.staging.publish()
+
+    def _write_index(self, i, shard, values, index_fields, name, checksums):
+        db = self.staging.db_paths()[i]
+        locations = shard.locations().tolist()
+        rows = (tuple(loc) + tuple(_sql_value(v) for v in values[loc[0]]) for loc in locations)
+        index.create_index(db, name, index_fields, rows)
+        if checksums:
+            sums = page_checksums(self.fds[i], self.header_size, self.page_size, shard.pages)
+            index.write_checksums(db, CHECKSUM_ALGORITHM, sums)
+
+    def _close_fds(self):
+        for fd in self.fds:
+            os.close(fd)
+        self.fds = []
+
+    def abort(self):
+        self._close_fds()
+        self.staging.abort()
+
+
+def _sql_value(value):
+    if type(value) is float and value != value:
+        return None
+    return value
