@@ -9,8 +9,6 @@ MindSpore ignores tables it does not know.
 import os
 import sqlite3
 
-import numpy as np
-
 from recordio.errors import IndexFileError
 
 __all__ = ["INDEX_COLUMNS", "create_index", "db_path", "read_checksums", "read_locations",
@@ -123,6 +121,8 @@ def read_shard_name(conn, path):
 
 def read_locations(conn, path):
     """(row_group_id, blob_start, blob_end, raw_page, raw_start, raw_end) arrays ordered by ROW_ID."""
+    import numpy as np  # imported here: the count path (count_rows) must not load numpy
+
     rows = _query(conn, path, "SELECT ROW_ID, ROW_GROUP_ID, PAGE_OFFSET_BLOB, PAGE_OFFSET_BLOB_END, "
                               "PAGE_ID_RAW, PAGE_OFFSET_RAW, PAGE_OFFSET_RAW_END FROM INDEXES ORDER BY ROW_ID")
     try:
@@ -149,3 +149,25 @@ def read_checksums(conn, path):
         return None
     rows = _query(conn, path, f"SELECT PAGE_ID, ALGORITHM, NBYTES, ROW_START, ROW_END, DIGEST FROM {CHECKSUM_TABLE}")
     return {r[0]: tuple(r[1:]) for r in rows}
+
+
+META_TABLE = "RECORDIO_META"
+
+
+def write_meta(path, items):
+    """Store recordio's facts about the shard (writer version, header digest) as key/value rows."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("BEGIN")
+        conn.execute(f"CREATE TABLE IF NOT EXISTS {META_TABLE}(KEY TEXT PRIMARY KEY, VALUE TEXT NOT NULL)")
+        conn.executemany(f"INSERT OR REPLACE INTO {META_TABLE} VALUES (?, ?)", sorted(items.items()))
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+
+
+def read_meta(conn, path):
+    exists = _query(conn, path, f"SELECT name FROM sqlite_master WHERE type='table' AND name='{META_TABLE}'")
+    if not exists:
+        return {}
+    return dict(_query(conn, path, f"SELECT KEY, VALUE FROM {META_TABLE}"))

@@ -8,6 +8,7 @@ import os
 
 import xxhash
 
+from recordio import __version__
 from recordio import format as fmt
 from recordio import index
 from recordio.format import BLOB
@@ -78,6 +79,8 @@ class ShardFiles:
                                      header["desc"], addresses, shard_id)
             os.pwrite(fd, blob, 0)
             self._write_index(i, shard, index_values[i], index_fields, names[i], checksums)
+            index.write_meta(self.staging.db_paths()[i], {"writer": f"recordio {__version__}",
+                                                          "header_xxh3": xxhash.xxh3_64_hexdigest(blob)})
         self._close_fds()
         self.staging.publish()
 

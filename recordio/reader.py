@@ -1,0 +1,234 @@
+"""FileReader: a MindRecord dataset as a Python sequence of row dicts.
+
+Two kinds of position: a **row** is the global position in the dataset (shards in
+``shard_addresses`` or list order, then each shard's ``ROW_ID``); a **local row** is
+the position inside one shard file. ``reader[i]`` takes rows; the ``.db`` speaks
+local rows.
+
+Rows are dicts: numpy scalars of the schema dtype, arrays reshaped to the schema
+shape, ``str`` and ``bytes`` (SPEC §2). Data files are memory-mapped; at most
+:data:`MAX_OPEN_FILES` maps are open at once, so datasets with many shards do not
+exhaust file descriptors. A reader can be pickled and used after ``fork`` or under
+``spawn``: maps are reopened in the new process.
+"""
+
+import bisect
+import collections
+import mmap
+import os
+
+import numpy as np
+import xxhash
+
+from recordio.codec import unpack_raw
+from recordio.errors import ChecksumError, FormatError
+from recordio.shardset import open_shards
+
+__all__ = ["FileReader"]
+
+MAX_OPEN_FILES = 64
+
+
+class SchemaView(dict):
+    """The schema as a dict (``reader.schema``) that can also be called (MindSpore's ``schema()``)."""
+
+    def __call__(self):
+        return dict(self)
+
+
+class FileReader:
+    """Read a MindRecord dataset (MindSpore's ``FileReader``, plus the sequence protocol).
+
+    Args:
+        file_name: any data file of the dataset (its siblings are found from its header),
+            or a list of data files (read exactly those, in that order).
+        num_consumer: accepted for MindSpore compatibility; reading needs no threads.
+        columns: field names to return (default: all).
+        verify: check each page's checksum the first time a row from it is read.
+        use_index: locate rows through the ``.db`` (as MindSpore does); ``False`` walks the
+            header's page table instead, for datasets whose ``.db`` files are lost.
+    """
+
+    def __init__(self, file_name, num_consumer=4, columns=None, operator=None, *, verify=False,
+                 use_index=True):
+        shards, schema = open_shards(file_name, use_index)
+        if columns is not None:
+            if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
+                raise TypeError(f"columns must be a list of field names, got {columns!r}")
+            unknown = [c for c in columns if c not in schema.fields]
+            if unknown:
+                raise ValueError(f"columns {unknown} are not in the schema ({', '.join(schema.fields)})")
+        self._shards = shards
+        self._schema = schema
+        self._columns = None if columns is None else list(columns)
+        self._verify = verify
+        self._starts = np.cumsum([0] + [s.count for s in shards]).tolist()
+        self._decode, self._need_raw, self._need_blob = schema.decoder(self._columns)
+        self._maps = collections.OrderedDict()
+        self._verified = [set() for _ in shards]
+        if verify:
+            _require_checksums(shards)
+
+    # --- facts ----------------------------------------------------------------------------------
+
+    @property
+    def schema(self):
+        """``{field: {"type": ..., ["shape": [...]]}}``; also callable, as in MindSpore."""
+        return SchemaView(self._schema.to_json())
+
+    @property
+    def files(self):
+        return [s.path for s in self._shards]
+
+    @property
+    def file_row_counts(self):
+        return [s.count for s in self._shards]
+
+    @property
+    def index_fields(self):
+        return [f["index_field"] for f in self._shards[0].header["index_fields"] or []]
+
+    @property
+    def header(self):
+        """The first file's header (dict; ``page`` holds that file's pages)."""
+        return self._shards[0].header
+
+    def len(self):
+        """Number of rows (MindSpore's method name)."""
+        return len(self)
+
+    def __len__(self):
+        return self._starts[-1]
+
+    # --- rows -----------------------------------------------------------------------------------
+
+    def __getitem__(self, item):
+        if isinstance(item, slice):
+            return [self._row(i) for i in range(*item.indices(len(self)))]
+        if isinstance(item, (bool, np.bool_)) or not isinstance(item, (int, np.integer)):
+            raise TypeError(f"rows are indexed by int or slice, not {type(item).__name__}")
+        i = int(item)
+        n = len(self)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(f"row {item} is out of range for a dataset of {n} rows")
+        return self._row(i)
+
+    def __getitems__(self, indices):
+        """Rows at ``indices`` (the batched fetch protocol of ``torch.utils.data``)."""
+        return [self[i] for i in indices]
+
+    def __iter__(self):
+        for k, shard in enumerate(self._shards):
+            for local in range(shard.count):
+                yield self._read(k, local)
+
+    def get_next(self):
+        """Yield every row in order (MindSpore's generator method)."""
+        yield from self
+
+    def _row(self, i):
+        k = bisect.bisect_right(self._starts, i) - 1
+        return self._read(k, i - self._starts[k])
+
+    def _read(self, k, local):
+        shard = self._shards[k]
+        mm = self._map(k)
+        where = f"{shard.path}: row {local}"
+        record = blob = None
+        if self._need_raw:
+            start, end = shard.raw[local]
+            if self._verify:
+                self._check_page(k, shard.page_of(start))
+            record = unpack_raw(mm[start:end])
+        if self._need_blob:
+            start, end = shard.blob[local]
+            if self._verify:
+                self._check_page(k, shard.page_of(start))
+            blob = mm[start:end]
+        return self._decode(record, blob, where)
+
+    def index_column(self, field):
+        """Values of an indexed scalar field for every row, in row order, as a numpy array.
+
+        The values are always those of the data files: the raw records are decoded (blob
+        pages are never read). MindSpore's ``.db`` cuts strings at NUL and a ``.db`` may
+        have been copied from another dataset, so it is not trusted for values.
+        """
+        if field not in self._schema.fields or self._schema.fields[field].is_blob:
+            raise ValueError(f"{field!r} is not a scalar field of this dataset")
+        decode, _, _ = self._schema.decoder([field])
+        values = []
+        for k, shard in enumerate(self._shards):
+            mm = self._map(k)
+            for local in range(shard.count):
+                start, end = shard.raw[local]
+                values.append(decode(unpack_raw(mm[start:end]), None, f"{shard.path}: row {local}")[field])
+        dtype = self._schema.fields[field].dtype or object
+        return np.array(values, dtype=dtype)
+
+    # --- files ----------------------------------------------------------------------------------
+
+    def _map(self, k):
+        mm = self._maps.get(k)
+        if mm is not None:
+            self._maps.move_to_end(k)
+            return mm
+        shard = self._shards[k]
+        with open(shard.path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size < shard.size:
+                raise FormatError(f"{shard.path}: file shrank from {shard.size} to {size} bytes while open")
+            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        self._maps[k] = mm
+        if len(self._maps) > MAX_OPEN_FILES:
+            self._maps.popitem(last=False)[1].close()
+        return mm
+
+    def _check_page(self, k, page_id):
+        if page_id in self._verified[k]:
+            return
+        shard = self._shards[k]
+        _, nbytes, row_start, row_end, digest = shard.checksums[page_id]
+        page = shard.pages[page_id]
+        start = shard.header["header_size"] + page_id * shard.header["page_size"]
+        data = self._map(k)[start:start + page.size]
+        if nbytes != page.size or xxhash.xxh3_64_hexdigest(data) != digest:
+            raise ChecksumError(f"{shard.path}: page {page_id} (rows {row_start}..{row_end - 1}) does not "
+                                f"match its checksum: the file is corrupt")
+        self._verified[k].add(page_id)
+
+    def close(self):
+        """Release the memory maps (the reader reopens them if used again)."""
+        while self._maps:
+            self._maps.popitem()[1].close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["_maps"] = collections.OrderedDict()
+        state["_decode"] = None
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._decode, _, _ = self._schema.decoder(self._columns)
+
+    def __repr__(self):
+        return f"FileReader({self._shards[0].path!r}, files={len(self._shards)}, rows={len(self)})"
+
+
+def _require_checksums(shards):
+    for shard in shards:
+        if shard.checksums is None:
+            raise ChecksumError(f"{shard.path}.db has no checksums (the file was not written by recordio); "
+                                f"add them with `recordio verify --add-checksums`")
+        missing = [p.page_id for p in shard.pages if p.page_id not in shard.checksums]
+        if missing:
+            raise ChecksumError(f"{shard.path}.db has no checksum for page(s) {missing}")
