@@ -1,0 +1,27 @@
+"""The dataset pipeline: sources, operations, samplers, iterators and the PyTorch adapter.
+
+See ``docs/pipeline.md`` for the semantics (shuffle modes, distributed split, keyed randomness,
+workers, resume).
+"""
+
+import importlib
+
+from recordio.dataset import config
+from recordio.dataset.generator import GeneratorDataset
+from recordio.dataset.iterators import HostBatch
+from recordio.dataset.mindrecord import MindDataset
+from recordio.dataset.node import Dataset
+from recordio.dataset.ops import ConcatDataset
+from recordio.dataset.order import Shuffle
+from recordio.dataset.samplers import (DistributedSampler, PKSampler, RandomSampler, Sampler,
+                                       SequentialSampler, SubsetRandomSampler, SubsetSampler)
+
+__all__ = ["ConcatDataset", "Dataset", "DistributedSampler", "GeneratorDataset", "HostBatch",
+           "MindDataset", "PKSampler", "RandomSampler", "Sampler", "SequentialSampler", "Shuffle",
+           "SubsetRandomSampler", "SubsetSampler", "TorchDataset", "config"]
+
+
+def __getattr__(name):
+    if name == "TorchDataset":   # imports torch: only when asked for
+        return importlib.import_module("recordio.dataset.torch_adapter").TorchDataset
+    raise AttributeError(f"module 'recordio.dataset' has no attribute {name!r}")

@@ -1,0 +1,116 @@
+"""What one run of a pipeline shares: the plan (map ids, offload split), the seed, the shard
+split imposed from outside (DataLoader workers), the resume point and the worker pools.
+
+Map ids: the maps of a pipeline are numbered 0, 1, 2, ... in definition order (sources first,
+children before parents). Op ``j`` of map ``m`` draws its randomness under
+``op_scope(derive_uid(m, j))``; the numbering only depends on how the pipeline is written.
+"""
+
+import dataclasses
+
+from recordio.dataset import config
+from recordio.dataset.workers import make_runner
+
+__all__ = ["Plan", "RunContext", "build_plan"]
+
+
+@dataclasses.dataclass
+class _HostMap:
+    uid: int
+    operations: list
+    input_columns: list | None
+    output_columns: list | None
+    offload: bool | None
+
+
+class _NoOffload:
+    """The plan when nothing is offloaded (or the offload planner is not installed)."""
+
+    def __init__(self, maps):
+        self.host_maps = maps
+        self.tail = {}
+
+    def explain(self):
+        return "nothing is offloaded: every op runs on the host"
+
+    __str__ = explain
+
+
+@dataclasses.dataclass
+class Plan:
+    map_uids: dict        # id(map node) -> map uid
+    node_uids: dict       # id(node) -> position of the node in the pipeline
+    host: dict            # map uid -> the map as the host runs it (offloaded ops removed)
+    offload: object       # OffloadPlan
+
+
+def _specs(maps):
+    return [_HostMap(uid, list(m.operations), m.input_columns, m.output_columns, m.offload)
+            for uid, m in enumerate(maps)]
+
+
+def build_plan(root):
+    """Check the pipeline is a tree, number its maps and split off the offloaded tail."""
+    from recordio.dataset.map_op import MapDataset
+    from recordio.dataset.ops import ConcatDataset, ZipDataset
+
+    root._check_tree()
+    nodes = root._nodes()
+    maps = [n for n in nodes if isinstance(n, MapDataset)]
+    specs = _specs(maps)
+    try:
+        from recordio.offload_plan import MapSpec, plan_offload
+    except ModuleNotFoundError as e:
+        if e.name not in ("recordio.offload_plan",):
+            raise
+        offload = _NoOffload(specs)
+    else:
+        offload = plan_offload([MapSpec(s.uid, s.operations, s.input_columns, s.output_columns, s.offload)
+                                for s in specs], auto_offload=config.get_auto_offload(),
+                               zip_or_concat=any(isinstance(n, (ZipDataset, ConcatDataset)) for n in nodes))
+    host = {s.uid: _HostMap(s.uid, [], s.input_columns, s.output_columns, s.offload) for s in specs}
+    for spec in offload.host_maps:
+        host[spec.uid] = spec
+    return Plan({id(m): i for i, m in enumerate(maps)}, {id(n): i for i, n in enumerate(nodes)},
+                host, offload)
+
+
+class RunContext:
+    """The state one iteration of a pipeline carries down to its nodes."""
+
+    def __init__(self, plan, seed, shards=None, resume=None):
+        self.plan = plan
+        self.seed = seed
+        self.shards = shards          # (num_shards, shard_id) imposed on the sources, or None
+        self.resume = resume          # (data epoch, consumed) for a positional resume, or None
+        self._runners = {}
+
+    @classmethod
+    def for_sizes(cls, root, shards=None):
+        return cls(None, config.get_seed(), shards)
+
+    def node_uid(self, node):
+        return self.plan.node_uids[id(node)]
+
+    def host_map(self, node):
+        return self.plan.host[self.plan.map_uids[id(node)]]
+
+    def start_of(self, epoch):
+        """Rows of data epoch ``epoch`` already consumed (across shards); None: skip the epoch."""
+        if self.resume is None:
+            return 0
+        r_epoch, consumed = self.resume
+        if epoch < r_epoch:
+            return None
+        return consumed if epoch == r_epoch else 0
+
+    def runner(self, node, fn, workers, processes, window):
+        key = id(node)
+        if key not in self._runners:
+            self._runners[key] = make_runner(fn, workers, processes, window, type(node).__name__)
+        return self._runners[key]
+
+    def close(self):
+        runners, self._runners = self._runners, {}
+        for runner in runners.values():
+            runner.close()

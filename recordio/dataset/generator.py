@@ -1,0 +1,91 @@
+"""GeneratorDataset: rows from Python.
+
+Two kinds of source:
+
+* **random access** (``__getitem__`` and ``__len__``): rows are read by id, so the source can be
+  shuffled (the default, as in MindSpore), sharded and sampled, and the row id is the index;
+* **iterable** (an iterable, or a callable returning an iterator): rows come in the source's
+  order, the row id is the count. Asking to shuffle, shard or sample it raises ``PipelineError``
+  instead of being silently ignored.
+
+Each item is a tuple with one value per column (a single value is accepted for one column).
+"""
+
+import itertools
+
+from recordio.dataset.default_order import DefaultOrder, shuffle_mode
+from recordio.dataset.node import Item
+from recordio.dataset.source import SampledSource, check_sampler_args, check_shards
+from recordio.errors import PipelineError
+
+__all__ = ["GeneratorDataset"]
+
+
+def _is_random_access(source):
+    return hasattr(source, "__getitem__") and hasattr(source, "__len__")
+
+
+class GeneratorDataset(SampledSource):
+    def __init__(self, source, column_names=None, column_types=None, schema=None, num_samples=None,
+                 num_parallel_workers=1, shuffle=None, sampler=None, num_shards=None, shard_id=None,
+                 python_multiprocessing=True, max_rowsize=None):
+        if column_names is None:
+            raise ValueError("GeneratorDataset needs column_names")
+        self.column_names = [column_names] if isinstance(column_names, str) else list(column_names)
+        self.source = source
+        self.random_access = _is_random_access(source)
+        check_shards(num_shards, shard_id)
+        if not self.random_access and (shuffle or sampler is not None or num_shards is not None):
+            raise PipelineError(
+                "GeneratorDataset: shuffle, sampler and num_shards need a random-access source "
+                f"(__getitem__ and __len__); {type(source).__name__} is only iterable")
+        if not self.random_access and not (callable(source) or hasattr(source, "__iter__")):
+            raise TypeError(f"GeneratorDataset: source must be random-access, iterable or callable, "
+                            f"got {type(source).__name__}")
+        sampler = check_sampler_args(sampler, shuffle, num_shards) or DefaultOrder(
+            shuffle_mode(shuffle) if self.random_access else None, num_shards, shard_id, 0, num_samples)
+        super().__init__(sampler, num_parallel_workers, python_multiprocessing)
+        self.num_samples = num_samples
+
+    def _columns(self):
+        return list(self.column_names)
+
+    def _num_rows(self):
+        return len(self.source)
+
+    def _class_values(self, column):
+        raise PipelineError("PKSampler needs an indexed class column: it works with MindDataset, "
+                            "not GeneratorDataset (as in MindSpore)")
+
+    def _file_counts(self):
+        return [self._num_rows()]
+
+    def _to_cols(self, value, where):
+        values = value if isinstance(value, (tuple, list)) else (value,)
+        if len(values) != len(self.column_names):
+            raise PipelineError(f"GeneratorDataset: {where} has {len(values)} values, expected "
+                                f"{len(self.column_names)} (column_names={self.column_names})")
+        return dict(zip(self.column_names, values))
+
+    def _fetch(self, ids):
+        return [self._to_cols(self.source[int(i)], f"source[{int(i)}]") for i in ids]
+
+    def _size(self, ctx):
+        if self.random_access:
+            return super()._size(ctx)
+        return None
+
+    def _iterable(self):
+        src = self.source
+        return iter(src()) if callable(src) and not hasattr(src, "__iter__") else iter(src)
+
+    def _items(self, ctx, epoch):
+        if self.random_access:
+            yield from super()._items(ctx, epoch)
+            return
+        start = ctx.start_of(epoch)
+        if start is None:
+            return
+        values = itertools.islice(self._iterable(), start, self.num_samples)
+        for k, value in enumerate(values, start):
+            yield Item(self._to_cols(value, f"item {k} of the source"), k, epoch, (epoch, k + 1))

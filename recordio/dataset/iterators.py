@@ -1,0 +1,265 @@
+"""Iterating a pipeline: a producer thread runs it into a bounded queue; iterators convert.
+
+The producer starts on the first ``next`` (not when the iterator is made), runs the pipeline's
+epochs into a queue of ``config.get_prefetch_size()`` outputs and stops when the consumer closes
+the iterator, breaks out of a loop and drops it (garbage collection), or the interpreter exits.
+Errors raised in the pipeline reach the consumer as the same exception.
+"""
+
+import atexit
+import itertools
+import queue
+import threading
+import typing
+import weakref
+
+import numpy as np
+
+from recordio.dataset import config
+from recordio.dataset.context import RunContext, build_plan
+from recordio.dataset.resume import initial_state
+from recordio.dataset.values import collate, to_numpy, to_torch
+
+__all__ = ["DictIterator", "HostBatch", "ItemStream", "TupleIterator", "iter_host_batches"]
+
+_LIVE = weakref.WeakSet()
+
+
+class HostBatch(typing.NamedTuple):
+    """A pipeline output before the offloaded tail: numpy columns (or lists), row ids, epoch."""
+
+    columns: dict
+    rows: np.ndarray
+    epoch: int
+
+
+class _Producer:
+    def __init__(self, root, ctx, epochs, skip, prefetch):
+        self.queue = queue.Queue(prefetch)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, args=(root, ctx, epochs, skip), daemon=True,
+                                       name="recordio-pipeline")
+
+    def _put(self, msg):
+        while not self.stop.is_set():
+            try:
+                self.queue.put(msg, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _epoch(self, root, ctx, epoch, skip):
+        items = root._items(ctx, epoch)
+        try:
+            for item in itertools.islice(items, skip, None):
+                if not self._put(("item", epoch, item)):
+                    return False
+        finally:
+            items.close()
+        return self._put(("end", epoch, None))
+
+    def _run(self, root, ctx, epochs, skip):
+        try:
+            for k, epoch in enumerate(epochs):
+                if not self._epoch(root, ctx, epoch, skip if k == 0 else 0):
+                    return
+            self._put(("done", None, None))
+        except BaseException as e:  # noqa: BLE001 - carried to the consumer and re-raised there
+            self._put(("error", None, e))
+        finally:
+            ctx.close()
+
+    def close(self):
+        self.stop.set()
+        if self.thread.is_alive():
+            self.thread.join(timeout=30)
+
+
+class ItemStream:
+    """Items of ``num_epochs`` epochs (``None``/-1: endless); ``StopIteration`` ends each epoch."""
+
+    def __init__(self, root, num_epochs=1, shards=None):
+        plan = build_plan(root)
+        state = root._pending_state or initial_state(config.get_seed())
+        root._pending_state = None
+        self.plan, self.seed = plan, state["seed"]
+        self.epoch, self.delivered, self.source = state["epoch"], state["delivered"], state["source"]
+        resume = None
+        skip = self.delivered
+        if self.source is not None and root._positional():
+            resume, skip = (self.source["epoch"], self.source["consumed"]), 0
+        elif skip and state.get("shards") not in (None, _shards_of(root, shards)):
+            from recordio.errors import PipelineError
+            raise PipelineError("this pipeline resumes by replaying its epoch, which needs the same shards")
+        ctx = RunContext(plan, self.seed, shards, resume)
+        last = None if num_epochs in (None, -1) else num_epochs
+        epochs = itertools.count(self.epoch) if last is None else range(self.epoch, last)
+        self.shards = _shards_of(root, shards)
+        self._producer = _Producer(root, ctx, epochs, skip, config.get_prefetch_size())
+        self._pending = None
+        self._started = False
+        self._finished = False
+        root._state = weakref.WeakMethod(self.state_dict)
+        _LIVE.add(self)
+
+    def _get(self, block=True):
+        if self._pending is not None:
+            msg, self._pending = self._pending, None
+            return msg
+        producer = self._producer
+        if not self._started:
+            self._started = True
+            producer.thread.start()
+        while block or producer.thread.is_alive() or not producer.queue.empty():
+            try:
+                return producer.queue.get(timeout=0.1)
+            except queue.Empty:
+                if not producer.thread.is_alive() and producer.queue.empty():
+                    return ("done", None, None)
+        return None
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self._finished:
+            raise StopIteration
+        kind, epoch, payload = self._get()
+        if kind == "item":
+            self.delivered += 1
+            self.source = None if payload.pos is None else {"epoch": payload.pos[0], "consumed": payload.pos[1]}
+            return payload
+        if kind == "end":
+            self.epoch, self.delivered, self.source = epoch + 1, 0, None
+            raise StopIteration
+        self.close()
+        if kind == "error":
+            raise payload
+        raise StopIteration
+
+    def state_dict(self):
+        """The state after the last output delivered (an epoch that is over counts as over)."""
+        if self._pending is None and self._started and not self._finished:
+            self._pending = self._get(block=False)
+        epoch, delivered, source = self.epoch, self.delivered, self.source
+        if self._pending is not None and self._pending[0] == "end":
+            epoch, delivered, source = self._pending[1] + 1, 0, None
+        return {"version": 1, "seed": self.seed, "epoch": epoch, "delivered": delivered,
+                "source": source, "shards": self.shards}
+
+    def close(self):
+        self._finished = True
+        self._producer.close()
+
+    def __del__(self):
+        try:
+            self._producer.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+
+def _shards_of(root, shards):
+    return None if shards is None else list(shards)
+
+
+class _Tail:
+    """The offloaded ops, applied by the iterator (on cpu or on ``device``)."""
+
+    def __init__(self, plan, device, seed):
+        from recordio.offload import build_tail
+        self.module = build_tail(plan.offload)
+        self.columns = set(plan.offload.tail)
+        self.device = device or "cpu"
+        self.seed = seed
+
+    def __call__(self, item):
+        import torch
+        batched = isinstance(item.row, np.ndarray)
+        cols = dict(item.cols)
+        tensors = {}
+        for name in self.columns & set(cols):
+            value = cols[name] if batched else collate([to_numpy(cols[name])])
+            tensors[name] = to_torch(value).to(self.device)
+        rows = torch.as_tensor(item.rows)
+        out = self.module(tensors, rows, int(item.epoch), self.seed)
+        for name, value in out.items():
+            cols[name] = value if batched else value[0]
+        return cols
+
+
+class _OutputIterator:
+    def __init__(self, root, num_epochs, output_numpy, device, columns=None):
+        self._stream = ItemStream(root, num_epochs)
+        self._numpy = output_numpy
+        self._device = device
+        self._columns = columns
+        self._tail = _Tail(self._stream.plan, device, self._stream.seed) if self._stream.plan.offload.tail \
+            else None
+
+    def __iter__(self):
+        return self
+
+    def _convert(self, value):
+        if self._numpy:
+            if hasattr(value, "detach"):
+                return value.detach().cpu().numpy()
+            return to_numpy(value)
+        if hasattr(value, "detach"):
+            return value
+        out = to_torch(value)
+        if self._device is not None and hasattr(out, "to"):
+            out = out.to(self._device)
+        return out
+
+    def _next_cols(self):
+        item = next(self._stream)
+        cols = self._tail(item) if self._tail is not None else item.cols
+        return {name: self._convert(value) for name, value in cols.items()}
+
+    def state_dict(self):
+        return self._stream.state_dict()
+
+    def close(self):
+        self._stream.close()
+
+    def stop(self):
+        self.close()
+
+
+class DictIterator(_OutputIterator):
+    def __next__(self):
+        return self._next_cols()
+
+
+class TupleIterator(_OutputIterator):
+    def __next__(self):
+        cols = self._next_cols()
+        names = self._columns or list(cols)
+        return [cols[n] for n in names]
+
+
+def iter_host_batches(root, num_epochs=1):
+    """The pipeline output after ``batch``, offloaded tail not applied, as :class:`HostBatch`."""
+    stream = ItemStream(root, num_epochs)
+    try:
+        while True:
+            try:
+                item = next(stream)
+            except StopIteration:
+                if stream._finished:
+                    return
+                continue
+            batched = isinstance(item.row, np.ndarray)
+            cols = {n: (v if batched and isinstance(v, np.ndarray) else
+                        to_numpy(v) if batched else collate([to_numpy(v)]))
+                    for n, v in item.cols.items()}
+            yield HostBatch(cols, item.rows, int(item.epoch))
+    finally:
+        stream.close()
+
+
+@atexit.register
+def _close_all():
+    for stream in list(_LIVE):
+        stream.close()

@@ -1,0 +1,148 @@
+"""``map``: apply operations to one or several columns of every row.
+
+Operations are recordio ops or any Python callables; they receive the input columns' values as
+numpy (``op(*values)``) and return one value or a tuple. Op ``j`` of the map runs under the keys
+``row_scope(seed, epoch, row)`` and ``op_scope(derive_uid(map uid, j))``: a random op calls
+:func:`recordio.keys.current_keys` and gets the same draws whatever the workers or batch size.
+"""
+
+import collections
+import functools
+
+from recordio.dataset import config
+from recordio.dataset.node import Dataset, Item
+from recordio.dataset.values import to_op_input
+from recordio.errors import PipelineError
+from recordio.keys import derive_uid, op_scope, row_scope
+
+__all__ = ["MapDataset"]
+
+
+def _columns_arg(name, value):
+    if value is None:
+        return None
+    cols = [value] if isinstance(value, str) else list(value)
+    if not cols or not all(isinstance(c, str) for c in cols):
+        raise ValueError(f"map: {name} must be a column name or a non-empty list of them, got {value!r}")
+    return cols
+
+
+def _op_name(op):
+    return getattr(op, "__name__", type(op).__name__)
+
+
+def apply_ops(ops, uid, seed, values, row, epoch):
+    """Run ``ops`` in sequence on one row's input values under the row's keys."""
+    first_row = int(row) if not hasattr(row, "__len__") else int(row[0])
+    with row_scope(seed, epoch, first_row):
+        for j, op in enumerate(ops):
+            with op_scope(derive_uid(uid, j)):
+                try:
+                    out = op(*values)
+                except Exception as e:
+                    e.add_note(f"recordio: in map #{uid}, operation {j} ({_op_name(op)}), row {first_row}, "
+                               f"epoch {epoch}")
+                    e.recordio_row = first_row
+                    raise
+            values = out if isinstance(out, tuple) else (out,)
+    return values
+
+
+def run_chunk(ops, uid, seed, chunk):
+    """A worker's job: a list of ``(input values, row, epoch)``."""
+    return [apply_ops(ops, uid, seed, values, row, epoch) for values, row, epoch in chunk]
+
+
+class MapDataset(Dataset):
+    CHUNK_THREADS = 4
+    CHUNK_PROCESSES = 16
+
+    def __init__(self, child, operations, input_columns, output_columns, num_parallel_workers,
+                 python_multiprocessing, offload, **kwargs):
+        super().__init__([child])
+        ops = list(operations) if isinstance(operations, (list, tuple)) else [operations]
+        if not ops or not all(callable(op) for op in ops):
+            raise TypeError(f"map: operations must be a callable or a list of callables, got {operations!r}")
+        self.operations = ops
+        self.input_columns = _columns_arg("input_columns", input_columns)
+        self.output_columns = _columns_arg("output_columns", output_columns)
+        self.num_parallel_workers = num_parallel_workers
+        self.python_multiprocessing = bool(python_multiprocessing)
+        if offload not in (None, True, False):
+            raise TypeError(f"map: offload must be None, True or False, got {offload!r}")
+        self.offload = offload
+        missing = [c for c in (self.input_columns or []) if c not in child._columns()]
+        if missing:
+            raise PipelineError(f"map: input column(s) {missing} not in the pipeline's columns "
+                                f"{child._columns()}")
+
+    def _io(self, spec=None):
+        spec = spec or self
+        ins = spec.input_columns or self.children[0]._columns()[:1]
+        return ins, spec.output_columns or ins
+
+    def _columns(self):
+        ins, outs = self._io()
+        return merge_names(self.children[0]._columns(), ins, outs)
+
+    def _items(self, ctx, epoch):
+        spec = ctx.host_map(self)
+        ins, outs = self._io(spec)
+        if not spec.operations:
+            yield from self._renamed(ctx, epoch, ins, outs)
+            return
+        workers = self.num_parallel_workers or config.get_num_parallel_workers()
+        chunk = self.CHUNK_PROCESSES if self.python_multiprocessing else self.CHUNK_THREADS
+        if workers <= 1 and not self.python_multiprocessing:
+            chunk = 64
+        fn = functools.partial(run_chunk, spec.operations, spec.uid, ctx.seed)
+        runner = ctx.runner(self, fn, workers, self.python_multiprocessing, 2 * workers)
+        sent = collections.deque()
+
+        def chunks():
+            group = []
+            for item in self.children[0]._items(ctx, epoch):
+                group.append(item)
+                if len(group) == chunk:
+                    sent.append(group)
+                    yield [(tuple(to_op_input(it.cols[c]) for c in ins), it.row, it.epoch) for it in group]
+                    group = []
+            if group:
+                sent.append(group)
+                yield [(tuple(to_op_input(it.cols[c]) for c in ins), it.row, it.epoch) for it in group]
+
+        for results in runner.imap(chunks()):
+            for item, values in zip(sent.popleft(), results):
+                yield Item(merge_values(item.cols, ins, outs, values, spec.uid, item.row), item.row,
+                           item.epoch, item.pos)
+
+    def _renamed(self, ctx, epoch, ins, outs):
+        for item in self.children[0]._items(ctx, epoch):
+            values = tuple(item.cols[c] for c in ins)
+            yield Item(merge_values(item.cols, ins, outs, values, -1, item.row), item.row, item.epoch,
+                       item.pos)
+
+
+def merge_names(names, ins, outs):
+    """Column order after a map: the outputs take the place of the first input column."""
+    result = []
+    for name in names:
+        if name == ins[0]:
+            result.extend(outs)
+        elif name not in ins and name not in outs:
+            result.append(name)
+    return result
+
+
+def merge_values(cols, ins, outs, values, uid, row):
+    if len(values) != len(outs):
+        raise PipelineError(f"map #{uid}: the operations returned {len(values)} value(s) for row {row}, "
+                            f"expected {len(outs)} (output_columns={outs})")
+    new = dict(zip(outs, values))
+    result = {}
+    for name, value in cols.items():
+        if name == ins[0]:
+            result.update(new)
+        elif name not in ins and name not in new:
+            result[name] = value
+    return result

@@ -1,0 +1,213 @@
+"""The pipeline node: what every dataset (source or operation) is.
+
+A node knows its children, its column names and its size, and produces :class:`Item` objects
+for one epoch with ``_items(ctx, epoch)``. ``epoch`` is the epoch this node is asked for: the
+iterator's epoch at the root, the data epoch below a ``repeat``. The builder methods (``map``,
+``batch``, ...) each return a new node that consumes this one. A node consumed by two nodes makes
+the pipeline "not a tree" and is refused when iterated, as in MindSpore.
+"""
+
+import weakref
+
+import numpy as np
+
+from recordio.errors import PipelineError
+
+__all__ = ["Dataset", "Item", "NOT_A_TREE"]
+
+NOT_A_TREE = "The data pipeline is not a tree (i.e., one node has 2 consumers)"
+
+
+class Item:
+    """One row (``row`` an int) or one batch (``row`` an int64 array) flowing down the pipeline.
+
+    ``pos`` is the resume point after this item: ``(data epoch, rows of the epoch consumed across
+    all shards)``, or ``None`` where the pipeline cannot tell (zip, concat).
+    """
+
+    __slots__ = ("cols", "row", "epoch", "pos")
+
+    def __init__(self, cols, row, epoch, pos):
+        self.cols = cols
+        self.row = row
+        self.epoch = epoch
+        self.pos = pos
+
+    @property
+    def rows(self):
+        return np.atleast_1d(np.asarray(self.row, dtype=np.int64))
+
+
+class Dataset:
+    """Base of every pipeline node; the builder methods mirror ``mindspore.dataset.Dataset``."""
+
+    def __init__(self, children=()):
+        self.children = list(children)
+        self._consumers = weakref.WeakSet()
+        self._state = None
+        self._pending_state = None
+        for child in self.children:
+            child._consumers.add(self)
+
+    # -- what subclasses provide -------------------------------------------------------------
+    def _items(self, ctx, epoch):
+        raise NotImplementedError
+
+    def _columns(self):
+        return self.children[0]._columns()
+
+    def _size(self, ctx):
+        """Outputs per epoch, or ``None`` when only iterating can tell."""
+        return self.children[0]._size(ctx)
+
+    def _positional(self):
+        """True when resume can restart the source at a position (no buffering, one source)."""
+        return all(c._positional() for c in self.children)
+
+    # -- the tree --------------------------------------------------------------------------------
+    def _nodes(self):
+        """Every node below and including this one, sources first (post-order)."""
+        out = []
+        for child in self.children:
+            out.extend(child._nodes())
+        out.append(self)
+        return out
+
+    def _check_tree(self):
+        seen = set()
+        for node in self._nodes():
+            if id(node) in seen or (node is not self and len(node._consumers) > 1):
+                raise PipelineError(NOT_A_TREE)
+            seen.add(id(node))
+
+    # -- builders ----------------------------------------------------------------------------------
+    def map(self, operations, input_columns=None, output_columns=None, num_parallel_workers=None,
+            python_multiprocessing=False, offload=None, **kwargs):
+        from recordio.dataset.map_op import MapDataset
+        return MapDataset(self, operations, input_columns, output_columns, num_parallel_workers,
+                          python_multiprocessing, offload, **kwargs)
+
+    def batch(self, batch_size, drop_remainder=False, num_parallel_workers=None, per_batch_map=None,
+              input_columns=None, output_columns=None, pad_info=None, **kwargs):
+        from recordio.dataset.batch_op import BatchDataset
+        return BatchDataset(self, batch_size, drop_remainder, per_batch_map, input_columns,
+                            output_columns, pad_info)
+
+    def shuffle(self, buffer_size):
+        from recordio.dataset.ops import ShuffleDataset
+        return ShuffleDataset(self, buffer_size)
+
+    def repeat(self, count=None):
+        from recordio.dataset.ops import RepeatDataset
+        return RepeatDataset(self, count)
+
+    def project(self, columns):
+        from recordio.dataset.ops import ProjectDataset
+        return ProjectDataset(self, columns)
+
+    def rename(self, input_columns, output_columns):
+        from recordio.dataset.ops import RenameDataset
+        return RenameDataset(self, input_columns, output_columns)
+
+    def filter(self, predicate, input_columns=None, num_parallel_workers=None):
+        from recordio.dataset.ops import FilterDataset
+        return FilterDataset(self, predicate, input_columns)
+
+    def take(self, count=-1):
+        from recordio.dataset.ops import TakeDataset
+        return TakeDataset(self, count)
+
+    def skip(self, count):
+        from recordio.dataset.ops import SkipDataset
+        return SkipDataset(self, count)
+
+    def zip(self, datasets):
+        from recordio.dataset.ops import ZipDataset
+        others = list(datasets) if isinstance(datasets, (tuple, list)) else [datasets]
+        return ZipDataset([self, *others])
+
+    def concat(self, datasets):
+        from recordio.dataset.ops import ConcatDataset
+        others = list(datasets) if isinstance(datasets, (tuple, list)) else [datasets]
+        return ConcatDataset([self, *others])
+
+    def __add__(self, other):
+        return self.concat(other)
+
+    # -- facts ----------------------------------------------------------------------------------------
+    def get_col_names(self):
+        return list(self._columns())
+
+    def get_dataset_size(self):
+        """Outputs (rows, or batches after ``batch``) per epoch; from the index where possible."""
+        from recordio.dataset.context import RunContext
+        size = self._size(RunContext.for_sizes(self))
+        if size is None:
+            size = sum(1 for _ in self._iter_items(num_epochs=1))
+        return size
+
+    def get_batch_size(self):
+        from recordio.dataset.batch_op import BatchDataset
+        node = next((n for n in reversed(self._nodes()) if isinstance(n, BatchDataset)), None)
+        return 1 if node is None else node.batch_size
+
+    def _first_numpy(self):
+        from recordio.dataset.values import to_numpy
+        it = self.create_tuple_iterator(num_epochs=1, output_numpy=True)
+        try:
+            return [to_numpy(v) for v in next(iter(it))]
+        except StopIteration:
+            raise PipelineError("the pipeline produced no row, so its shapes and types are unknown") from None
+        finally:
+            it.close()
+
+    def output_shapes(self):
+        return [list(np.shape(v[0] if isinstance(v, list) else v)) for v in self._first_numpy()]
+
+    def output_types(self):
+        return [(v[0] if isinstance(v, list) else v).dtype for v in self._first_numpy()]
+
+    # -- iteration (recordio.dataset.iterators) ---------------------------------------------------
+    def create_dict_iterator(self, num_epochs=-1, output_numpy=False, device=None):
+        from recordio.dataset.iterators import DictIterator
+        return DictIterator(self, num_epochs, output_numpy, device)
+
+    def create_tuple_iterator(self, columns=None, num_epochs=-1, output_numpy=False, do_copy=True,
+                              device=None):
+        from recordio.dataset.iterators import TupleIterator
+        return TupleIterator(self, num_epochs, output_numpy, device, columns)
+
+    def __iter__(self):
+        return iter(self.create_tuple_iterator(num_epochs=1))
+
+    def _iter_items(self, num_epochs=1):
+        from recordio.dataset.iterators import ItemStream
+        return ItemStream(self, num_epochs)
+
+    def _iter_host_batches(self, num_epochs=1):
+        from recordio.dataset.iterators import iter_host_batches
+        return iter_host_batches(self, num_epochs)
+
+    def offload_plan(self):
+        from recordio.dataset.context import build_plan
+        return build_plan(self).offload
+
+    def offload_module(self):
+        from recordio.offload import build_tail
+        return build_tail(self.offload_plan())
+
+    # -- resume ------------------------------------------------------------------------------------------
+    def state_dict(self):
+        """Where the latest iterator of this pipeline stands (see ``docs/pipeline.md``, Resume)."""
+        if self._state is None:
+            return {"version": 1, "epoch": 0, "delivered": 0, "source": None}
+        return self._state()
+
+    def load_state_dict(self, state):
+        """Make the next iterator of this pipeline start where ``state`` says."""
+        from recordio.dataset.resume import check_state
+        self._pending_state = check_state(state)
+
+    def save(self, file_name, num_files=1, file_type="mindrecord"):
+        from recordio.dataset.save import save_dataset
+        save_dataset(self, file_name, num_files, file_type)

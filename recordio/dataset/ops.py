@@ -1,0 +1,217 @@
+"""The operations that do not transform values: shuffle (buffer), repeat, project, rename,
+filter, take, skip, zip and concat."""
+
+
+import itertools
+
+from recordio.dataset.node import Dataset, Item
+from recordio.dataset.order import epoch_rng
+from recordio.dataset.values import to_op_input
+from recordio.errors import PipelineError
+
+__all__ = ["ConcatDataset", "FilterDataset", "ProjectDataset", "RenameDataset", "RepeatDataset",
+           "ShuffleDataset", "SkipDataset", "TakeDataset", "ZipDataset"]
+
+
+def _names(value, what):
+    names = [value] if isinstance(value, str) else list(value)
+    if not names or not all(isinstance(n, str) for n in names):
+        raise ValueError(f"{what} must be a column name or a list of them, got {value!r}")
+    return names
+
+
+def _count(value, what, allow_all=True):
+    if isinstance(value, bool) or not isinstance(value, int) or value < (-1 if allow_all else 0):
+        raise ValueError(f"{what} must be an int >= {-1 if allow_all else 0}, got {value!r}")
+    return value
+
+
+class ShuffleDataset(Dataset):
+    """A shuffle buffer of ``buffer_size`` rows, keyed by (seed, epoch, node position)."""
+
+    def __init__(self, child, buffer_size):
+        super().__init__([child])
+        if isinstance(buffer_size, bool) or not isinstance(buffer_size, int) or buffer_size < 2:
+            raise ValueError(f"buffer_size must be an int >= 2, got {buffer_size!r}")
+        self.buffer_size = buffer_size
+
+    def _positional(self):
+        return False
+
+    def _items(self, ctx, epoch):
+        rng = epoch_rng(ctx.seed, epoch, ctx.node_uid(self))
+        buffer = []
+        for item in self.children[0]._items(ctx, epoch):
+            if len(buffer) < self.buffer_size:
+                buffer.append(item)
+                continue
+            k = int(rng.integers(len(buffer)))
+            buffer[k], item = item, buffer[k]
+            yield item
+        while buffer:
+            k = int(rng.integers(len(buffer)))
+            buffer[k], buffer[-1] = buffer[-1], buffer[k]
+            yield buffer.pop()
+
+
+class RepeatDataset(Dataset):
+    """``count`` data epochs per epoch (``None``/-1: endless); data epoch = epoch * count + j."""
+
+    def __init__(self, child, count):
+        super().__init__([child])
+        self.count = None if count in (None, -1) else _count(count, "repeat count", False)
+
+    def _size(self, ctx):
+        n = self.children[0]._size(ctx)
+        return None if n is None or self.count is None else n * self.count
+
+    def _items(self, ctx, epoch):
+        reps = itertools.count() if self.count is None else range(self.count)
+        for j in reps:
+            data_epoch = j if self.count is None else epoch * self.count + j
+            yield from self.children[0]._items(ctx, data_epoch)
+
+
+class ProjectDataset(Dataset):
+    def __init__(self, child, columns):
+        super().__init__([child])
+        self.columns = _names(columns, "project columns")
+        missing = [c for c in self.columns if c not in child._columns()]
+        if missing:
+            raise PipelineError(f"project: column(s) {missing} not in {child._columns()}")
+
+    def _columns(self):
+        return list(self.columns)
+
+    def _items(self, ctx, epoch):
+        for item in self.children[0]._items(ctx, epoch):
+            yield Item({c: item.cols[c] for c in self.columns}, item.row, item.epoch, item.pos)
+
+
+class RenameDataset(Dataset):
+    def __init__(self, child, input_columns, output_columns):
+        super().__init__([child])
+        ins, outs = _names(input_columns, "input_columns"), _names(output_columns, "output_columns")
+        if len(ins) != len(outs):
+            raise ValueError(f"rename: {len(ins)} input column(s) but {len(outs)} output column(s)")
+        self.mapping = dict(zip(ins, outs))
+
+    def _columns(self):
+        return [self.mapping.get(c, c) for c in self.children[0]._columns()]
+
+    def _items(self, ctx, epoch):
+        for item in self.children[0]._items(ctx, epoch):
+            yield Item({self.mapping.get(c, c): v for c, v in item.cols.items()}, item.row, item.epoch,
+                       item.pos)
+
+
+class FilterDataset(Dataset):
+    """Keep the rows for which ``predicate(*input values)`` is true."""
+
+    def __init__(self, child, predicate, input_columns):
+        super().__init__([child])
+        if not callable(predicate):
+            raise TypeError("filter: predicate must be callable")
+        self.predicate = predicate
+        self.input_columns = None if input_columns is None else _names(input_columns, "input_columns")
+
+    def _size(self, ctx):
+        return None
+
+    def _items(self, ctx, epoch):
+        for item in self.children[0]._items(ctx, epoch):
+            names = self.input_columns or list(item.cols)
+            if bool(self.predicate(*[to_op_input(item.cols[c]) for c in names])):
+                yield item
+
+
+class TakeDataset(Dataset):
+    def __init__(self, child, count):
+        super().__init__([child])
+        self.count = _count(count, "take count")
+
+    def _positional(self):
+        return False
+
+    def _size(self, ctx):
+        n = self.children[0]._size(ctx)
+        if self.count == -1:
+            return n
+        return None if n is None else min(n, self.count)
+
+    def _items(self, ctx, epoch):
+        items = self.children[0]._items(ctx, epoch)
+        yield from (items if self.count == -1 else itertools.islice(items, self.count))
+
+
+class SkipDataset(Dataset):
+    def __init__(self, child, count):
+        super().__init__([child])
+        self.count = _count(count, "skip count", False)
+
+    def _positional(self):
+        return False
+
+    def _size(self, ctx):
+        n = self.children[0]._size(ctx)
+        return None if n is None else max(0, n - self.count)
+
+    def _items(self, ctx, epoch):
+        yield from itertools.islice(self.children[0]._items(ctx, epoch), self.count, None)
+
+
+class ZipDataset(Dataset):
+    """Rows side by side, until the shortest child ends; column names must not clash."""
+
+    def __init__(self, datasets):
+        super().__init__(datasets)
+        names = [c for d in datasets for c in d._columns()]
+        dupes = sorted({c for c in names if names.count(c) > 1})
+        if dupes:
+            raise PipelineError(f"zip: column(s) {dupes} appear in more than one dataset; rename them first")
+
+    def _positional(self):
+        return False
+
+    def _columns(self):
+        return [c for d in self.children for c in d._columns()]
+
+    def _size(self, ctx):
+        sizes = [d._size(ctx) for d in self.children]
+        return None if None in sizes else min(sizes)
+
+    def _items(self, ctx, epoch):
+        for items in zip(*[d._items(ctx, epoch) for d in self.children]):
+            cols = {}
+            for it in items:
+                cols.update(it.cols)
+            yield Item(cols, items[0].row, items[0].epoch, None)
+
+
+class ConcatDataset(Dataset):
+    """The children one after another; row ids of child ``k`` are offset by ``k << 40``."""
+
+    def __init__(self, datasets):
+        datasets = list(datasets)
+        if len(datasets) < 2:
+            raise ValueError("concat needs at least two datasets")
+        super().__init__(datasets)
+        first = datasets[0]._columns()
+        for d in datasets[1:]:
+            if d._columns() != first:
+                raise PipelineError(f"concat: column names differ: {first} vs {d._columns()}")
+
+    def _positional(self):
+        return False
+
+    def _size(self, ctx):
+        sizes = [d._size(ctx) for d in self.children]
+        return None if None in sizes else sum(sizes)
+
+    def _items(self, ctx, epoch):
+        for k, d in enumerate(self.children):
+            for it in d._items(ctx, epoch):
+                yield Item(it.cols, it.row + (k << 40), it.epoch, None)
+
+
+

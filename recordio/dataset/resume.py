@@ -1,0 +1,40 @@
+"""The resume state of a pipeline (``state_dict`` / ``load_state_dict``).
+
+    {"version": 1, "seed": 5489, "epoch": 3, "delivered": 120,
+     "source": {"epoch": 3, "consumed": 3840} | None}
+
+``epoch`` is the iterator's epoch and ``delivered`` the outputs it delivered in it. ``source`` is
+where the source stands, described for the whole job: ``consumed`` positions of the data epoch's
+global order were delivered across *all* shards (ranks in lockstep, as in synchronous training:
+every rank saves at the same step). A pipeline whose source can restart at a position (no shuffle
+buffer, take/skip, zip or concat) resumes there without reading what was delivered, under any
+number of shards; the others replay the epoch and drop the first ``delivered`` outputs, which needs
+the same sharding.
+"""
+
+from recordio.errors import PipelineError
+
+__all__ = ["check_state", "initial_state"]
+
+VERSION = 1
+
+
+def initial_state(seed):
+    return {"version": VERSION, "seed": seed, "epoch": 0, "delivered": 0, "source": None}
+
+
+def check_state(state):
+    """Validate a state before it is used; returns a clean copy."""
+    if not isinstance(state, dict) or state.get("version") != VERSION:
+        raise PipelineError(f"load_state_dict: not a recordio pipeline state (version {VERSION}): {state!r}")
+    try:
+        clean = {"version": VERSION, "seed": int(state["seed"]), "epoch": int(state["epoch"]),
+                 "delivered": int(state["delivered"]), "source": None, "shards": state.get("shards")}
+        if state.get("source") is not None:
+            clean["source"] = {"epoch": int(state["source"]["epoch"]),
+                               "consumed": int(state["source"]["consumed"])}
+    except (KeyError, TypeError, ValueError) as e:
+        raise PipelineError(f"load_state_dict: malformed state {state!r}: {e}") from None
+    if clean["epoch"] < 0 or clean["delivered"] < 0:
+        raise PipelineError(f"load_state_dict: negative epoch or count in {state!r}")
+    return clean

@@ -1,0 +1,101 @@
+"""The common half of random-access sources: order the epoch, take this shard's share, fetch.
+
+A source fetches rows in chunks of :data:`CHUNK` ids (one ``__getitems__`` call per chunk for a
+MindDataset); with several workers the chunks are fetched in parallel and delivered in order.
+"""
+
+import collections
+import sys
+
+import numpy as np
+
+from recordio.dataset import order as _order
+from recordio.dataset.node import Dataset, Item
+from recordio.errors import PipelineError
+
+__all__ = ["CHUNK", "SampledSource", "torch_world"]
+
+CHUNK = 64
+
+
+def torch_world():
+    """``(world_size, rank)`` when torch.distributed is imported and initialised, else None."""
+    dist = sys.modules.get("torch.distributed")
+    if dist is None or not dist.is_available() or not dist.is_initialized():
+        return None
+    return dist.get_world_size(), dist.get_rank()
+
+
+def check_shards(num_shards, shard_id):
+    if (num_shards is None) != (shard_id is None):
+        raise ValueError("num_shards and shard_id must be given together")
+    if num_shards is None:
+        return
+    if isinstance(num_shards, bool) or not isinstance(num_shards, int) or num_shards <= 0:
+        raise ValueError(f"num_shards must be an int > 0, got {num_shards!r}")
+    if isinstance(shard_id, bool) or not isinstance(shard_id, int) or not 0 <= shard_id < num_shards:
+        raise ValueError(f"shard_id must be an int in [0, {num_shards}), got {shard_id!r}")
+
+
+class SampledSource(Dataset):
+    """A source whose rows can be read by id; ``sampler`` decides the order and the shard."""
+
+    def __init__(self, sampler, num_parallel_workers, python_multiprocessing):
+        super().__init__()
+        self.sampler = sampler
+        self.num_parallel_workers = num_parallel_workers or 1
+        self.python_multiprocessing = python_multiprocessing
+
+    # subclasses: _num_rows(), _fetch(ids) -> list of column dicts, _columns()
+    def _split(self, ctx):
+        shards = self.sampler.shards
+        if shards is None and getattr(self.sampler, "auto_shard", False):
+            shards = torch_world()
+        num, sid = shards or (1, 0)
+        if ctx.shards is not None:
+            extra, extra_id = ctx.shards
+            num, sid = num * extra, sid * extra + extra_id
+        return num, sid
+
+    def _size(self, ctx):
+        num, _ = self._split(ctx)
+        per = _order.shard_size(self.sampler.total(self._num_rows(), self), num)
+        return min(per, self.sampler.num_samples) if self.sampler.num_samples else per
+
+    def _positional(self):
+        return True
+
+    def _fetch_runner(self, ctx):
+        workers = self.num_parallel_workers
+        processes = self.python_multiprocessing and workers > 1
+        return ctx.runner(self, self._fetch, workers, processes, 2 * workers)
+
+    def _items(self, ctx, epoch):
+        start = ctx.start_of(epoch)
+        if start is None:
+            return
+        ids = self.sampler.order(self._num_rows(), ctx.seed, epoch, self)
+        total = len(ids)
+        num, sid = self._split(ctx)
+        positions = _order.shard_positions(total, num, sid, start)
+        if self.sampler.num_samples:
+            positions = positions[:self.sampler.num_samples]
+        sent = collections.deque()
+
+        def chunks():
+            for i in range(0, len(positions), CHUNK):
+                sent.append(ids[positions[i:i + CHUNK]])
+                yield sent[-1]
+
+        k = 0
+        for rows in self._fetch_runner(ctx).imap(chunks()):
+            for rid, cols in zip(sent.popleft(), rows):
+                k += 1
+                yield Item(cols, int(rid), epoch, (epoch, _order.consumed_after(start, num, k, total)))
+
+
+def check_sampler_args(sampler, shuffle, num_shards):
+    if sampler is not None and (shuffle is not None or num_shards is not None):
+        raise PipelineError("a sampler cannot be combined with shuffle or num_shards/shard_id "
+                            "(give them to the sampler instead)")
+    return sampler

@@ -1,0 +1,80 @@
+"""How values look at each point of the pipeline (SPEC §2).
+
+* ops receive numpy values, as MindSpore's Python ops do: ``bytes`` as a 1-D ``uint8`` array,
+  ``str`` as a 0-d ``str`` array, scalars as 0-d arrays;
+* ``batch`` stacks a column when every value is a numeric array of the same shape, and leaves it
+  a list otherwise (bytes, strings, ``-1`` shapes), unless ``pad_info`` pads it;
+* iterators give numpy values (``output_numpy=True``) or torch tensors with strings left as ``str``.
+"""
+
+import numpy as np
+
+__all__ = ["collate", "to_numpy", "to_op_input", "to_torch"]
+
+
+def to_op_input(value):
+    """A source value as a Python op receives it."""
+    if isinstance(value, np.ndarray):
+        return value
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return np.frombuffer(value, dtype=np.uint8)
+    return np.asarray(value)
+
+
+def to_numpy(value):
+    """A value as ``output_numpy=True`` gives it; lists (unstacked batch columns) stay lists."""
+    if isinstance(value, list):
+        return [to_op_input(v) for v in value]
+    return to_op_input(value)
+
+
+def _stackable(values):
+    first = values[0]
+    if not isinstance(first, (np.ndarray, np.generic)) or first.dtype.kind not in "biuf?c":
+        return False
+    shape, dtype = np.shape(first), first.dtype
+    return all(isinstance(v, (np.ndarray, np.generic)) and np.shape(v) == shape and v.dtype == dtype
+               for v in values)
+
+
+def collate(values):
+    """One column of a batch: a stacked array, or a list when the values cannot be stacked."""
+    if values and _stackable(values):
+        return np.stack(values)
+    return list(values)
+
+
+def pad_column(name, values, shape, pad_value):
+    """Pad numeric arrays to ``shape`` (``None`` or ``None`` entries: the batch's largest) and stack."""
+    arrays = [to_op_input(v) for v in values]
+    ndim = arrays[0].ndim
+    if any(a.ndim != ndim for a in arrays):
+        raise ValueError(f"pad_info: column {name!r} mixes arrays of {ndim} and other numbers of dimensions")
+    largest = np.max([a.shape for a in arrays], axis=0) if ndim else ()
+    target = [int(m) if shape is None or shape[i] is None else int(shape[i])
+              for i, m in enumerate(largest)] if ndim else []
+    out = np.full((len(arrays), *target), pad_value if pad_value is not None else 0, dtype=arrays[0].dtype)
+    for i, a in enumerate(arrays):
+        if any(s > t for s, t in zip(a.shape, target)):
+            raise ValueError(f"pad_info: column {name!r} row of shape {a.shape} is larger than the pad "
+                             f"shape {tuple(target)}")
+        out[(i, *[slice(0, s) for s in a.shape])] = a
+    return out
+
+
+def to_torch(value):
+    """A numpy value (or list of them) as a torch tensor; strings stay ``str``."""
+    import torch
+
+    if isinstance(value, list):
+        return [to_torch(v) for v in value]
+    if isinstance(value, str):
+        return value
+    arr = to_op_input(value)
+    if arr.dtype.kind in "US":
+        return arr.item() if arr.ndim == 0 else arr.tolist()
+    if arr.dtype.kind == "O":
+        return value
+    if not arr.flags.writeable:
+        arr = arr.copy()
+    return torch.from_numpy(np.ascontiguousarray(arr))

@@ -1,0 +1,141 @@
+"""Ordered parallel execution of one pipeline stage: threads by default, processes on request.
+
+Both runners take chunks of work, keep at most ``window`` chunks in flight (the bounded queue that
+keeps memory flat) and return results in submission order, so the output never depends on which
+worker finished first. Exceptions raised in a worker are re-raised in the consumer as the same
+type, with the worker's traceback (threads: the original traceback; processes: attached as the
+``__cause__``) and the notes the stage added (which row). A worker process that dies is reported
+as :class:`WorkerError` instead of being waited on.
+
+Process workers are forked (the stage's function, lambdas included, is inherited, not pickled);
+inputs and outputs cross through :mod:`recordio.dataset.shm`.
+"""
+
+import collections
+import concurrent.futures as cf
+import itertools
+import multiprocessing
+import os
+import sys
+
+from recordio.dataset import shm
+from recordio.errors import WorkerError
+
+__all__ = ["ProcessRunner", "SerialRunner", "ThreadRunner", "make_runner"]
+
+_TOKENS = itertools.count()
+_WORKER_FN = None
+
+
+class SerialRunner:
+    """Runs chunks in the calling thread (one worker)."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def imap(self, chunks):
+        for chunk in chunks:
+            yield self.fn(chunk)
+
+    def close(self):
+        pass
+
+
+class _PooledRunner:
+    def __init__(self, workers, window):
+        self.workers = workers
+        self.window = max(window, workers)
+        self.pool = None
+
+    def imap(self, chunks):
+        pending = collections.deque()
+        try:
+            for chunk in chunks:
+                pending.append(self._submit(chunk))
+                if len(pending) >= self.window:
+                    yield self._result(pending.popleft())
+            while pending:
+                yield self._result(pending.popleft())
+        finally:
+            for future in pending:
+                future.cancel()
+
+    def _result(self, future):
+        return future.result()
+
+
+class ThreadRunner(_PooledRunner):
+    def __init__(self, fn, workers, window):
+        super().__init__(workers, window)
+        self.fn = fn
+
+    def _submit(self, chunk):
+        if self.pool is None:
+            self.pool = cf.ThreadPoolExecutor(self.workers, thread_name_prefix="recordio-map")
+        return self.pool.submit(self.fn, chunk)
+
+    def close(self):
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+            self.pool = None
+
+
+def _init_worker(fn):
+    global _WORKER_FN
+    _WORKER_FN = fn
+
+
+def _run_task(path_in, path_out):
+    result = _WORKER_FN(shm.load(path_in))
+    shm.dump(result, path_out)
+
+
+class ProcessRunner(_PooledRunner):
+    """Chunks run in forked worker processes; data crosses through shared-memory files."""
+
+    def __init__(self, fn, workers, window, name="map"):
+        super().__init__(workers, window)
+        self.fn = fn
+        self.name = name
+        self.prefix = shm.prefix_for(next(_TOKENS))
+        self.count = itertools.count()
+
+    def _submit(self, chunk):
+        if self.pool is None:
+            method = "fork" if sys.platform.startswith("linux") else "spawn"
+            self.pool = cf.ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context(method),
+                                               initializer=_init_worker, initargs=(self.fn,))
+        n = next(self.count)
+        path_in, path_out = f"{self.prefix}{n}-in", f"{self.prefix}{n}-out"
+        shm.dump(chunk, path_in)
+        future = self.pool.submit(_run_task, path_in, path_out)
+        future.recordio_out = path_out
+        return future
+
+    def _result(self, future):
+        try:
+            future.result()
+        except cf.process.BrokenProcessPool as e:
+            codes = [p.exitcode for p in (self.pool._processes or {}).values()] if self.pool else []
+            raise WorkerError(f"a worker process of {self.name} died (exit codes {codes}); "
+                              "its rows are lost, so the iteration stops") from e
+        return shm.load(future.recordio_out)
+
+    def close(self):
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+            self.pool = None
+        shm.sweep(self.prefix)
+
+
+def make_runner(fn, workers, processes, window, name="map"):
+    """The runner for a stage with ``workers`` workers (processes if ``processes``)."""
+    if processes:
+        return ProcessRunner(fn, workers, window, name)
+    if workers <= 1:
+        return SerialRunner(fn)
+    return ThreadRunner(fn, workers, window)
+
+
+def cpu_count():
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
