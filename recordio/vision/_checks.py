@@ -60,10 +60,10 @@ def check_image(op, image, ranks=(2, 3), channels=None):
     """A numpy image of an accepted rank (and channel count when ``channels`` is given)."""
     if not isinstance(image, np.ndarray):
         raise TypeError(f"{op}: expected a numpy image array, found {type(image).__name__}")
+    if channels is not None and (image.ndim != 3 or image.shape[2] != channels):
+        raise ValueError(f"{op}: expected an image <H,W,{channels}>, found shape {image.shape}")
     if image.ndim not in ranks:
         want = " or ".join(f"{r}-D" for r in ranks)
         raise ValueError(f"{op}: expected a {want} image <H,W{',C' if 3 in ranks else ''}>, "
                          f"found shape {image.shape}")
-    if channels is not None and (image.ndim != 3 or image.shape[2] != channels):
-        raise ValueError(f"{op}: expected an image <H,W,{channels}>, found shape {image.shape}")
     return image
