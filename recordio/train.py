@@ -1,0 +1,290 @@
+"""A small counterpart of MindSpore's ``Model.train``, and its callbacks.
+
+::
+
+    rio.train(model, torch.nn.CrossEntropyLoss(), optimizer, ds, epochs=10,
+              dataset_sink_mode=True, sink_size=1000)
+    # epoch: 1 step: 1000, loss is 0.11018506
+    # ...
+
+With ``dataset_sink_mode=True`` the batches come through a :class:`~recordio.DataSink`
+and, as in MindSpore, callbacks see **one result per sink epoch**: ``on_train_step_begin``
+/ ``on_train_step_end`` fire once per sink epoch, ``cur_step_num`` advances by the
+epoch's step count and ``net_outputs`` is the loss of its last step. Without the sink
+they fire once per step and ``sink_size`` is ignored.
+
+Callback protocol (MindSpore's names; every method is optional, so any object works)::
+
+    class MyCallback(recordio.train.Callback):     # or any object with some of these
+        def on_train_begin(self, run_context): ...
+        def on_train_epoch_begin(self, run_context): ...
+        def on_train_step_begin(self, run_context): ...
+        def on_train_step_end(self, run_context): ...
+        def on_train_epoch_end(self, run_context): ...
+        def on_train_end(self, run_context): ...
+
+``run_context.original_args()`` returns the :class:`CallbackParams` (``cur_epoch_num``,
+``cur_step_num``, ``batch_num``, ``net_outputs``, ``epoch_time_s``, ``data_wait_s``, ...);
+``run_context.request_stop()`` ends training after the current epoch (sink mode) or step.
+"""
+
+import dataclasses
+import itertools
+import math
+import sys
+import time
+import types
+
+import torch
+
+from recordio.sink import DataSink, _tail_of
+from recordio.sink_ring import torch_dtype
+
+__all__ = ["Callback", "CallbackParams", "LossMonitor", "RunContext", "TimeMonitor", "train"]
+
+HOOKS = ("on_train_begin", "on_train_epoch_begin", "on_train_step_begin", "on_train_step_end",
+         "on_train_epoch_end", "on_train_end")
+
+
+@dataclasses.dataclass
+class CallbackParams:
+    """What a callback can read (MindSpore's ``cb_params`` names where they exist)."""
+
+    train_network: object
+    loss_fn: object
+    optimizer: object
+    train_dataset: object
+    epoch_num: int
+    batch_num: int                 # steps per epoch (sink_size in sink mode)
+    dataset_sink_mode: bool
+    device: object
+    cur_epoch_num: int = 0         # 1-based
+    cur_step_num: int = 0          # steps run so far, over all epochs
+    net_outputs: float = None      # the loss of the latest step
+    step_time_s: float = 0.0       # seconds of the latest step (sink mode: mean over the sink epoch)
+    epoch_time_s: float = 0.0      # seconds of the latest epoch
+    data_wait_s: float = 0.0       # seconds of the latest epoch spent waiting for batches
+    epoch_steps: int = 0           # steps run in the latest epoch
+
+
+class RunContext:
+    """Handed to every hook: ``original_args()`` and ``request_stop()``, as in MindSpore."""
+
+    def __init__(self, params):
+        self._params = params
+        self._stop = False
+
+    def original_args(self):
+        return self._params
+
+    def request_stop(self):
+        self._stop = True
+
+    def get_stop_requested(self):
+        return self._stop
+
+
+class Callback:
+    """Base class with every hook a no-op; subclass and override what you need."""
+
+    def on_train_begin(self, run_context):
+        pass
+
+    def on_train_epoch_begin(self, run_context):
+        pass
+
+    def on_train_step_begin(self, run_context):
+        pass
+
+    def on_train_step_end(self, run_context):
+        pass
+
+    def on_train_epoch_end(self, run_context):
+        pass
+
+    def on_train_end(self, run_context):
+        pass
+
+
+class LossMonitor(Callback):
+    """Print ``epoch: E step: S, loss is L`` every ``per_print_times`` steps; keep the losses.
+
+    ``losses`` holds ``(epoch, step, loss)`` for every result seen. A NaN or infinite loss
+    raises ``ValueError``, as MindSpore's LossMonitor does.
+    """
+
+    def __init__(self, per_print_times=1, file=None):
+        if isinstance(per_print_times, bool) or not isinstance(per_print_times, int) or per_print_times < 0:
+            raise ValueError(f"per_print_times must be an int >= 0, found {per_print_times!r}")
+        self.per_print_times = per_print_times
+        self.file = file
+        self.losses = []
+        self._last_print = 0
+
+    def on_train_step_end(self, run_context):
+        p = run_context.original_args()
+        step = (p.cur_step_num - 1) % max(p.batch_num, 1) + 1
+        loss = p.net_outputs
+        if loss is not None and not math.isfinite(loss):
+            raise ValueError(f"epoch: {p.cur_epoch_num} step: {step}. Invalid loss {loss}, terminating training.")
+        self.losses.append((p.cur_epoch_num, step, loss))
+        if self.per_print_times and p.cur_step_num - self._last_print >= self.per_print_times:
+            self._last_print = p.cur_step_num
+            print(f"epoch: {p.cur_epoch_num} step: {step}, loss is {loss}", file=self.file or sys.stdout,
+                  flush=True)
+
+
+class TimeMonitor(Callback):
+    """Print epoch time, per-step time and the share of time spent waiting for data.
+
+    ``epochs`` holds one dict per epoch: ``epoch``, ``epoch_time_s``, ``step_time_s``,
+    ``data_wait_fraction`` (time blocked waiting for a batch / epoch time).
+    """
+
+    def __init__(self, data_size=None, file=None):
+        self.data_size = data_size
+        self.file = file
+        self.epochs = []
+
+    def on_train_epoch_end(self, run_context):
+        p = run_context.original_args()
+        steps = self.data_size or p.epoch_steps or 1
+        record = {"epoch": p.cur_epoch_num, "epoch_time_s": p.epoch_time_s,
+                  "step_time_s": p.epoch_time_s / steps,
+                  "data_wait_fraction": p.data_wait_s / p.epoch_time_s if p.epoch_time_s else 0.0}
+        self.epochs.append(record)
+        print(f"epoch time: {1000 * p.epoch_time_s:5.3f} ms, per step time: {1000 * record['step_time_s']:5.3f} ms, "
+              f"data wait: {record['data_wait_fraction']:.1%}", file=self.file or sys.stdout, flush=True)
+
+
+def _hook(callbacks, name, run_context):
+    for callback in callbacks:
+        method = getattr(callback, name, None)
+        if method is not None:
+            method(run_context)
+
+
+def _step(model, loss_fn, optimizer, batch, columns):
+    """One optimisation step; returns the loss tensor (not synchronised)."""
+    inputs = [batch[c] for c in columns[:-1]]
+    target = batch[columns[-1]]
+    if not target.is_floating_point() and target.dtype != torch.int64:
+        target = target.long()      # torch's classification losses want int64 class indices
+    optimizer.zero_grad()
+    loss = loss_fn(model(*inputs), target)
+    loss.backward()
+    optimizer.step()
+    return loss.detach()
+
+
+def _direct_batches(dataset, device, num_epochs):
+    """The pipeline's batches moved to ``device`` in the loop, tail applied: no prefetch."""
+    from recordio.dataset.config import get_seed
+
+    tail, seed = _tail_of(dataset, device), get_seed()
+    for host_batch in dataset._iter_host_batches(num_epochs=num_epochs):
+        columns = {name: value if torch_dtype(value) is None else torch.from_numpy(value).to(device)
+                   for name, value in host_batch.columns.items()}
+        yield columns if tail is None else tail(columns, host_batch.rows, host_batch.epoch, seed)
+
+
+def _timed(batches):
+    """Yield ``(batch, seconds waited for it)``."""
+    batches = iter(batches)
+    while True:
+        t0 = time.perf_counter()
+        batch = next(batches, None)
+        if batch is None:
+            return
+        yield batch, time.perf_counter() - t0
+
+
+def _run_epoch(state, batches, per_step):
+    """Run one epoch's steps; per-step hooks when ``per_step``. Returns (last loss, steps, wait)."""
+    p, ctx, callbacks = state["params"], state["context"], state["callbacks"]
+    loss, steps, wait = None, 0, 0.0
+    for batch, waited in _timed(batches):
+        t0 = time.perf_counter()
+        if per_step:
+            _hook(callbacks, "on_train_step_begin", ctx)
+        loss = _step(state["model"], state["loss_fn"], state["optimizer"], batch, state["columns"])
+        steps, wait = steps + 1, wait + waited
+        if per_step:
+            p.cur_step_num += 1
+            p.net_outputs = float(loss)
+            p.step_time_s = time.perf_counter() - t0 + waited
+            _hook(callbacks, "on_train_step_end", ctx)
+            if ctx.get_stop_requested():
+                break
+    return loss, steps, wait
+
+
+def _epoch(state, epoch, batches, sink_mode):
+    p, ctx, callbacks = state["params"], state["context"], state["callbacks"]
+    p.cur_epoch_num = epoch
+    _hook(callbacks, "on_train_epoch_begin", ctx)
+    t0 = time.perf_counter()
+    if sink_mode:
+        _hook(callbacks, "on_train_step_begin", ctx)
+    loss, steps, wait = _run_epoch(state, batches, per_step=not sink_mode)
+    p.epoch_time_s, p.data_wait_s, p.epoch_steps = time.perf_counter() - t0, wait, steps
+    if sink_mode:
+        p.cur_step_num += steps
+        p.net_outputs = None if loss is None else float(loss)
+        p.step_time_s = p.epoch_time_s / max(steps, 1)
+        _hook(callbacks, "on_train_step_end", ctx)
+    _hook(callbacks, "on_train_epoch_end", ctx)
+
+
+def _pick_device(device):
+    if device is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+def train(model, loss_fn, optimizer, dataset, epochs, dataset_sink_mode=True, sink_size=-1,
+          callbacks=None, device=None, columns=("image", "label")):
+    """Train ``model`` on ``dataset`` for ``epochs`` epochs (MindSpore's ``Model.train``).
+
+    ``columns``: the dataset columns fed to the model; the last is the target, the others
+    are the model's positional inputs. ``device``: where to train (default: CUDA when
+    available, else CPU). ``callbacks=None`` means ``[LossMonitor()]``. Integer targets
+    are cast to int64 for torch's losses.
+    """
+    if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
+        raise ValueError(f"epochs must be an int of at least 1, found {epochs!r}")
+    device = _pick_device(device)
+    callbacks = [LossMonitor()] if callbacks is None else list(callbacks)
+    model.to(device)
+    model.train()
+    sink = DataSink(dataset, device=device, sink_size=sink_size) if dataset_sink_mode else None
+    batch_num = len(sink) if sink is not None else dataset.get_dataset_size()
+    params = CallbackParams(model, loss_fn, optimizer, dataset, epochs, batch_num, dataset_sink_mode, device)
+    state = {"model": model, "loss_fn": loss_fn, "optimizer": optimizer, "columns": tuple(columns),
+             "params": params, "context": RunContext(params), "callbacks": callbacks}
+    stream = None if sink is not None else _direct_batches(dataset, device, epochs)
+    try:
+        _hook(callbacks, "on_train_begin", state["context"])
+        for epoch in range(1, epochs + 1):
+            batches = iter(sink) if sink is not None else itertools.islice(stream, batch_num)
+            _epoch(state, epoch, batches, sink is not None)
+            if state["context"].get_stop_requested():
+                break
+        _hook(callbacks, "on_train_end", state["context"])
+    finally:
+        if sink is not None:
+            sink.close()
+        if stream is not None:
+            stream.close()
+
+
+class _CallableModule(types.ModuleType):
+    """``recordio.train`` is both this module and the function: importing the submodule
+    (``from recordio.train import LossMonitor``) rebinds the package attribute ``train`` to
+    the module, so the module forwards calls to :func:`train`."""
+
+    def __call__(self, *args, **kwargs):
+        return train(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule
