@@ -78,8 +78,10 @@ def build_plan(root):
 class RunContext:
     """The state one iteration of a pipeline carries down to its nodes."""
 
-    def __init__(self, plan, seed, shards=None, resume=None):
+    def __init__(self, plan, seed, shards=None, resume=None, world=None):
+        from recordio.dataset.source import torch_world
         self.plan = plan
+        self.world = world if world is not None else torch_world()   # (size, rank) of torch.distributed
         self.seed = seed
         self.shards = shards          # (num_shards, shard_id) imposed on the sources, or None
         self.resume = resume          # (data epoch, consumed) for a positional resume, or None

@@ -79,10 +79,13 @@ class _Producer:
 class ItemStream:
     """Items of ``num_epochs`` epochs (``None``/-1: endless); ``StopIteration`` ends each epoch."""
 
-    def __init__(self, root, num_epochs=1, shards=None):
+    def __init__(self, root, num_epochs=1, shards=None, world=None, first_epoch=None):
         plan = build_plan(root)
         state = root._pending_state or initial_state(config.get_seed())
         root._pending_state = None
+        if first_epoch is not None:
+            state = initial_state(state["seed"]) if state["epoch"] != first_epoch else state
+            state["epoch"] = first_epoch
         self.plan, self.seed = plan, state["seed"]
         self.epoch, self.delivered, self.source = state["epoch"], state["delivered"], state["source"]
         resume = None
@@ -92,7 +95,7 @@ class ItemStream:
         elif skip and state.get("shards") not in (None, _shards_of(root, shards)):
             from recordio.errors import PipelineError
             raise PipelineError("this pipeline resumes by replaying its epoch, which needs the same shards")
-        ctx = RunContext(plan, self.seed, shards, resume)
+        ctx = RunContext(plan, self.seed, shards, resume, world)
         last = None if num_epochs in (None, -1) else num_epochs
         epochs = itertools.count(self.epoch) if last is None else range(self.epoch, last)
         self.shards = _shards_of(root, shards)

@@ -72,7 +72,10 @@ class MindDataset(SampledSource):
                                     f"{total} is not divisible by num_shards {num_shards}")
 
     def _columns(self):
-        return list(self.columns_list) if self.columns_list is not None else list(self.reader.schema)
+        if self.columns_list is not None:
+            return list(self.columns_list)
+        reader = self.reader
+        return list(reader[0]) if len(reader) else list(reader.schema)   # the order rows come in
 
     def _num_rows(self):
         return len(self.reader)

@@ -43,14 +43,15 @@ class SampledSource(Dataset):
     def __init__(self, sampler, num_parallel_workers, python_multiprocessing):
         super().__init__()
         self.sampler = sampler
-        self.num_parallel_workers = num_parallel_workers or 1
+        self.num_parallel_workers = num_parallel_workers
+        self._fetch_workers = num_parallel_workers or 1
         self.python_multiprocessing = python_multiprocessing
 
     # subclasses: _num_rows(), _fetch(ids) -> list of column dicts, _columns()
     def _split(self, ctx):
         shards = self.sampler.shards
         if shards is None and getattr(self.sampler, "auto_shard", False):
-            shards = torch_world()
+            shards = ctx.world and (ctx.world[0], ctx.world[1])
         num, sid = shards or (1, 0)
         if ctx.shards is not None:
             extra, extra_id = ctx.shards
@@ -66,7 +67,7 @@ class SampledSource(Dataset):
         return True
 
     def _fetch_runner(self, ctx):
-        workers = self.num_parallel_workers
+        workers = self._fetch_workers
         processes = self.python_multiprocessing and workers > 1
         return ctx.runner(self, self._fetch, workers, processes, 2 * workers)
 

@@ -1,0 +1,45 @@
+"""TorchDataset: a pipeline as a ``torch.utils.data.IterableDataset`` for ``DataLoader``.
+
+    loader = DataLoader(TorchDataset(ds), batch_size=None, num_workers=2)
+    for epoch in range(10):
+        loader.dataset.set_epoch(epoch)
+        for batch in loader: ...
+
+Each DataLoader worker runs the whole pipeline on its share of the source: with ``W`` ranks
+(``num_shards``, or torch.distributed) and ``K`` workers, the source is split into ``W * K``
+shards (rank ``r``, worker ``w`` -> shard ``r * K + w``), so every row is seen once per epoch
+across ranks x workers, padding aside (at most ``W * K - 1`` repeats). Batch in the pipeline
+(``ds.batch``) and give the loader ``batch_size=None``. Augmentations are keyed by row, so they
+are the same as without the DataLoader. Outputs are dicts of torch tensors (strings stay ``str``).
+"""
+
+import torch.utils.data
+
+from recordio.dataset.iterators import ItemStream
+from recordio.dataset.source import torch_world
+from recordio.dataset.values import to_torch
+
+__all__ = ["TorchDataset"]
+
+
+class TorchDataset(torch.utils.data.IterableDataset):
+    def __init__(self, dataset, epoch=0):
+        super().__init__()
+        self.dataset = dataset
+        self.epoch = epoch
+        self.world = torch_world()   # captured here: spawned workers have no process group
+
+    def set_epoch(self, epoch):
+        """The epoch the next iteration runs (reshuffles like ``DistributedSampler.set_epoch``)."""
+        self.epoch = int(epoch)
+
+    def __iter__(self):
+        info = torch.utils.data.get_worker_info()
+        workers, worker = (info.num_workers, info.id) if info is not None else (1, 0)
+        stream = ItemStream(self.dataset, num_epochs=self.epoch + 1, shards=(workers, worker),
+                            world=self.world, first_epoch=self.epoch)
+        try:
+            for item in stream:
+                yield {name: to_torch(value) for name, value in item.cols.items()}
+        finally:
+            stream.close()
