@@ -2,8 +2,9 @@
 
 Fused decode: for a crop box (y, x, h, w) resized to (oh, ow), a JPEG is decoded with libjpeg's DCT
 scaling at the largest factor s in {8, 4, 2} that keeps the scaled crop at least as large as the
-output (h / s >= oh and w / s >= ow), the box is cropped in the reduced image and then resized. The
-result stays close to decode-then-crop-then-resize (see docs/vision.md for the measured tolerance).
+output (h / s >= oh and w / s >= ow); only the box is then resampled from the reduced image, with the
+exact sub-pixel geometry of crop-then-resize. The result stays close to decode-then-crop-then-resize
+(tolerance measured and tested: see docs/vision.md); with no reduction possible it is identical.
 """
 
 import struct
@@ -96,11 +97,9 @@ def decode_region(image, region, interpolation, op="Decode"):
     (y, x, h, w), (oh, ow) = region(*size)
     scale = _reduction(buf, h, w, oh, ow)
     if scale == 1:
-        img = decode(op, buf)
-    else:
-        img = cv2.cvtColor(decode(op, buf, _REDUCED[scale] | cv2.IMREAD_IGNORE_ORIENTATION), cv2.COLOR_BGR2RGB)
-        y, x, h, w = _scale_box(y, x, h, w, scale, img.shape)
-    return resize(img[y:y + h, x:x + w], oh, ow, interpolation)
+        return resize(decode(op, buf)[y:y + h, x:x + w], oh, ow, interpolation)
+    small = decode(op, buf, _REDUCED[scale] | cv2.IMREAD_IGNORE_ORIENTATION)
+    return cv2.cvtColor(_resample(small, (y, x, h, w), (oh, ow), scale, interpolation), cv2.COLOR_BGR2RGB)
 
 
 def _reduction(buf, h, w, oh, ow):
@@ -112,10 +111,17 @@ def _reduction(buf, h, w, oh, ow):
     return 1
 
 
-def _scale_box(y, x, h, w, s, shape):
-    y0, x0 = int(round(y / s)), int(round(x / s))
-    y1, x1 = min(shape[0], int(round((y + h) / s))), min(shape[1], int(round((x + w) / s)))
-    return y0, x0, max(1, y1 - y0), max(1, x1 - x0)
+def _resample(small, box, out, s, interpolation):
+    """Crop+resize of the full-size box, read from an image decoded at 1/s (exact sub-pixel geometry)."""
+    (y, x, h, w), (oh, ow) = box, out
+    if interpolation is Inter.AREA:                   # warpAffine has no area mode: integer box, then resize
+        y0, x0 = int(round(y / s)), int(round(x / s))
+        y1, x1 = max(y0 + 1, int(round((y + h) / s))), max(x0 + 1, int(round((x + w) / s)))
+        return resize(small[y0:y1, x0:x1], oh, ow, interpolation)
+    sy, sx = h / oh / s, w / ow / s                   # output pixel centre -> reduced-image coordinates
+    m = np.array([[sx, 0.0, x / s + 0.5 * sx - 0.5], [0.0, sy, y / s + 0.5 * sy - 0.5]])
+    return cv2.warpAffine(small, m, (ow, oh), flags=interpolation.value | cv2.WARP_INVERSE_MAP,
+                          borderMode=cv2.BORDER_REPLICATE)
 
 
 class Decode:
