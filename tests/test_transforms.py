@@ -1,0 +1,64 @@
+"""TypeCast (C-style casts, dtype spellings) and Compose (nested op ids, tuple passing)."""
+
+import numpy as np
+import pytest
+import torch
+
+from recordio import transforms, vision
+from recordio.keys import current_keys, derive_uid, op_scope, row_scope
+
+
+@pytest.mark.parametrize("spelling", [np.float32, np.dtype("float32"), "float32", torch.float32, "torch.float32",
+                                      torch.float, "float"])
+def test_typecast_accepts_numpy_torch_and_names(spelling):
+    out = transforms.TypeCast(spelling)(np.array([1, 2], np.int64))
+    assert out.dtype == np.float32 and out.tolist() == [1.0, 2.0]
+
+
+def test_typecast_float_to_uint8_truncates_and_wraps_like_c_and_torch():
+    values = np.array([3.7, -1.2, 300.5, 0.0, 255.9], np.float32)
+    out = transforms.TypeCast("uint8")(values)
+    assert out.tolist() == [3, 255, 44, 0, 255]
+    assert out.tolist() == torch.from_numpy(values).to(torch.int64).to(torch.uint8).tolist()
+
+
+def test_typecast_to_int32_and_bool():
+    assert transforms.TypeCast(torch.int32)(np.array([-2.9, 2.9])).tolist() == [-2, 2]
+    assert transforms.TypeCast(torch.bool)(np.array([0, 3])).tolist() == [False, True]
+
+
+@pytest.mark.parametrize("bad", ["complex64", "str", object, 3, "nonsense"])
+def test_typecast_rejects_bad_types(bad):
+    with pytest.raises(TypeError):
+        transforms.TypeCast(bad)
+
+
+class Record:
+    """Returns the op id it ran under and the row's first draw."""
+
+    def __call__(self, x):
+        keys = current_keys()
+        return x + [(keys.op, float(keys.uniform(0)[0]))]
+
+
+def test_compose_runs_members_under_nested_op_ids():
+    chain = transforms.Compose([Record(), Record()])
+    with row_scope(1, 0, 5), op_scope(77):
+        got = chain([])
+    assert [uid for uid, _ in got] == [derive_uid(77, 0), derive_uid(77, 1)]
+    assert got[0][1] != got[1][1]
+    with row_scope(1, 0, 5), op_scope(77):
+        assert chain([]) == got
+
+
+def test_compose_passes_tuples_as_arguments():
+    chain = transforms.Compose([vision.SlicePatches(1, 2), lambda a, b: (b, a), lambda a, b: a.sum() - b.sum()])
+    img = np.arange(12, dtype=np.int64).reshape(2, 3, 2)
+    img = np.concatenate([img, img + 100], axis=1)
+    assert chain(img) == 100 * img.size // 2
+
+
+@pytest.mark.parametrize("bad", [[], "abc", [1, 2], None])
+def test_compose_rejects_non_callables(bad):
+    with pytest.raises(TypeError):
+        transforms.Compose(bad)
