@@ -40,6 +40,7 @@ _LAZY = {
     "TimeMonitor": "recordio.train",
     "TorchDataset": "recordio.dataset",
     "count_rows": "recordio.count",
+    "describe": "recordio.describe",
     "finalize_shards": "recordio.shards",
     "train": "recordio.train",
     "verify": "recordio.verify",

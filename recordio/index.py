@@ -24,8 +24,10 @@ def db_path(data_path):
     return data_path + ".db"
 
 
-def _column_name(field):
-    return "".join(c if c.isalnum() or c == "_" else "_" for c in field) + "_0"
+def column_name(field):
+    """The INDEXES column of an index field (quoted when it starts with a digit, as SQL requires)."""
+    name = "".join(c if c.isalnum() or c == "_" else "_" for c in field) + "_0"
+    return f'"{name}"' if name[0].isdigit() else name
 
 
 def create_ddl(index_fields):
@@ -34,7 +36,7 @@ def create_ddl(index_fields):
             "PAGE_OFFSET_RAW      INT  NOT NULL, PAGE_OFFSET_RAW_END  INT  NOT NULL, ROW_GROUP_ID         INT  "
             "NOT NULL, PAGE_ID_BLOB         INT  NOT NULL, PAGE_OFFSET_BLOB     INT  NOT NULL, "
             "PAGE_OFFSET_BLOB_END INT  NOT NULL")
-    extra = "".join(f",INC_{j} INT, {_column_name(name)} {sql}" for j, (name, sql) in enumerate(index_fields))
+    extra = "".join(f",INC_{j} INT, {column_name(name)} {sql}" for j, (name, sql) in enumerate(index_fields))
     key = ",".join(["ROW_ID"] + [f"INC_{j}" for j in range(len(index_fields))])
     return f"{head}{extra}, PRIMARY KEY({key}))"
 
@@ -55,7 +57,7 @@ def create_index(path, shard_name, index_fields, rows):
         conn.execute("INSERT INTO SHARD_NAME (NAME) VALUES (?)", (shard_name,))
         names = list(INDEX_COLUMNS)
         for j, (field, _) in enumerate(index_fields):
-            names += [f"INC_{j}", _column_name(field)]
+            names += [f"INC_{j}", column_name(field)]
         marks = ",".join("?" * len(names))
         zeros = (0,)
         n_loc = len(INDEX_COLUMNS)
@@ -139,7 +141,7 @@ def count_index_rows(conn, path):
 
 
 def read_column(conn, path, field):
-    return [r[0] for r in _query(conn, path, f"SELECT {_column_name(field)} FROM INDEXES ORDER BY ROW_ID")]
+    return [r[0] for r in _query(conn, path, f"SELECT {column_name(field)} FROM INDEXES ORDER BY ROW_ID")]
 
 
 def read_checksums(conn, path):

@@ -28,6 +28,7 @@ __all__ = ["Schema"]
 SCALAR_TYPES = ("int32", "int64", "float32", "float64", "string", "bytes")
 ARRAY_TYPES = ("int32", "int64", "float32", "float64")
 INT_RANGE = {"int32": (-(1 << 31), (1 << 31) - 1), "int64": (-(1 << 63), (1 << 63) - 1)}
+_FLT32_LIMIT = float(np.finfo(np.float32).max) * (1 + 2.0 ** -24)   # larger values round to inf
 _NAME = re.compile(r"^[0-9a-zA-Z_]+$")
 _NUMPY_SCALAR = {"int32": np.int32, "int64": np.int64, "float32": np.float32, "float64": np.float64}
 
@@ -130,7 +131,11 @@ class Schema:
         if field.type in ("float32", "float64"):
             if kind is not float and kind is not _NUMPY_SCALAR[field.type]:
                 raise _type_error(index, field, f"float or np.{field.type}", value)
-            return float(value)
+            value = float(value)
+            if field.type == "float32" and abs(value) > _FLT32_LIMIT and value != math.inf and value != -math.inf:
+                raise SchemaError(f"row {index}: field {field.name!r}: expected a float32, found {value!r}, "
+                                  f"which is out of the float32 range")
+            return value
         if kind is not str:
             raise _type_error(index, field, "str", value)
         return value

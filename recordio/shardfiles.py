@@ -5,6 +5,7 @@ MindSpore's forced ``0600``: datasets are commonly shared between users and jobs
 """
 
 import os
+import warnings
 
 import xxhash
 
@@ -81,8 +82,17 @@ class ShardFiles:
             self._write_index(i, shard, index_values[i], index_fields, names[i], checksums)
             index.write_meta(self.staging.db_paths()[i], {"writer": f"recordio {__version__}",
                                                           "header_xxh3": xxhash.xxh3_64_hexdigest(blob)})
+        self._warn_encrypt_tail()
         self._close_fds()
         self.staging.publish()
+
+    def _warn_encrypt_tail(self):
+        for fd, target in zip(self.fds, self.staging.targets):
+            size = os.fstat(fd).st_size
+            if size >= len(fmt.ENCRYPT_TAIL) and os.pread(fd, 7, size - 7) == fmt.ENCRYPT_TAIL:
+                warnings.warn(f"{target} ends with the bytes 'ENCRYPT' (the end of its last value): recordio "
+                              f"reads it, but MindSpore will take it for an encrypted file and refuse it",
+                              stacklevel=4)
 
     def _write_index(self, i, shard, values, index_fields, name, checksums):
         db = self.staging.db_paths()[i]

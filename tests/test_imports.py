@@ -1,0 +1,62 @@
+"""`import recordio` stays light; the count path does not even load numpy; imports run one way."""
+
+import ast
+import pathlib
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def _loaded_after(code):
+    out = subprocess.run([sys.executable, "-c", f"{code}\nimport sys\nprint(' '.join(sorted(sys.modules)))"],
+                         capture_output=True, text=True, check=True, cwd=ROOT)
+    return set(out.stdout.split())
+
+
+def test_import_recordio_loads_no_torch_cv2_numpy():
+    loaded = _loaded_after("import recordio")
+    assert not {"torch", "cv2", "numpy"} & loaded
+
+
+def test_reading_and_writing_need_no_torch_or_cv2(tmp_path):
+    code = (f"import recordio, numpy as np\n"
+            f"w = recordio.FileWriter({str(tmp_path / 'x.mr')!r}); w.add_schema({{'a': {{'type': 'int32'}}}})\n"
+            f"w.write_raw_data([{{'a': 1}}]); w.commit()\n"
+            f"r = recordio.FileReader({str(tmp_path / 'x.mr')!r}); list(r)")
+    loaded = _loaded_after(code)
+    assert not {"torch", "cv2"} & loaded
+
+
+def test_count_rows_does_not_import_numpy():
+    golden = ROOT / "tests" / "golden" / "matrix_s4_index" / "matrix_s4_index.mindrecord0"
+    loaded = _loaded_after(f"import recordio\nassert recordio.count_rows({str(golden)!r}) == 24")
+    assert "numpy" not in loaded
+
+
+def _imports(path):
+    tree = ast.parse(path.read_text())
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+        elif isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+    return names
+
+
+def test_library_never_imports_tools_or_converters():
+    for path in (ROOT / "recordio").rglob("*.py"):
+        bad = {n for n in _imports(path) if n.startswith(("recordio.tools", "recordio.converters"))}
+        assert not bad, f"{path} imports {bad}"
+
+
+def test_storage_modules_do_not_import_the_pipeline_or_torch():
+    for name in ("errors", "format", "codec", "schema", "index", "pages", "writer", "reader", "shardset",
+                 "shardfiles", "commit", "count"):
+        path = ROOT / "recordio" / f"{name}.py"
+        bad = {n for n in _imports(path) if n.startswith(("recordio.dataset", "recordio.sink", "recordio.offload",
+                                                          "torch", "cv2"))}
+        assert not bad, f"{path} imports {bad}"
+    errors = _imports(ROOT / "recordio" / "errors.py")
+    assert not {n for n in errors if n.startswith("recordio")}

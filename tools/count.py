@@ -1,0 +1,34 @@
+"""``recordio count PATH``: the number of rows, from the index only."""
+
+import json
+
+import recordio
+
+HELP = "print the number of rows of a dataset (read from the index, no data page is read)"
+EXAMPLE = "recordio count out/train.mindrecord0 --where label=3"
+
+
+def add_arguments(parser):
+    parser.add_argument("path", help="any data file of the dataset")
+    parser.add_argument("--where", action="append", default=[], metavar="FIELD=VALUE",
+                        help="count only rows whose indexed FIELD equals VALUE (repeatable: all must hold)")
+    parser.add_argument("--json", action="store_true", help="print {\"rows\": N} as JSON")
+
+
+def run(args):
+    if args.where:
+        from recordio.query import count_where
+
+        conditions = [_split(w) for w in args.where]
+        n = count_where(args.path, conditions)
+    else:
+        n = recordio.count_rows(args.path)
+    print(json.dumps({"rows": n}) if args.json else n)
+    return 0
+
+
+def _split(text):
+    field, sep, value = text.partition("=")
+    if not sep or not field:
+        raise ValueError(f"--where expects FIELD=VALUE, got {text!r}")
+    return field, value

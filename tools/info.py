@@ -1,0 +1,38 @@
+"""``recordio info PATH``: schema, index fields and shards of a dataset."""
+
+import recordio
+from recordio.tools._common import human_bytes, print_json
+
+HELP = "describe a dataset: schema, index fields, shards with rows, pages and sizes"
+EXAMPLE = "recordio info out/train.mindrecord0 --json"
+
+
+def add_arguments(parser):
+    parser.add_argument("path", help="any data file of the dataset")
+    parser.add_argument("--json", action="store_true", help="print the description as JSON")
+
+
+def _type(spec):
+    return spec["type"] if "shape" not in spec else f"{spec['type']}{spec['shape']}"
+
+
+def run(args):
+    info = recordio.describe(args.path)
+    if args.json:
+        print_json(info)
+        return 0
+    print(f"version {info['version']}, header {human_bytes(info['header_size'])}, "
+          f"page {human_bytes(info['page_size'])}")
+    if info["desc"]:
+        print(f"desc: {info['desc']}")
+    print("schema:")
+    for name, spec in info["schema"].items():
+        marks = " (indexed)" if name in info["index_fields"] else ""
+        print(f"  {name}: {_type(spec)}{marks}")
+    print(f"rows: {info['rows']} in {len(info['shards'])} shard(s)")
+    for s in info["shards"]:
+        checks = "checksums" if s["checksums"] else "no checksums"
+        print(f"  {s['file']}: {s['rows']} rows, {s['pages']} pages ({s['blob_pages']} blob, "
+              f"{s['raw_pages']} raw), {human_bytes(s['apparent_bytes'])} apparent, "
+              f"{human_bytes(s['allocated_bytes'])} allocated, {checks}")
+    return 0
