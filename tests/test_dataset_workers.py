@@ -1,0 +1,153 @@
+"""Workers (recordio.dataset.workers, shm): errors, a killed worker, shutdown, bounded memory."""
+
+import gc
+import glob
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import traceback
+
+import numpy as np
+import pytest
+
+from recordio.dataset import GeneratorDataset
+from recordio.dataset import shm
+from recordio.errors import WorkerError
+
+
+class Rows:
+    def __init__(self, n, size=16):
+        self.n, self.size = n, size
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        return np.int64(i), np.full(self.size, i % 251, np.uint8)
+
+
+class BadRow(ValueError):
+    pass
+
+
+def fail_on_7(i, img):
+    if int(i) == 7:
+        raise BadRow("row seven is bad")
+    return i, img
+
+
+def die_on_5(i, img):
+    if int(i) == 5:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return i, img
+
+
+def pipeline(fn, processes, workers=2, n=40):
+    ds = GeneratorDataset(Rows(n), ["id", "img"], shuffle=False)
+    return ds.map(fn, input_columns=["id", "img"], num_parallel_workers=workers,
+                  python_multiprocessing=processes)
+
+
+def my_shm_files():
+    return glob.glob(os.path.join(shm.SHM_DIR, f"rio-{os.getpid()}-*"))
+
+
+def children():
+    path = f"/proc/{os.getpid()}/task/{os.getpid()}/children"
+    with open(path) as f:
+        return [int(p) for p in f.read().split()]
+
+
+@pytest.mark.parametrize("processes", [False, True])
+def test_worker_error_keeps_its_type_traceback_and_row(processes):
+    it = pipeline(fail_on_7, processes).create_dict_iterator(num_epochs=1, output_numpy=True)
+    with pytest.raises(BadRow, match="row seven") as info:
+        list(it)
+    err = info.value
+    assert err.recordio_row == 7
+    assert any("row 7" in note for note in err.__notes__)
+    text = "".join(traceback.format_exception(err))
+    assert "fail_on_7" in text
+
+
+def test_a_killed_worker_is_reported():
+    it = pipeline(die_on_5, True).create_dict_iterator(num_epochs=1, output_numpy=True)
+    start = time.monotonic()
+    with pytest.raises(WorkerError, match="died"):
+        list(it)
+    assert time.monotonic() - start < 30
+    assert not my_shm_files()
+
+
+@pytest.mark.parametrize("processes", [False, True])
+def test_break_and_garbage_collection_leave_nothing_behind(processes):
+    threads = threading.active_count()
+    it = pipeline(lambda i, img: (i, img), processes, n=2000).create_dict_iterator(num_epochs=1)
+    for k, _ in enumerate(it):
+        if k == 10:
+            break
+    del it
+    gc.collect()
+    deadline = time.monotonic() + 10
+    while (threading.active_count() > threads or children()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert threading.active_count() <= threads
+    assert not children()
+    assert not my_shm_files()
+
+
+def test_shm_round_trip_sends_arrays_out_of_band(tmp_path):
+    big = np.arange(1 << 16, dtype=np.float64)
+    path = str(tmp_path / "x")
+    shm.dump({"a": big, "b": "text"}, path)
+    assert os.path.getsize(path) < big.nbytes + 1024
+    back = shm.load(path)
+    assert np.array_equal(back["a"], big) and back["b"] == "text" and not os.path.exists(path)
+
+
+def rss_anon_mb():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1]) / 1024
+    pytest.skip("no RssAnon in /proc/self/status")
+
+
+@pytest.mark.parametrize("processes", [False, True])
+def test_memory_stays_bounded_over_a_large_dataset(processes):
+    # 1500 rows of 1 MiB = 1.5 GiB through map + batch; anonymous memory must stay flat
+    ds = GeneratorDataset(Rows(1500, 1 << 20), ["id", "img"], shuffle=False).map(
+        lambda img: img + 1, input_columns="img", num_parallel_workers=2,
+        python_multiprocessing=processes).batch(4)
+    samples = []
+    for k, batch in enumerate(ds.create_dict_iterator(num_epochs=1, output_numpy=True)):
+        if k % 25 == 0:
+            samples.append(rss_anon_mb())
+    assert k == 374
+    growth = max(samples[2:]) - samples[1]
+    assert growth < 150, f"anonymous RSS grew by {growth:.0f} MiB: {samples}"
+
+
+EXIT_SCRIPT = """
+import numpy as np, os, sys
+from recordio.dataset import GeneratorDataset
+ds = GeneratorDataset([(np.full(64, i % 200, np.uint8),) for i in range(5000)], ["x"], shuffle=False)
+it = ds.map(lambda x: x + 1, input_columns="x", num_parallel_workers=2, python_multiprocessing=True)
+it = it.create_dict_iterator(num_epochs=-1, output_numpy=True)
+next(it)
+print(os.getpid())
+"""
+
+
+def test_interpreter_exit_with_a_live_iterator():
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=root)
+    done = subprocess.run([sys.executable, "-c", EXIT_SCRIPT], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    pid = done.stdout.split()[-1]
+    assert not glob.glob(os.path.join(shm.SHM_DIR, f"rio-{pid}-*"))
+    assert "leaked" not in done.stderr and "Traceback" not in done.stderr
