@@ -96,6 +96,8 @@ class DataSink:
         return self._sink_epoch(len(self))
 
     def _sink_epoch(self, steps):
+        if steps == 0:      # an endless stream of empty epochs would never yield: start nothing
+            return
         channel = self._started()
         for _ in range(steps):
             batch = self._next_batch(channel)
