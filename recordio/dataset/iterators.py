@@ -104,6 +104,7 @@ class ItemStream:
         self._started = False
         self._finished = False
         root._state = weakref.WeakMethod(self.state_dict)
+        self._root = weakref.ref(root)
         _LIVE.add(self)
 
     def _get(self, block=True):
@@ -152,6 +153,10 @@ class ItemStream:
                 "source": source, "shards": self.shards}
 
     def close(self):
+        if not self._finished:
+            root = self._root()
+            if root is not None:
+                root._final_state = self.state_dict()
         self._finished = True
         self._producer.close()
 

@@ -46,6 +46,7 @@ class Dataset:
         self._consumers = weakref.WeakSet()
         self._state = None
         self._pending_state = None
+        self._final_state = None
         for child in self.children:
             child._consumers.add(self)
 
@@ -199,9 +200,12 @@ class Dataset:
     # -- resume ------------------------------------------------------------------------------------------
     def state_dict(self):
         """Where the latest iterator of this pipeline stands (see ``docs/pipeline.md``, Resume)."""
-        if self._state is None:
-            return {"version": 1, "epoch": 0, "delivered": 0, "source": None}
-        return self._state()
+        live = self._state() if self._state is not None else None
+        if live is not None:
+            return live()
+        from recordio.dataset import config
+        from recordio.dataset.resume import initial_state
+        return self._final_state or initial_state(config.get_seed())
 
     def load_state_dict(self, state):
         """Make the next iterator of this pipeline start where ``state`` says."""

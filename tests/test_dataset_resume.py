@@ -1,0 +1,131 @@
+"""state_dict / load_state_dict (recordio.dataset.resume): resume exactly after the last output
+delivered, with the same augmentations, also under another number of shards."""
+
+import numpy as np
+import pytest
+
+from recordio.dataset import MindDataset
+from recordio.dataset.testing import write_numbered
+from recordio.errors import PipelineError
+from recordio.keys import current_keys
+
+N = 30
+
+
+class Jitter:
+    def __call__(self, vec):
+        return vec + np.float32(current_keys().uniform(0)[0])
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    return write_numbered(tmp_path_factory.mktemp("resume") / "d.mindrecord", N, shard_num=3)
+
+
+def build(path, batch=4, buffer=None, **kw):
+    ds = MindDataset(path, columns_list=["id", "vec"], **kw)
+    ds = ds.map(Jitter(), input_columns="vec", num_parallel_workers=2)
+    if buffer:
+        ds = ds.shuffle(buffer)
+    return ds.batch(batch) if batch else ds
+
+
+def outputs(it, limit=None):
+    """(epoch-local output list) of (ids, vecs) pairs, at most ``limit`` outputs."""
+    out = []
+    for b in it:
+        out.append((np.atleast_1d(b["id"]).tolist(), np.atleast_2d(b["vec"]).tolist()))
+        if limit is not None and len(out) == limit:
+            break
+    return out
+
+
+def run_epochs(ds, epochs, state=None):
+    if state is not None:
+        ds.load_state_dict(state)
+    it = ds.create_dict_iterator(num_epochs=epochs, output_numpy=True)
+    first = state["epoch"] if state else 0
+    return [outputs(it) for _ in range(first, epochs)]
+
+
+@pytest.mark.parametrize("buffer", [None, 5], ids=["positional", "replay"])
+@pytest.mark.parametrize("cut", [0, 1, 4, 7, 8])
+def test_resume_at_points_of_an_epoch(dataset, buffer, cut):
+    reference = run_epochs(build(dataset, buffer=buffer), 2)
+    assert len(reference[0]) == 8
+    ds = build(dataset, buffer=buffer)
+    it = ds.create_dict_iterator(num_epochs=2, output_numpy=True)
+    head = outputs(it, cut) if cut else []
+    state = it.state_dict()
+    assert state == ds.state_dict()
+    it.close()
+    rest = run_epochs(build(dataset, buffer=buffer), 2, state)
+    if cut == 8:
+        assert state["epoch"] == 1 and state["delivered"] == 0
+        assert rest == [reference[1]]
+    else:
+        assert head + rest[0] == reference[0] and rest[1] == reference[1]
+
+
+def test_resume_is_positional_without_reading_the_delivered_rows(dataset):
+    ds = build(dataset)
+    it = ds.create_dict_iterator(num_epochs=1, output_numpy=True)
+    outputs(it, 3)
+    state = it.state_dict()
+    it.close()
+    assert state["source"] == {"epoch": 0, "consumed": 12}
+
+
+def rows_of_shards(path, num_shards, state=None, limit=None):
+    """Each shard's (id, value) rows; ``limit``: stop each shard after so many rows."""
+    per_shard, states = [], []
+    for s in range(num_shards):
+        ds = build(path, batch=None, num_shards=num_shards, shard_id=s)
+        if state is not None:
+            ds.load_state_dict(state)
+        it = ds.create_dict_iterator(num_epochs=1, output_numpy=True)
+        rows = [(int(r["id"]), r["vec"].tolist()) for r in _take(it, limit)]
+        states.append(it.state_dict())
+        it.close()
+        per_shard.append(rows)
+    return per_shard, states
+
+
+def _take(it, limit):
+    for k, row in enumerate(it):
+        yield row
+        if limit is not None and k + 1 == limit:
+            return
+
+
+@pytest.mark.parametrize("before,after", [(2, 3), (3, 2), (2, 5), (4, 1)])
+def test_resume_under_another_world_size(dataset, before, after):
+    reference = dict(r for shard in rows_of_shards(dataset, 1)[0] for r in shard)
+    head, states = rows_of_shards(dataset, before, limit=4)
+    assert len({s["source"]["consumed"] for s in states}) == 1
+    tail, _ = rows_of_shards(dataset, after, state=states[0])
+    seen = [r for shard in head + tail for r in shard]
+    ids = [i for i, _ in seen]
+    assert set(ids) == set(range(N))
+    assert len(ids) - N < after
+    head_ids = {i for shard in head for i, _ in shard}
+    assert not head_ids & {i for shard in tail for i, _ in shard}
+    assert all(reference[i] == v for i, v in seen)
+
+
+def test_replay_resume_refuses_another_sharding(dataset):
+    ds = build(dataset, batch=None, buffer=4, num_shards=2, shard_id=0)
+    it = ds.create_dict_iterator(num_epochs=1, output_numpy=True)
+    outputs(it, 2)
+    state = it.state_dict()
+    it.close()
+    state["shards"] = [3, 0]
+    other = build(dataset, batch=None, buffer=4, num_shards=3, shard_id=0)
+    other.load_state_dict(state)
+    with pytest.raises(PipelineError, match="same shards"):
+        other.create_dict_iterator(num_epochs=1)
+
+
+def test_malformed_state_is_refused(dataset):
+    with pytest.raises(PipelineError, match="not a recordio pipeline state"):
+        build(dataset).load_state_dict({"epoch": 1})
