@@ -133,6 +133,15 @@ class FileReader:
         return self._read(k, i - self._starts[k])
 
     def _read(self, k, local):
+        try:
+            return self._read_unchecked(k, local)
+        except FormatError as exc:
+            where = f"{self._shards[k].path}: row {local}"
+            if str(exc).startswith(where) or isinstance(exc, ChecksumError):
+                raise
+            raise FormatError(f"{where}: {exc}") from None
+
+    def _read_unchecked(self, k, local):
         shard = self._shards[k]
         mm = self._map(k)
         where = f"{shard.path}: row {local}"
