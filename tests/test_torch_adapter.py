@@ -1,0 +1,71 @@
+"""TorchDataset (recordio.dataset.torch_adapter): a pipeline in a torch DataLoader."""
+
+import numpy as np
+import pytest
+import torch
+from torch.utils.data import DataLoader
+
+from recordio.dataset import MindDataset, TorchDataset
+from recordio.dataset.testing import write_numbered
+from recordio.keys import current_keys
+
+N = 50
+
+
+class Jitter:
+    def __call__(self, vec):
+        return vec + np.float32(current_keys().uniform(0)[0])
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    return write_numbered(tmp_path_factory.mktemp("adapter") / "d.mindrecord", N, shard_num=2)
+
+
+def pipeline(path, **kw):
+    return MindDataset(path, columns_list=["id", "vec"], **kw).map(Jitter(), input_columns="vec").batch(4)
+
+
+def collect(loader):
+    rows = {}
+    order = []
+    for batch in loader:
+        assert isinstance(batch["id"], torch.Tensor)
+        for i, v in zip(batch["id"].tolist(), batch["vec"]):
+            order.append(i)
+            rows[i] = v.tolist()
+    return order, rows
+
+
+def test_two_workers_see_every_row_once_with_the_same_augmentations(dataset):
+    loader = DataLoader(TorchDataset(pipeline(dataset)), batch_size=None, num_workers=2)
+    order, rows = collect(loader)
+    assert sorted(order) == list(range(N))
+    direct = {}
+    for b in pipeline(dataset).create_dict_iterator(num_epochs=1, output_numpy=True):
+        direct.update({i: v.tolist() for i, v in zip(b["id"].tolist(), b["vec"])})
+    assert rows == direct
+
+
+def test_set_epoch_reshuffles(dataset):
+    adapter = TorchDataset(pipeline(dataset))
+    loader = DataLoader(adapter, batch_size=None, num_workers=2)
+    first = collect(loader)
+    adapter.set_epoch(1)
+    second = collect(loader)
+    assert sorted(first[0]) == sorted(second[0]) and first[0] != second[0]
+    assert first[1] != second[1]
+
+
+def test_workers_within_explicit_shards(dataset):
+    seen = []
+    for shard in range(3):
+        loader = DataLoader(TorchDataset(pipeline(dataset, num_shards=3, shard_id=shard)), batch_size=None,
+                            num_workers=2)
+        seen += collect(loader)[0]
+    assert set(seen) == set(range(N)) and len(seen) - N < 6
+
+
+def test_without_workers(dataset):
+    order, _ = collect(DataLoader(TorchDataset(pipeline(dataset)), batch_size=None))
+    assert sorted(order) == list(range(N))
