@@ -42,6 +42,7 @@ _LAZY = {
     "count_rows": "recordio.count",
     "describe": "recordio.describe",
     "finalize_shards": "recordio.shards",
+    "missing_shards": "recordio.shards",
     "train": "recordio.train",
     "verify": "recordio.verify",
 }
