@@ -69,7 +69,7 @@ class Recorder(Callback):
 def fit(epochs, callbacks, **kwargs):
     torch.manual_seed(0)
     model = LeNet5()
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
     rio.train(model, nn.CrossEntropyLoss(), optimizer, pipeline(), epochs, callbacks=callbacks, device="cpu",
               **kwargs)
     return model
@@ -84,7 +84,7 @@ def test_lenet_loss_goes_down_with_the_sink():
     fit(6, [monitor], dataset_sink_mode=True, sink_size=4)
     assert [(e, s) for e, s, _ in monitor.losses] == [(e, 4) for e in range(1, 7)]
     losses = [loss for _, _, loss in monitor.losses]
-    assert losses[-1] < 0.5 * losses[0], losses
+    assert losses[-1] < 0.1 * losses[0], losses
     assert sink_threads() == []
 
 
