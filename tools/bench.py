@@ -1,0 +1,68 @@
+"""``recordio bench``: run the benchmark suites, each against its baseline in the same run.
+
+A suite is a module ``recordio.tools.bench_<name>`` with ``run(args) -> list[dict]``; each
+result row has ``name``, ``value``, ``unit`` and, when compared, ``baseline`` (what it is
+compared with), ``baseline_value`` and ``ratio`` (value / baseline_value, so > 1 is better
+for rates). ``args`` carries ``quick``, ``workdir``, ``mindspore_python`` and ``device``.
+"""
+
+import importlib
+import json
+import os
+import sys
+import tempfile
+
+HELP = "benchmark writing, reading, the pipeline, vision ops, the sink and conversion against baselines"
+EXAMPLE = "recordio bench --suite storage --quick --json bench.json --plot bench.png"
+SUITES = ("storage", "pipeline", "vision", "sink", "convert")
+
+
+def add_arguments(parser):
+    parser.add_argument("--suite", default=",".join(SUITES),
+                        help=f"comma-separated suites to run (default: all of {', '.join(SUITES)})")
+    parser.add_argument("--quick", action="store_true", help="small workloads (a smoke run, not for quoting)")
+    parser.add_argument("--workdir", help="where datasets are written (default: a temporary folder)")
+    parser.add_argument("--mindspore-python", default=os.environ.get("RECORDIO_MINDSPORE_PYTHON"),
+                        help="python of a virtualenv with MindSpore 2.10, for the MindSpore baselines "
+                             "(default: $RECORDIO_MINDSPORE_PYTHON)")
+    parser.add_argument("--device", default="cpu", help="torch device for the offload and sink suites")
+    parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    parser.add_argument("--plot", metavar="PNG", help="also draw the ratios against the baselines")
+
+
+def _suites(text):
+    names = [s.strip() for s in text.split(",") if s.strip()]
+    unknown = [n for n in names if n not in SUITES]
+    if unknown:
+        raise ValueError(f"unknown suite(s) {unknown}; choose from {', '.join(SUITES)}")
+    return names
+
+
+def _format(row):
+    value = f"{row['value']:.4g} {row.get('unit', '')}".strip()
+    if row.get("ratio") is not None:
+        value += f"   {row['ratio']:.2f}x {row.get('baseline', '')}"
+    return f"  {row['name']:<48} {value}"
+
+
+def run(args):
+    names = _suites(args.suite)
+    results = []
+    with tempfile.TemporaryDirectory(prefix="recordio-bench-") as tmp:
+        args.workdir = args.workdir or tmp
+        for name in names:
+            suite = importlib.import_module(f"recordio.tools.bench_{name}")
+            print(f"[{name}]", flush=True)
+            for row in suite.run(args):
+                row = dict(row, suite=name)
+                results.append(row)
+                print(_format(row), flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"python": sys.version.split()[0], "results": results}, f, indent=2)
+    if args.plot:
+        from recordio.tools.plot import plot_ratios
+
+        plot_ratios(results, args.plot)
+        print(f"wrote {args.plot}")
+    return 0
