@@ -91,5 +91,8 @@ class BatchDataset(Dataset):
                 cols[name] = pad_column(name, values, shape, value)
             else:
                 cols[name] = collate(values)
-        rows = np.concatenate([np.atleast_1d(np.asarray(it.row, dtype=np.int64)) for it in group])
+        if isinstance(group[0].row, np.ndarray):
+            rows = np.concatenate([np.atleast_1d(it.row) for it in group]).astype(np.int64, copy=False)
+        else:
+            rows = np.fromiter((it.row for it in group), np.int64, len(group))
         return Item(cols, rows, group[0].epoch, group[-1].pos)

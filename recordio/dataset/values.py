@@ -24,7 +24,7 @@ def to_op_input(value):
 def to_numpy(value):
     """A value as ``output_numpy=True`` gives it; lists (unstacked batch columns) stay lists."""
     if isinstance(value, list):
-        return [to_op_input(v) for v in value]
+        return [v if isinstance(v, np.ndarray) else to_op_input(v) for v in value]
     return to_op_input(value)
 
 
@@ -32,14 +32,18 @@ def _stackable(values):
     first = values[0]
     if not isinstance(first, (np.ndarray, np.generic)) or first.dtype.kind not in "biuf?c":
         return False
-    shape, dtype = np.shape(first), first.dtype
-    return all(isinstance(v, (np.ndarray, np.generic)) and np.shape(v) == shape and v.dtype == dtype
-               for v in values)
+    shape, dtype, kinds = first.shape, first.dtype, (np.ndarray, np.generic)
+    for v in values:
+        if not isinstance(v, kinds) or v.shape != shape or v.dtype != dtype:
+            return False
+    return True
 
 
 def collate(values):
     """One column of a batch: a stacked array, or a list when the values cannot be stacked."""
     if values and _stackable(values):
+        if not values[0].shape:
+            return np.array(values, dtype=values[0].dtype)
         return np.stack(values)
     return list(values)
 
