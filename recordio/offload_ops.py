@@ -1,7 +1,7 @@
 """Batched torch kernels of the offloadable ops, on any torch device.
 
 Each kernel takes a batch ``x`` (B, *sample_shape) and per-sample parameters, and follows the float32
-operation sequence of the host kernel in ``recordio.vision.color`` so that both give the same values.
+operation sequence of the host kernel in ``recordio.vision.color_kernels`` so that both give the same values.
 uint8 input is rounded and saturated after every colour adjustment, as the host ops do; float input
 is clamped to [0, 255] and not rounded.
 """
@@ -11,7 +11,7 @@ import torch
 __all__ = ["adjust", "blur_sum", "finish", "flip", "grey", "per_sample", "sharpness"]
 
 F32 = torch.float32
-GREY_WEIGHTS = (4899, 9617, 1868)
+GREY_WEIGHTS = (9798, 19235, 3735)          # as recordio.vision.color_kernels
 
 
 def per_sample(values, x, dtype=F32):
@@ -35,7 +35,7 @@ def grey(x):
     if x.dtype == torch.uint8:
         c = x.to(torch.int32)
         w = GREY_WEIGHTS
-        return ((c[..., 0] * w[0] + c[..., 1] * w[1] + c[..., 2] * w[2] + 8192) >> 14).to(F32)
+        return ((c[..., 0] * w[0] + c[..., 1] * w[1] + c[..., 2] * w[2] + 16384) >> 15).to(F32)
     x = x.to(F32)
     return x[..., 0] * _const(0.299, x) + x[..., 1] * _const(0.587, x) + x[..., 2] * _const(0.114, x)
 
@@ -45,7 +45,8 @@ def grey_mean(x):
     g = grey(x)
     if x.dtype == torch.uint8:
         total = g.to(torch.int64).sum(dim=(1, 2)).to(torch.float64)
-        return (total / g[0].numel()).round().to(F32).view(-1, 1, 1, 1)
+        count = torch.tensor(float(g[0].numel()), dtype=torch.float64, device=x.device)
+        return (total / count).round().to(F32).view(-1, 1, 1, 1)
     return g.to(torch.float64).mean(dim=(1, 2)).to(F32).view(-1, 1, 1, 1)
 
 
@@ -61,40 +62,42 @@ def saturation(x, a):
     return finish(x.to(F32) * a + grey(x).unsqueeze(-1) * (1.0 - a), x.dtype == torch.uint8)
 
 
-def rgb_to_hsv(x):
-    r, g, b = x.unbind(-1)
-    maxc, minc = x.amax(dim=-1), x.amin(dim=-1)
-    eqc = maxc == minc
+TINY = torch.finfo(torch.float32).tiny
+
+
+def frac(y):
+    return y - torch.floor(y)
+
+
+def rgb_to_hsv(r, g, b):
+    maxc = torch.maximum(torch.maximum(r, g), b)
+    minc = torch.minimum(torch.minimum(r, g), b)
     cr = maxc - minc
-    one = torch.ones_like(maxc)
-    s = cr / torch.where(eqc, one, maxc)
-    crd = torch.where(eqc, one, cr)
+    s = cr / maxc.clamp_min(TINY)
+    crd = cr.clamp_min(TINY)
     rc, gc, bc = (maxc - r) / crd, (maxc - g) / crd, (maxc - b) / crd
-    hr = (maxc == r) * (bc - gc)
-    hg = ((maxc == g) & (maxc != r)) * (2.0 + rc - bc)
-    hb = ((maxc != g) & (maxc != r)) * (4.0 + gc - rc)
-    h = torch.fmod((hr + hg + hb) / 6.0 + 1.0, 1.0)
-    return h, s, maxc
+    is_r, is_g = maxc == r, maxc == g
+    h = is_r * (bc - gc) + (is_g & ~is_r) * (2.0 + rc - bc) + ~(is_g | is_r) * (4.0 + gc - rc)
+    return frac(h / _const(6.0, h) + 1.0), s, maxc
 
 
 def hsv_to_rgb(h, s, v):
     h6 = h * 6.0
-    i = torch.floor(h6)
-    f = h6 - i
-    i = i.to(torch.int64) % 6
-    p = (v * (1.0 - s)).clamp(0, 1)
-    q = (v * (1.0 - s * f)).clamp(0, 1)
-    t = (v * (1.0 - s * (1.0 - f))).clamp(0, 1)
-    table = torch.stack([torch.stack(c) for c in ((v, q, p, p, t, v), (t, v, v, q, p, p), (p, p, t, v, v, q))])
-    index = i.unsqueeze(0).unsqueeze(0).expand(3, 1, *i.shape)
-    return torch.gather(table, 1, index)[:, 0].movedim(0, -1)
+    vs = v * s
+    out = []
+    for n in (5.0, 3.0, 1.0):
+        k = n + h6
+        k = k - (k >= 6.0) * 6.0
+        out.append(v - vs * torch.minimum(k, 4.0 - k).clamp(0, 1))
+    return out
 
 
 def hue(x, a):
-    y = x.to(F32) / 255.0
-    h, s, v = rgb_to_hsv(y)
-    h = torch.fmod(h + a.view(-1, 1, 1) + 1.0, 1.0)
-    return finish(hsv_to_rgb(h, s, v) * 255.0, x.dtype == torch.uint8)
+    """Rotate the hue (exact float HSV); divisions by device tensors keep CUDA from using reciprocals."""
+    y = x.to(F32) / _const(255.0, x)
+    h, s, v = rgb_to_hsv(*y.unbind(-1))
+    h = frac(h + a.view(-1, 1, 1) + 1.0)
+    return finish(torch.stack([c * 255.0 for c in hsv_to_rgb(h, s, v)], dim=-1), x.dtype == torch.uint8)
 
 
 ADJUST = (brightness, contrast, saturation, hue)
@@ -133,7 +136,7 @@ def sharpness(x, degrees):
     y = x.to(F32)
     out = y.clone()
     if y.shape[1] > 2 and y.shape[2] > 2:
-        blur = blur_sum(y) / 13.0
+        blur = blur_sum(y) / _const(13.0, y)
         if is_uint8:
             blur = blur.round()
         a = per_sample(degrees, y)

@@ -4,124 +4,21 @@ Semantics follow MindSpore's CPU ops on uint8 RGB images (results rounded to nea
 after every adjustment); hue uses the exact float HSV rotation instead of MindSpore's lossy 8-bit
 round trip. Float images are computed in float32, clamped to [0, 255] and not rounded.
 
-The numpy kernels here take one image; ``recordio.offload`` holds batched torch versions that follow
-the same float32 operation sequence, so both give the same values for the same drawn parameters.
+The numpy kernels (``color_kernels``) take one image; ``recordio.offload_ops`` holds batched torch
+versions that follow the same float32 operation sequence, so both give the same values for the same
+drawn parameters.
 """
 
 import numpy as np
 
 from recordio.keys import current_keys
 from recordio.vision._checks import check_factor, check_image, check_number, check_range
+from recordio.vision.color_kernels import ADJUST, adjust_sharpness
 
 __all__ = ["Normalize", "RandomColorAdjust", "RandomSharpness", "Rescale"]
 
 F32 = np.float32
-ONE = F32(1.0)
-GREY_WEIGHTS = (4899, 9617, 1868)          # OpenCV's 14-bit fixed-point RGB->GRAY (0.299, 0.587, 0.114)
 ADJUSTMENTS = ("brightness", "contrast", "saturation", "hue")
-
-
-def finish(out, is_uint8):
-    """Back to the input's kind: round-half-even and saturate for uint8, clamp for float."""
-    if is_uint8:
-        return np.clip(np.rint(out), 0, 255).astype(np.uint8)
-    return np.clip(out, 0, 255).astype(np.float32)
-
-
-def grey(img):
-    """Per-pixel grey of an RGB image: OpenCV's rounded fixed-point value for uint8, float otherwise."""
-    if img.dtype == np.uint8:
-        r, g, b = (img[..., c].astype(np.int32) for c in range(3))
-        return ((r * GREY_WEIGHTS[0] + g * GREY_WEIGHTS[1] + b * GREY_WEIGHTS[2] + 8192) >> 14).astype(F32)
-    x = img.astype(F32)
-    return x[..., 0] * F32(0.299) + x[..., 1] * F32(0.587) + x[..., 2] * F32(0.114)
-
-
-def grey_mean(img):
-    """Mean grey level: rounded to an integer for uint8 (MindSpore writes it into a uint8 image)."""
-    g = grey(img)
-    if img.dtype == np.uint8:
-        return F32(np.rint(g.astype(np.int64).sum() / g.size))
-    return F32(g.astype(np.float64).mean())
-
-
-def adjust_brightness(img, factor):
-    a = F32(factor)
-    return finish(img.astype(F32) * a, img.dtype == np.uint8)
-
-
-def adjust_contrast(img, factor):
-    a = F32(factor)
-    return finish(img.astype(F32) * a + grey_mean(img) * (ONE - a), img.dtype == np.uint8)
-
-
-def adjust_saturation(img, factor):
-    a = F32(factor)
-    return finish(img.astype(F32) * a + grey(img)[..., None] * (ONE - a), img.dtype == np.uint8)
-
-
-def rgb_to_hsv(x):
-    """RGB in [0, 1] (float32, channels last) -> h, s, v in [0, 1] (torchvision's float formula)."""
-    r, g, b = x[..., 0], x[..., 1], x[..., 2]
-    maxc, minc = x.max(axis=-1), x.min(axis=-1)
-    eqc = maxc == minc
-    cr = maxc - minc
-    s = cr / np.where(eqc, ONE, maxc)
-    crd = np.where(eqc, ONE, cr)
-    rc, gc, bc = (maxc - r) / crd, (maxc - g) / crd, (maxc - b) / crd
-    hr = (maxc == r) * (bc - gc)
-    hg = ((maxc == g) & (maxc != r)) * (F32(2.0) + rc - bc)
-    hb = ((maxc != g) & (maxc != r)) * (F32(4.0) + gc - rc)
-    h = np.fmod((hr + hg + hb) / F32(6.0) + ONE, ONE)
-    return h.astype(F32), s.astype(F32), maxc
-
-
-def hsv_to_rgb(h, s, v):
-    """h, s, v in [0, 1] -> RGB in [0, 1], channels last."""
-    h6 = h * F32(6.0)
-    i = np.floor(h6)
-    f = h6 - i
-    i = i.astype(np.int64) % 6
-    p = np.clip(v * (ONE - s), 0, 1)
-    q = np.clip(v * (ONE - s * f), 0, 1)
-    t = np.clip(v * (ONE - s * (ONE - f)), 0, 1)
-    table = np.stack([np.stack(c) for c in ((v, q, p, p, t, v), (t, v, v, q, p, p), (p, p, t, v, v, q))])
-    return np.stack([np.take_along_axis(table[c], i[None], 0)[0] for c in range(3)], axis=-1)
-
-
-def adjust_hue(img, factor):
-    """Rotate the hue by ``factor`` of a full turn, in exact float HSV."""
-    x = img.astype(F32) / F32(255.0)
-    h, s, v = rgb_to_hsv(x)
-    h = np.fmod(h + F32(factor) + ONE, ONE)
-    return finish(hsv_to_rgb(h, s, v) * F32(255.0), img.dtype == np.uint8)
-
-
-ADJUST = (adjust_brightness, adjust_contrast, adjust_saturation, adjust_hue)
-
-
-def blur_sum(x):
-    """Sum of the 3x3 neighbourhood with centre weight 5 (kernel [[1,1,1],[1,5,1],[1,1,1]]), interior only."""
-    h, w = x.shape[:2]
-    total = 4 * x[1:-1, 1:-1]
-    for dy in range(3):
-        for dx in range(3):
-            total = total + x[dy:h - 2 + dy, dx:w - 2 + dx]
-    return total
-
-
-def adjust_sharpness(img, factor):
-    """Blend with the 3x3 smoothed image; the first/last rows and columns stay unchanged."""
-    is_uint8 = img.dtype == np.uint8
-    x = img.astype(F32)
-    out = x.copy()
-    if x.shape[0] > 2 and x.shape[1] > 2:
-        blur = blur_sum(x) / F32(13.0)
-        if is_uint8:
-            blur = np.rint(blur)
-        a = F32(factor)
-        out[1:-1, 1:-1] = x[1:-1, 1:-1] * a + blur * (ONE - a)
-    return finish(out, is_uint8)
 
 
 def color_input(op, img):

@@ -216,6 +216,16 @@ class CenterCrop:
         return f"CenterCrop(size={self.size})"
 
 
+_CV_DEPTHS = {np.dtype(t) for t in (np.uint8, np.int8, np.uint16, np.int16, np.int32, np.float32, np.float64)}
+
+
+def flip(img, axis):
+    """A flipped copy along axis 0 (H) or 1 (W); OpenCV's flip where it handles the dtype."""
+    if img.dtype in _CV_DEPTHS and (img.ndim == 2 or img.shape[2] <= 512) and img.size:
+        return cv2.flip(img, axis).reshape(img.shape)       # flipCode 0: rows (H), 1: columns (W)
+    return np.flip(img, axis).copy()
+
+
 class _RandomFlip:
     axis = 1
 
@@ -228,7 +238,7 @@ class _RandomFlip:
     def __call__(self, img):
         img = check_image(type(self).__name__, img)
         if self.draw(current_keys())["flip"][0]:
-            return np.flip(img, self.axis).copy()
+            return flip(img, self.axis)
         return img
 
     def __repr__(self):

@@ -1,0 +1,167 @@
+"""Numpy/OpenCV kernels of the colour ops, one image at a time.
+
+Each kernel follows one float32 operation sequence that ``recordio.offload_ops`` repeats in torch, so
+the host and the device give the same values for the same parameters. uint8 images are rounded
+(half to even) and saturated after every adjustment, as MindSpore's CPU ops do; float images are
+computed in float32, clamped to [0, 255] and not rounded. uint8 fast paths use lookup tables built
+with that same float32 sequence, so they are exact, not approximations.
+"""
+
+import functools
+
+import cv2
+import numpy as np
+
+__all__ = ["ADJUST", "adjust_brightness", "adjust_contrast", "adjust_hue", "adjust_saturation",
+           "adjust_sharpness", "finish", "grey", "grey_mean"]
+
+F32 = np.float32
+ONE = F32(1.0)
+GREY_WEIGHTS = (9798, 19235, 3735)          # OpenCV's RGB->GRAY in 15-bit fixed point (0.299, 0.587, 0.114)
+LEVELS = np.arange(256, dtype=F32)
+
+
+def finish(out, is_uint8):
+    """Back to the input's kind: round-half-even and saturate for uint8, clamp for float."""
+    if is_uint8:
+        return np.clip(np.rint(out), 0, 255).astype(np.uint8)
+    return np.clip(out, 0, 255).astype(F32)
+
+
+def grey_formula(img):
+    """Rounded fixed-point grey of a uint8 RGB image (int32), written out."""
+    r, g, b = (img[..., c].astype(np.int32) for c in range(3))
+    w = GREY_WEIGHTS
+    return (r * w[0] + g * w[1] + b * w[2] + 16384) >> 15
+
+
+@functools.cache
+def _opencv_grey_is_exact():
+    """Whether this OpenCV's RGB2GRAY equals ``grey_formula`` (checked once on 2**16 colours)."""
+    colours = np.random.default_rng(0).integers(0, 256, (256, 256, 3), dtype=np.uint8)
+    return np.array_equal(cv2.cvtColor(colours, cv2.COLOR_RGB2GRAY), grey_formula(colours))
+
+
+def grey_u8(img):
+    if _opencv_grey_is_exact():
+        return cv2.cvtColor(img, cv2.COLOR_RGB2GRAY)
+    return grey_formula(img).astype(np.uint8)
+
+
+def grey(img):
+    """Per-pixel grey (float32): the rounded fixed-point value for uint8, the float sum otherwise."""
+    if img.dtype == np.uint8:
+        return grey_u8(img).astype(F32)
+    x = img.astype(F32)
+    return x[..., 0] * F32(0.299) + x[..., 1] * F32(0.587) + x[..., 2] * F32(0.114)
+
+
+def grey_mean(img):
+    """Mean grey level: rounded to an integer for uint8 (MindSpore writes it into a uint8 image)."""
+    if img.dtype == np.uint8:
+        g = grey_u8(img)
+        return F32(np.rint(int(g.sum(dtype=np.int64)) / g.size))
+    return F32(grey(img).astype(np.float64).mean())
+
+
+def _lut(img, table):
+    return cv2.LUT(img, finish(table, True))
+
+
+def adjust_brightness(img, factor):
+    a = F32(factor)
+    if img.dtype == np.uint8:
+        return _lut(img, LEVELS * a)
+    return finish(img.astype(F32) * a, False)
+
+
+def adjust_contrast(img, factor):
+    a = F32(factor)
+    offset = grey_mean(img) * (ONE - a)
+    if img.dtype == np.uint8:
+        return _lut(img, LEVELS * a + offset)
+    return finish(img.astype(F32) * a + offset, False)
+
+
+def adjust_saturation(img, factor):
+    a = F32(factor)
+    offset = grey(img) * (ONE - a)
+    is_uint8 = img.dtype == np.uint8
+    planes = cv2.split(img if is_uint8 or img.dtype == F32 else img.astype(F32))
+    return cv2.merge([finish(p.astype(F32) * a + offset, is_uint8) for p in planes])
+
+
+TINY = F32(np.finfo(np.float32).tiny)
+
+
+def frac(y):
+    """``y mod 1`` for ``y >= 0``; exact (equals fmod) and much faster than numpy's fmod."""
+    return y - np.floor(y)
+
+
+def rgb_to_hsv(r, g, b):
+    """Float32 planes in [0, 1] -> h, s, v in [0, 1] (torchvision's float formula, branch-free)."""
+    maxc = np.maximum(np.maximum(r, g), b)
+    minc = np.minimum(np.minimum(r, g), b)
+    cr = maxc - minc
+    s = cr / np.maximum(maxc, TINY)             # grey pixels: 0 / max(v, tiny) = 0
+    crd = np.maximum(cr, TINY)
+    rc, gc, bc = (maxc - r) / crd, (maxc - g) / crd, (maxc - b) / crd
+    is_r, is_g = maxc == r, maxc == g
+    h = is_r * (bc - gc) + (is_g & ~is_r) * (F32(2.0) + rc - bc) + ~(is_g | is_r) * (F32(4.0) + gc - rc)
+    return frac(h / F32(6.0) + ONE), s, maxc
+
+
+def hsv_to_rgb(h, s, v):
+    """h, s, v planes -> r, g, b planes: channel n in (5, 3, 1) is v - v*s*clip(min(k, 4-k), 0, 1),
+    k = (n + 6h) mod 6."""
+    h6 = h * F32(6.0)
+    vs = v * s
+    out = []
+    for n in (5.0, 3.0, 1.0):
+        k = F32(n) + h6
+        k = k - (k >= F32(6.0)) * F32(6.0)     # k < 12: one exact subtraction is the mod
+        out.append(v - vs * np.clip(np.minimum(k, F32(4.0) - k), F32(0.0), ONE))
+    return out
+
+
+def adjust_hue(img, factor):
+    """Rotate the hue by ``factor`` of a full turn, in exact float HSV."""
+    is_uint8 = img.dtype == np.uint8
+    planes = cv2.split(img if is_uint8 or img.dtype == F32 else img.astype(F32))
+    r, g, b = (p.astype(F32) / F32(255.0) for p in planes)
+    h, s, v = rgb_to_hsv(r, g, b)
+    h = frac(h + F32(factor) + ONE)
+    return cv2.merge([finish(c * F32(255.0), is_uint8) for c in hsv_to_rgb(h, s, v)])
+
+
+ADJUST = (adjust_brightness, adjust_contrast, adjust_saturation, adjust_hue)
+
+
+def blur_sum(x):
+    """Sum of the 3x3 neighbourhood with centre weight 5 (kernel [[1,1,1],[1,5,1],[1,1,1]]), interior only."""
+    h, w = x.shape[:2]
+    total = 4 * x[1:-1, 1:-1]
+    for dy in range(3):
+        for dx in range(3):
+            total = total + x[dy:h - 2 + dy, dx:w - 2 + dx]
+    return total
+
+
+_KERNEL = np.array([[1, 1, 1], [1, 5, 1], [1, 1, 1]], F32)
+
+
+def adjust_sharpness(img, factor):
+    """Blend with the 3x3 smoothed image; the first/last rows and columns stay unchanged."""
+    is_uint8 = img.dtype == np.uint8
+    x = img.astype(F32)
+    out = x.copy()
+    if x.shape[0] > 2 and x.shape[1] > 2:
+        if is_uint8:        # integer sums below 2**24: exact in float32 in any order, so OpenCV may sum
+            total = cv2.filter2D(x, -1, _KERNEL, borderType=cv2.BORDER_REPLICATE)[1:-1, 1:-1]
+            blur = np.rint(total.reshape(out[1:-1, 1:-1].shape) / F32(13.0))
+        else:
+            blur = blur_sum(x) / F32(13.0)
+        a = F32(factor)
+        out[1:-1, 1:-1] = x[1:-1, 1:-1] * a + blur * (ONE - a)
+    return finish(out, is_uint8)
