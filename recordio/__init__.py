@@ -40,11 +40,11 @@ _LAZY = {
     "TimeMonitor": "recordio.train",
     "TorchDataset": "recordio.dataset",
     "count_rows": "recordio.count",
-    "describe": "recordio.describe",
+    "describe": "recordio.description",
     "finalize_shards": "recordio.shards",
     "missing_shards": "recordio.shards",
     "train": "recordio.train",
-    "verify": "recordio.verify",
+    "verify": "recordio.verification",
 }
 _MODULES = {"config": "recordio.dataset.config", "keys": "recordio.keys",
             "transforms": "recordio.transforms", "vision": "recordio.vision"}

@@ -98,21 +98,23 @@ class Staging:
     def db_paths(self):
         return [self.staged(t + ".db") for t in self.targets]
 
-    def publish(self, extra_removals=()):
-        """Steps 2 and 3 of the protocol; ``extra_removals``: old files to delete with the old .db files."""
-        for path in self.data_paths() + self.db_paths():
-            fsync_file(path)
-        fsync_dir(self.directory)
-        for path in [t + ".db" for t in self.targets] + list(extra_removals):
+    def publish(self, fsync=True):
+        """Steps 2 and 3 of the protocol (``fsync=False`` keeps the order but skips the syncs)."""
+        sync_dir = fsync_dir if fsync else (lambda d: None)
+        if fsync:
+            for path in self.data_paths() + self.db_paths():
+                fsync_file(path)
+        sync_dir(self.directory)
+        for path in [t + ".db" for t in self.targets]:
             if os.path.lexists(path):
                 os.unlink(path)
-        fsync_dir(self.directory)
+        sync_dir(self.directory)
         for staged, target in zip(self.data_paths(), self.targets):
             os.replace(staged, target)
-        fsync_dir(self.directory)
+        sync_dir(self.directory)
         for staged, target in reversed(list(zip(self.db_paths(), self.targets))):
             os.replace(staged, target + ".db")
-        fsync_dir(self.directory)
+        sync_dir(self.directory)
         self.release()
 
     def abort(self):

@@ -3,7 +3,7 @@
 import os
 
 from recordio import index
-from recordio.describe import describe
+from recordio.description import describe
 
 __all__ = ["count_where"]
 

@@ -18,8 +18,8 @@ import mmap
 import os
 
 import numpy as np
-import xxhash
 
+from recordio.checksums import HEADER_SLOT, digest_bytes, slot_range
 from recordio.codec import unpack_raw
 from recordio.errors import ChecksumError, FormatError
 from recordio.shardset import open_shards
@@ -151,6 +151,8 @@ class FileReader:
             if self._verify:
                 self._check_page(k, shard.page_of(start))
             record = unpack_raw(mm[start:end])
+        if self._verify:
+            self._check_page(k, HEADER_SLOT)
         if self._need_blob:
             start, end = shard.blob[local]
             if self._verify:
@@ -195,18 +197,18 @@ class FileReader:
             self._maps.popitem(last=False)[1].close()
         return mm
 
-    def _check_page(self, k, page_id):
-        if page_id in self._verified[k]:
+    def _check_page(self, k, slot):
+        """Check a page slot (or the header region, slot -1) against its checksum, once."""
+        if slot in self._verified[k]:
             return
         shard = self._shards[k]
-        _, nbytes, row_start, row_end, digest = shard.checksums[page_id]
-        page = shard.pages[page_id]
-        start = shard.header["header_size"] + page_id * shard.header["page_size"]
-        data = self._map(k)[start:start + page.size]
-        if nbytes != page.size or xxhash.xxh3_64_hexdigest(data) != digest:
-            raise ChecksumError(f"{shard.path}: page {page_id} (rows {row_start}..{row_end - 1}) does not "
-                                f"match its checksum: the file is corrupt")
-        self._verified[k].add(page_id)
+        _, nbytes, row_start, row_end, digest = shard.checksums[slot]
+        start, end = slot_range(shard.header["header_size"], shard.header["page_size"], slot, shard.size)
+        if nbytes != end - start or digest_bytes(self._map(k)[start:end]) != digest:
+            what = "header" if slot == HEADER_SLOT else f"page {slot}"
+            raise ChecksumError(f"{shard.path}: {what} (rows {row_start}..{row_end - 1}) does not match its "
+                                f"checksum: the file is corrupt")
+        self._verified[k].add(slot)
 
     def close(self):
         """Release the memory maps (the reader reopens them if used again)."""
@@ -238,6 +240,6 @@ def _require_checksums(shards):
         if shard.checksums is None:
             raise ChecksumError(f"{shard.path}.db has no checksums (the file was not written by recordio); "
                                 f"add them with `recordio verify --add-checksums`")
-        missing = [p.page_id for p in shard.pages if p.page_id not in shard.checksums]
+        missing = [p for p in [HEADER_SLOT] + [p.page_id for p in shard.pages] if p not in shard.checksums]
         if missing:
             raise ChecksumError(f"{shard.path}.db has no checksum for page(s) {missing}")

@@ -12,11 +12,10 @@ import xxhash
 from recordio import __version__
 from recordio import format as fmt
 from recordio import index
-from recordio.format import BLOB
+from recordio.checksums import ALGORITHM
+from recordio.checksums import compute as checksums_of
 
-__all__ = ["CHECKSUM_ALGORITHM", "ShardFiles", "page_checksums", "split_counts"]
-
-CHECKSUM_ALGORITHM = "xxh3_64"
+__all__ = ["ShardFiles", "split_counts"]
 
 
 def split_counts(n, shards):
@@ -25,30 +24,12 @@ def split_counts(n, shards):
     return [q + 1 if i < r else q for i in range(shards)]
 
 
-def page_row_range(page, pages):
-    """(first_row, end_row) of the rows whose entries a page holds."""
-    if page.kind == BLOB:
-        return page.start_row, page.end_row
-    by_group = {p.type_id: p for p in pages if p.kind == BLOB}
-    spans = [(by_group[g].start_row, by_group[g].end_row) for g, _ in page.groups if g in by_group]
-    return (min(s for s, _ in spans), max(e for _, e in spans)) if spans else (0, 0)
-
-
-def page_checksums(fd, header_size, page_size, pages):
-    """(page_id, nbytes, row_start, row_end, digest) of every page's used bytes."""
-    out = []
-    for page in pages:
-        data = os.pread(fd, page.size, fmt.page_offset(header_size, page_size, page.page_id))
-        start, end = page_row_range(page, pages)
-        out.append((page.page_id, page.size, start, end, xxhash.xxh3_64_hexdigest(data)))
-    return out
-
-
 class ShardFiles:
     """Staged data files of one writer; ``write`` places page bytes, ``finish`` publishes."""
 
-    def __init__(self, staging, header_size, page_size):
+    def __init__(self, staging, header_size, page_size, checksums=True, fsync=True):
         self.staging = staging
+        self.checksums, self.fsync = checksums, fsync
         self.header_size = header_size
         self.page_size = page_size
         self._rotation = 0
@@ -70,7 +51,7 @@ class ShardFiles:
         for page_id, offset, data in writes:
             os.pwrite(fd, data, fmt.page_offset(self.header_size, self.page_size, page_id) + offset)
 
-    def finish(self, shards, header, index_values, index_fields, independent=False, checksums=True):
+    def finish(self, shards, header, index_values, index_fields, independent=False):
         """Write headers and ``.db`` files into the staging names, then publish them."""
         names = [os.path.basename(t) for t in self.staging.targets]
         for i, (fd, shard) in enumerate(zip(self.fds, shards)):
@@ -79,12 +60,12 @@ class ShardFiles:
                                      header["compression_size"], header["schema"], header["blob_fields"],
                                      header["desc"], addresses, shard_id)
             os.pwrite(fd, blob, 0)
-            self._write_index(i, shard, index_values[i], index_fields, names[i], checksums)
+            self._write_index(i, shard, index_values[i], index_fields, names[i])
             index.write_meta(self.staging.db_paths()[i], {"writer": f"recordio {__version__}",
                                                           "header_xxh3": xxhash.xxh3_64_hexdigest(blob)})
         self._warn_encrypt_tail()
         self._close_fds()
-        self.staging.publish()
+        self.staging.publish(fsync=self.fsync)
 
     def _warn_encrypt_tail(self):
         for fd, target in zip(self.fds, self.staging.targets):
@@ -94,14 +75,14 @@ class ShardFiles:
                               f"reads it, but MindSpore will take it for an encrypted file and refuse it",
                               stacklevel=4)
 
-    def _write_index(self, i, shard, values, index_fields, name, checksums):
+    def _write_index(self, i, shard, values, index_fields, name):
         db = self.staging.db_paths()[i]
         locations = shard.locations().tolist()
         rows = (tuple(loc) + tuple(_sql_value(v) for v in values[loc[0]]) for loc in locations)
         index.create_index(db, name, index_fields, rows)
-        if checksums:
-            sums = page_checksums(self.fds[i], self.header_size, self.page_size, shard.pages)
-            index.write_checksums(db, CHECKSUM_ALGORITHM, sums)
+        if self.checksums:
+            sums = checksums_of(self.fds[i], self.header_size, self.page_size, shard.pages)
+            index.write_checksums(db, ALGORITHM, sums)
 
     def _close_fds(self):
         for fd in self.fds:

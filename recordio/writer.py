@@ -24,9 +24,13 @@ class FileWriter:
 
     ``with FileWriter(...) as w:`` commits on a clean exit and publishes nothing when
     the block raises. Nothing is visible at the target path before :meth:`commit`.
+
+    Beyond MindSpore's arguments: ``checksums`` (default True) stores a checksum of every
+    page in each ``.db`` (``verify``/``FileReader(verify=True)`` use them; MindSpore ignores
+    them); ``fsync`` (default True) makes commit durable before it returns.
     """
 
-    def __init__(self, file_name, shard_num=1, overwrite=False):
+    def __init__(self, file_name, shard_num=1, overwrite=False, *, checksums=True, fsync=True):
         if not isinstance(overwrite, bool):
             raise TypeError(f"overwrite must be a bool, got {type(overwrite).__name__}")
         names = fmt.shard_file_names(os.fspath(file_name), shard_num)
@@ -35,6 +39,7 @@ class FileWriter:
             raise FileNotFoundError(f"directory {directory} of {file_name} does not exist")
         self._targets = [os.path.abspath(n) for n in names]
         self._overwrite = overwrite
+        self._options = {"checksums": bool(checksums), "fsync": bool(fsync)}
         self._check_targets()
         self._header_size = fmt.DEFAULT_HEADER_SIZE
         self._page_size = fmt.DEFAULT_PAGE_SIZE
@@ -120,7 +125,8 @@ class FileWriter:
         if self._files is None:
             self._check_targets()
             clean_stale(os.path.dirname(self._targets[0]))
-            self._files = ShardFiles(Staging(self._targets), self._header_size, self._page_size)
+            self._files = ShardFiles(Staging(self._targets), self._header_size, self._page_size,
+                                     **self._options)
             self._shards = [ShardPages(i, self._page_size) for i in range(len(self._targets))]
             self._index_values = [[] for _ in self._targets]
 

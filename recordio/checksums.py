@@ -1,0 +1,73 @@
+"""Checksums of every byte of a data file: the header region and each page slot.
+
+A page *slot* is ``[HS + p*PS, HS + (p+1)*PS)`` cut at the end of the file, so it covers
+the page's used bytes, stale bytes left by a raw-page shift and the zero hole after
+them; slot ``-1`` is the header region ``[0, HS)``. Together the slots cover the whole
+file, so any changed byte changes a digest. Digests are xxh3-64 (the ``xxhash``
+package), named in the table so that another algorithm can be added later.
+"""
+
+import os
+
+import xxhash
+
+from recordio import format as fmt
+from recordio.format import BLOB
+
+__all__ = ["ALGORITHM", "HEADER_SLOT", "compute", "slot_range"]
+
+ALGORITHM = "xxh3_64"
+HEADER_SLOT = -1
+_CHUNK = 8 << 20
+
+
+def slot_range(header_size, page_size, page_id, file_size):
+    """Absolute [start, end) of a slot (``page_id`` -1 is the header region)."""
+    if page_id == HEADER_SLOT:
+        return 0, min(header_size, file_size)
+    start = fmt.page_offset(header_size, page_size, page_id)
+    return start, max(start, min(start + page_size, file_size))
+
+
+def digest_range(fd, start, end):
+    h = xxhash.xxh3_64()
+    pos = start
+    while pos < end:
+        chunk = os.pread(fd, min(_CHUNK, end - pos), pos)
+        if not chunk:
+            break
+        h.update(chunk)
+        pos += len(chunk)
+    return h.hexdigest()
+
+
+def digest_bytes(data):
+    return xxhash.xxh3_64_hexdigest(data)
+
+
+def row_range(page, pages, total_rows):
+    """(first_row, end_row) of the rows whose bytes a slot holds."""
+    if page is None:
+        return 0, total_rows
+    if page.kind == BLOB:
+        return page.start_row, page.end_row
+    by_group = {p.type_id: p for p in pages if p.kind == BLOB}
+    spans = [(by_group[g].start_row, by_group[g].end_row) for g, _ in page.groups if g in by_group]
+    return (min(s for s, _ in spans), max(e for _, e in spans)) if spans else (0, 0)
+
+
+def compute(fd, header_size, page_size, pages, only=None):
+    """Rows ``(page_id, nbytes, row_start, row_end, digest)`` for the header and every page slot.
+
+    ``only``: a set of slot ids to compute (others are left out), for appends.
+    """
+    size = os.fstat(fd).st_size
+    total = sum(p.end_row - p.start_row for p in pages if p.kind == BLOB)
+    out = []
+    for page in [None] + list(pages):
+        slot = HEADER_SLOT if page is None else page.page_id
+        if only is not None and slot not in only:
+            continue
+        start, end = slot_range(header_size, page_size, slot, size)
+        out.append((slot, end - start, *row_range(page, pages, total), digest_range(fd, start, end)))
+    return out
