@@ -1,0 +1,217 @@
+"""Benchmark of the vision ops and their offloaded tail (``recordio bench --suite vision``).
+
+1. **Host pipeline** on the ``jpeg`` workload (500x375 JPEGs written to a MindRecord file):
+   Decode -> RandomResizedCrop(224) -> RandomHorizontalFlip -> RandomColorAdjust(0.4, 0.4, 0.4, 0.1)
+   -> Normalize -> HWC2CHW, batch 64, 2 workers; images/s. Compared side by side, on the same file,
+   with MindSpore 2.10 when a MindSpore python is given (``--mindspore-python`` or
+   ``$RECORDIO_MINDSPORE_PYTHON``); otherwise with the figure recorded on the reference machine
+   (245 images/s).
+2. **Augmentation tail** on 224x224 uint8 batches of 64 (RandomHorizontalFlip, RandomColorAdjust,
+   Normalize, HWC2CHW): the host path (map with 2 workers, then batch) against the offloaded
+   ``OffloadTail`` on cpu and, when CUDA is present, on cuda (target there: >= 10x the host path).
+
+    python tools/bench_vision.py [--images 1024] [--device cuda] [--mindspore-python PY] [--json]
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+BATCH, WORKERS, SIZE = 64, 2, 224
+MEAN, STD = [123.675, 116.28, 103.53], [58.395, 57.12, 57.375]
+RECORDED_MINDSPORE = 245.0          # images/s, MindSpore 2.10 on the reference machine (issue 5)
+
+MINDSPORE_SCRIPT = r"""
+import json, sys, time
+import mindspore.dataset as ds
+import mindspore.dataset.vision as vision
+path, batch, workers, warmup = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+data = ds.MindDataset(path, columns_list=["image", "label"], shuffle=False, num_parallel_workers=workers)
+ops = [vision.Decode(), vision.RandomResizedCrop(224), vision.RandomHorizontalFlip(),
+       vision.RandomColorAdjust(0.4, 0.4, 0.4, 0.1),
+       vision.Normalize([123.675, 116.28, 103.53], [58.395, 57.12, 57.375]), vision.HWC2CHW()]
+data = data.map(ops, input_columns="image", num_parallel_workers=workers).batch(batch, drop_remainder=True)
+images, start = 0, None
+for k, row in enumerate(data.create_dict_iterator(num_epochs=1, output_numpy=True)):
+    if k == warmup:
+        start, images = time.perf_counter(), 0
+    images += row["image"].shape[0]
+print(json.dumps({"images_per_s": images / (time.perf_counter() - start)}))
+"""
+
+
+def add_arguments(parser):
+    parser.add_argument("--images", type=int, default=1024, help="jpeg rows to write and read (default 1024)")
+    parser.add_argument("--tail-batches", type=int, default=12, help="timed batches of the tail (default 12)")
+    parser.add_argument("--device", default=None, help="torch device for the offloaded tail (default: cuda if "
+                                                       "present, and always cpu)")
+    parser.add_argument("--workdir", default=None, help="where to write the dataset (default: a temp folder)")
+    parser.add_argument("--mindspore-python", default=os.environ.get("RECORDIO_MINDSPORE_PYTHON"),
+                        help="python with MindSpore 2.10 for the side-by-side baseline")
+    parser.add_argument("--quick", action="store_true", help="small run (a smoke test, not for quoting)")
+
+
+def _jpeg_samples(n):
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared"))
+    try:
+        import workloads
+    except ImportError as exc:
+        raise ImportError("bench vision needs ../shared/workloads.py (the jpeg workload) beside the clone") from exc
+    return list(workloads.samples("jpeg", n))
+
+
+def _write(path, n):
+    from recordio import FileWriter
+    with FileWriter(path, shard_num=1, overwrite=True) as w:
+        w.add_schema({"image": {"type": "bytes"}, "label": {"type": "int32"}, "file_name": {"type": "string"}},
+                     "jpeg")
+        w.write_raw_data(_jpeg_samples(n))
+
+
+def _host_ops():
+    from recordio import vision
+    return [vision.Decode(), vision.RandomResizedCrop(SIZE), vision.RandomHorizontalFlip(),
+            vision.RandomColorAdjust(0.4, 0.4, 0.4, 0.1), vision.Normalize(MEAN, STD), vision.HWC2CHW()]
+
+
+def _rate(batches, warmup):
+    """images/s over ``batches`` (an iterable of dicts with 'image'), after ``warmup`` batches."""
+    images, start = 0, None
+    for k, row in enumerate(batches):
+        if k == warmup:
+            start, images = time.perf_counter(), 0
+        images += len(row["image"])
+    if start is None:
+        raise ValueError("too few batches to time: use more --images")
+    return images / (time.perf_counter() - start)
+
+
+def host_pipeline(path, warmup):
+    from recordio import MindDataset
+    data = MindDataset(path, columns_list=["image", "label"], shuffle=False, num_parallel_workers=WORKERS)
+    data = data.map(_host_ops(), input_columns="image", num_parallel_workers=WORKERS)
+    data = data.batch(BATCH, drop_remainder=True)
+    return _rate(data.create_dict_iterator(num_epochs=1, output_numpy=True), warmup)
+
+
+def mindspore_pipeline(python, path, warmup):
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", GLOG_v="3")
+    out = subprocess.run([python, "-c", MINDSPORE_SCRIPT, path, str(BATCH), str(WORKERS), str(warmup)],
+                         capture_output=True, text=True, env=env, timeout=1800)
+    lines = [line for line in out.stdout.splitlines() if line.startswith("{")]
+    if out.returncode != 0 or not lines:
+        raise RuntimeError(f"MindSpore baseline failed ({python}): {out.stderr[-2000:]}")
+    return json.loads(lines[-1])["images_per_s"]
+
+
+def _tail_ops():
+    from recordio import vision
+    return [vision.RandomHorizontalFlip(), vision.RandomColorAdjust(0.4, 0.4, 0.4, 0.1),
+            vision.Normalize(MEAN, STD), vision.HWC2CHW()]
+
+
+class _Images:
+    """Random-access source of 224x224x3 uint8 images (already decoded and cropped)."""
+
+    def __init__(self, n):
+        import numpy as np
+        rng = np.random.default_rng(0)
+        self.bank = rng.integers(0, 256, (16, SIZE, SIZE, 3), dtype=np.uint8)
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        return (self.bank[i % len(self.bank)],)
+
+
+def tail_host(batches):
+    from recordio import GeneratorDataset
+    data = GeneratorDataset(_Images((batches + 2) * BATCH), ["image"], shuffle=False)
+    data = data.map(_tail_ops(), input_columns="image", num_parallel_workers=WORKERS).batch(BATCH)
+    return _rate(data.create_dict_iterator(num_epochs=1, output_numpy=True), 2)
+
+
+def tail_offloaded(batches, device, rounding="per_op"):
+    import numpy as np
+    import torch
+    from recordio.offload import OffloadTail
+    from recordio.keys import derive_uid
+    tail = OffloadTail({"image": [(derive_uid(0, j), op) for j, op in enumerate(_tail_ops())]}, rounding)
+    images = torch.from_numpy(np.resize(_Images(BATCH).bank, (BATCH, SIZE, SIZE, 3))).to(device)
+    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+    for k in range(batches + 2):
+        if k == 2:
+            sync()
+            start = time.perf_counter()
+        tail({"image": images}, np.arange(k * BATCH, (k + 1) * BATCH), 0, 1)
+    sync()
+    return batches * BATCH / (time.perf_counter() - start)
+
+
+def _row(name, value, unit="images/s", baseline=None, baseline_value=None, note=None):
+    ratio = value / baseline_value if baseline_value else None
+    row = {"name": name, "value": value, "unit": unit, "baseline": baseline, "baseline_value": baseline_value,
+           "ratio": ratio}
+    return dict(row, note=note) if note else row
+
+
+def _devices(args):
+    import torch
+    wanted = getattr(args, "device", None)
+    devices = ["cpu"]
+    if wanted and wanted != "cpu":
+        devices.append(wanted)
+    elif wanted is None and torch.cuda.is_available():
+        devices.append("cuda")
+    return devices
+
+
+def run(args):
+    """The suite's result rows (see the module docstring)."""
+    quick = getattr(args, "quick", False)
+    n = getattr(args, "images", None) or 1024
+    n = min(n, 320) if quick else n
+    tail_batches = 3 if quick else getattr(args, "tail_batches", 12)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="recordio-bench-vision-") as tmp:
+        path = os.path.join(getattr(args, "workdir", None) or tmp, "jpeg.mindrecord")
+        _write(path, n)
+        python = getattr(args, "mindspore_python", None)
+        baseline = mindspore_pipeline(python, path, 2) if python else RECORDED_MINDSPORE
+        label = "MindSpore 2.10, same file" if python else "MindSpore 2.10 (recorded, 245 images/s)"
+        ours = host_pipeline(path, 2)
+        rows.append(_row("vision host pipeline (jpeg, batch 64, 2 workers)", ours, baseline=label,
+                         baseline_value=baseline))
+    host = tail_host(tail_batches)
+    rows.append(_row("vision tail on host (map, 2 workers)", host))
+    for device in _devices(args):
+        for rounding in ("per_op", "none"):
+            value = tail_offloaded(tail_batches, device, rounding)
+            rows.append(_row(f"vision tail offloaded on {device} (rounding={rounding})", value,
+                             baseline="host tail, 2 workers", baseline_value=host))
+    return rows
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="bench_vision", description=__doc__.split("\n")[0])
+    add_arguments(parser)
+    parser.add_argument("--json", action="store_true", help="print the rows as JSON")
+    args = parser.parse_args(argv)
+    rows = run(args)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    for row in rows:
+        extra = f"  {row['ratio']:.2f}x {row['baseline']}" if row.get("ratio") else ""
+        print(f"{row['name']:<58} {row['value']:9.1f} {row['unit']}{extra}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    sys.exit(main())
