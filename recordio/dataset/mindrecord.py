@@ -52,7 +52,7 @@ class MindDataset(SampledSource):
         self._check_padding()
 
     def __getstate__(self):
-        state = dict(self.__dict__)
+        state = super().__getstate__()
         state["_index_cols"] = None
         return state
 

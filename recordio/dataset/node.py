@@ -50,6 +50,18 @@ class Dataset:
         for child in self.children:
             child._consumers.add(self)
 
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        for transient in ("_consumers", "_state", "_final_state", "_pending_state"):
+            state[transient] = None
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._consumers = weakref.WeakSet()
+        for child in self.children:
+            child._consumers.add(self)
+
     # -- what subclasses provide -------------------------------------------------------------
     def _items(self, ctx, epoch):
         raise NotImplementedError
