@@ -25,6 +25,8 @@ import logging
 import uuid
 import weakref
 
+import torch
+
 from recordio.errors import PipelineError, SinkTimeoutError
 from recordio.sink_backends import make_backend
 from recordio.sink_channel import END, Channel, DeviceBatch, Failure, raise_failure
@@ -83,12 +85,16 @@ class DataSink:
         self._channel = None
         self._finalizer = None
         self._closed = False
+        self._dataset_size = None
+
+    def _size(self):
+        if self._dataset_size is None:
+            self._dataset_size = self._dataset.get_dataset_size()
+        return self._dataset_size
 
     def __len__(self):
         """Batches per sink epoch."""
-        if self.sink_size > 0:
-            return self.sink_size
-        return self._dataset.get_dataset_size()
+        return self.sink_size if self.sink_size > 0 else self._size()
 
     def __iter__(self):
         if self._closed:
@@ -115,7 +121,7 @@ class DataSink:
     def _new_channel(self):
         from recordio.dataset.config import get_seed
 
-        size = self._dataset.get_dataset_size()
+        size = self._size()
         if self.sink_size > 0 and size and size % self.sink_size:
             log.info("DataSink %s: dataset size %d is not a multiple of sink_size %d; sink epochs will "
                      "straddle data epochs (pad or drop to align them)", self.channel_name, size, self.sink_size)
@@ -144,7 +150,7 @@ class DataSink:
     def _hand_over(self, item):
         self._backend.consumer_wait(item.ready)
         for value in item.columns.values():
-            if hasattr(value, "record_stream"):
+            if isinstance(value, torch.Tensor) and value.device == self.device:
                 self._backend.hand_over(value)
         return dict(item.columns)
 
