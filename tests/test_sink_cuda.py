@@ -37,7 +37,7 @@ def test_the_offloaded_tail_on_the_gpu_equals_the_cpu_sink():
     with DataSink(offloadable(), device="cuda", sink_size=3) as sink:
         on_gpu = [b["image"].cpu() for _ in range(2) for b in sink]
     for a, b in zip(on_cpu, on_gpu):
-        torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-5)
+        torch.testing.assert_close(a, b, atol=5e-3, rtol=0)    # one uint8 step after Rescale(1/255)
 
 
 @pytest.mark.parametrize("depth", [1, 2, 4])
