@@ -28,6 +28,7 @@ __all__ = ["Staging", "clean_stale", "fsync_dir"]
 
 _TMP = re.compile(r"^\..+\.rio-([0-9a-f]{16})\.tmp$")
 _LOCK = re.compile(r"^\.rio-([0-9a-f]{16})\.lock$")
+_JOURNAL = re.compile(r"^\..+\.rio-([0-9a-f]{16})\.journal$")
 
 
 def fsync_dir(directory):
@@ -65,7 +66,8 @@ def clean_stale(directory):
     removed = []
     names = os.listdir(directory)
     tokens = {m.group(1) for n in names if (m := _TMP.match(n) or _LOCK.match(n))}
-    for token in tokens:
+    journals = {m.group(1) for n in names if (m := _JOURNAL.match(n))}
+    for token in tokens - journals:     # an interrupted append is finished by recovery.recover first
         lock = os.path.join(directory, f".rio-{token}.lock")
         if not _lock_is_free(lock):
             continue

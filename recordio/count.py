@@ -5,6 +5,7 @@ import os
 from recordio import format as fmt
 from recordio import index
 from recordio.errors import IndexFileError
+from recordio.recovery import recover
 
 __all__ = ["count_rows"]
 
@@ -39,6 +40,7 @@ def _shard_count(path, header):
 
 def count_rows(path):
     """Number of rows of the dataset that ``path`` (any shard, or a list of data files) belongs to."""
+    recover(path)
     if isinstance(path, (str, os.PathLike)):
         path = os.fspath(path)
         header = _header(path)

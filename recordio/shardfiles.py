@@ -55,34 +55,13 @@ class ShardFiles:
         """Write headers and ``.db`` files into the staging names, then publish them."""
         names = [os.path.basename(t) for t in self.staging.targets]
         for i, (fd, shard) in enumerate(zip(self.fds, shards)):
-            addresses, shard_id = ([names[i]], 0) if independent else (names, i)
-            blob = fmt.encode_header(self.header_size, self.page_size, header["index_fields"], shard.pages,
-                                     header["compression_size"], header["schema"], header["blob_fields"],
-                                     header["desc"], addresses, shard_id)
+            blob = header_bytes(self.header_size, self.page_size, header, shard, names, i, independent)
             os.pwrite(fd, blob, 0)
-            self._write_index(i, shard, index_values[i], index_fields, names[i])
-            index.write_meta(self.staging.db_paths()[i], {"writer": f"recordio {__version__}",
-                                                          "header_xxh3": xxhash.xxh3_64_hexdigest(blob)})
-        self._warn_encrypt_tail()
+            rows = checksums_of(fd, self.header_size, self.page_size, shard.pages) if self.checksums else None
+            build_index(self.staging.db_paths()[i], names[i], shard, index_values[i], index_fields, blob, rows)
+        warn_encrypt_tail(self.fds, self.staging.targets)
         self._close_fds()
         self.staging.publish(fsync=self.fsync)
-
-    def _warn_encrypt_tail(self):
-        for fd, target in zip(self.fds, self.staging.targets):
-            size = os.fstat(fd).st_size
-            if size >= len(fmt.ENCRYPT_TAIL) and os.pread(fd, 7, size - 7) == fmt.ENCRYPT_TAIL:
-                warnings.warn(f"{target} ends with the bytes 'ENCRYPT' (the end of its last value): recordio "
-                              f"reads it, but MindSpore will take it for an encrypted file and refuse it",
-                              stacklevel=4)
-
-    def _write_index(self, i, shard, values, index_fields, name):
-        db = self.staging.db_paths()[i]
-        locations = shard.locations().tolist()
-        rows = (tuple(loc) + tuple(_sql_value(v) for v in values[loc[0]]) for loc in locations)
-        index.create_index(db, name, index_fields, rows)
-        if self.checksums:
-            sums = checksums_of(self.fds[i], self.header_size, self.page_size, shard.pages)
-            index.write_checksums(db, ALGORITHM, sums)
 
     def _close_fds(self):
         for fd in self.fds:
@@ -92,6 +71,32 @@ class ShardFiles:
     def abort(self):
         self._close_fds()
         self.staging.abort()
+
+
+def header_bytes(header_size, page_size, header, shard, names, i, independent=False):
+    """The header of shard ``i`` (``independent``: a one-file dataset, as parallel_writer writes)."""
+    addresses, shard_id = ([names[i]], 0) if independent else (names, i)
+    return fmt.encode_header(header_size, page_size, header["index_fields"], shard.pages,
+                             header["compression_size"], header["schema"], header["blob_fields"],
+                             header["desc"], addresses, shard_id)
+
+
+def build_index(db, name, shard, values, index_fields, header_blob, checksum_rows):
+    """Create the ``.db`` of one shard: INDEXES, SHARD_NAME, checksums and recordio's meta table."""
+    rows = (tuple(loc) + tuple(_sql_value(v) for v in values[loc[0]]) for loc in shard.locations().tolist())
+    index.create_index(db, name, index_fields, rows)
+    if checksum_rows is not None:
+        index.write_checksums(db, ALGORITHM, checksum_rows)
+    index.write_meta(db, {"writer": f"recordio {__version__}", "header_xxh3": xxhash.xxh3_64_hexdigest(header_blob)})
+
+
+def warn_encrypt_tail(fds, targets):
+    for fd, target in zip(fds, targets):
+        size = os.fstat(fd).st_size
+        if size >= len(fmt.ENCRYPT_TAIL) and os.pread(fd, 7, size - 7) == fmt.ENCRYPT_TAIL:
+            warnings.warn(f"{target} ends with the bytes 'ENCRYPT' (the end of its last value): recordio "
+                          f"reads it, but MindSpore will take it for an encrypted file and refuse it",
+                          stacklevel=5)
 
 
 def _sql_value(value):

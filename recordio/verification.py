@@ -19,6 +19,7 @@ from recordio import format as fmt
 from recordio import index
 from recordio.codec import unpack_raw
 from recordio.errors import FormatError, RecordIOError
+from recordio.recovery import recover
 from recordio.shardset import (Shard, _check_locations, _check_pages, _check_same_metadata,
                                _locate_from_pages, read_header)
 
@@ -65,6 +66,7 @@ def verify(path):
     report = Report(os.fspath(path) if isinstance(path, (str, os.PathLike)) else list(path))
     shards = []
     try:
+        recover(path)
         paths = _shard_paths(path)
     except (RecordIOError, OSError) as exc:
         report.files.append(report.path)

@@ -13,6 +13,7 @@ from recordio import format as fmt
 from recordio.commit import Staging, clean_stale
 from recordio.errors import DatasetExistsError, SchemaError
 from recordio.pages import ShardPages
+from recordio.recovery import recover
 from recordio.schema import Schema
 from recordio.shardfiles import ShardFiles, split_counts
 
@@ -38,7 +39,7 @@ class FileWriter:
         if not os.path.isdir(directory):
             raise FileNotFoundError(f"directory {directory} of {file_name} does not exist")
         self._targets = [os.path.abspath(n) for n in names]
-        self._overwrite = overwrite
+        self._overwrite, self._append = overwrite, False
         self._options = {"checksums": bool(checksums), "fsync": bool(fsync)}
         self._check_targets()
         self._header_size = fmt.DEFAULT_HEADER_SIZE
@@ -52,6 +53,30 @@ class FileWriter:
         self._compression_size = 0
         self._parallel = None
         self._committed = False
+
+    @classmethod
+    def open_for_append(cls, file_name, *, checksums=True, fsync=True):
+        """A writer that adds rows to the existing dataset of ``file_name`` (any of its shards).
+
+        Schema, index fields and sizes come from the dataset. Until :meth:`commit` the
+        dataset keeps its old content; a crash at any point leaves its old rows readable.
+        """
+        from recordio.append import AppendFiles, load_shards
+
+        shards, schema, states, values = load_shards(os.fspath(file_name))
+        header = shards[0].header
+        writer = cls.__new__(cls)
+        writer._targets = [s.path for s in shards]
+        writer._overwrite, writer._append = False, True
+        writer._options = {"checksums": bool(checksums), "fsync": bool(fsync)}
+        writer._header_size, writer._page_size = header["header_size"], header["page_size"]
+        writer._schema, writer._desc = schema, header["schema"][0].get("desc", "")
+        writer._index_fields = [f["index_field"] for f in header["index_fields"] or []]
+        writer._index_set, writer._parallel, writer._committed = True, False, False
+        writer._compression_size = header.get("compression_size", 0)
+        writer._files = AppendFiles(shards, writer._header_size, writer._page_size, **writer._options)
+        writer._shards, writer._index_values = states, values
+        return writer
 
     # --- configuration (MindSpore names) ----------------------------------------------------------
 
@@ -102,7 +127,7 @@ class FileWriter:
             raise RuntimeError(f"{what} must be called before the first write_raw_data")
 
     def _check_targets(self):
-        if self._overwrite:
+        if self._overwrite or self._append:
             return
         existing = [p for t in self._targets for p in (t, t + ".db") if os.path.lexists(p)]
         if existing:
@@ -124,6 +149,7 @@ class FileWriter:
             raise RuntimeError("the dataset is committed; use FileWriter.open_for_append to add rows")
         if self._files is None:
             self._check_targets()
+            recover(self._targets)
             clean_stale(os.path.dirname(self._targets[0]))
             self._files = ShardFiles(Staging(self._targets), self._header_size, self._page_size,
                                      **self._options)
