@@ -2,7 +2,8 @@
 
 Measured in one run, on the same files:
 
-* the raw ``FileReader`` (every row, in order) - the floor the pipeline adds overhead to;
+* the raw ``FileReader``: every row in order (``iter``), and ``__getitems__`` in a shuffled order
+  (the access a shuffled pipeline makes) - the floors the pipeline adds overhead to;
 * ``MindDataset(...).batch(256)`` iterated with ``output_numpy=True``, shuffled (the default) and not;
 * ``torch.utils.data.DataLoader(reader, batch_size=256)`` over the same rows (map-style dataset);
 * MindSpore 2.10's ``MindDataset(...).batch(256)`` when ``--mindspore-python`` names a Python that
@@ -87,6 +88,17 @@ def _raw_reader(path):
     return run
 
 
+def _raw_getitems(path, seed=0):
+    import numpy as np
+    from recordio.reader import FileReader
+    reader = FileReader(path)
+    order = np.random.default_rng(seed).permutation(len(reader))
+
+    def run():
+        return sum(len(reader.__getitems__(order[i:i + 64].tolist())) for i in range(0, len(order), 64))
+    return run
+
+
 def _pipeline(path, shuffle):
     from recordio.dataset import MindDataset
 
@@ -122,24 +134,34 @@ def _row(name, value, unit, baseline, note=""):
 
 
 def run(args):
-    """Run the benchmark; returns rows ``{name, value, unit, baseline, ratio}``."""
-    folder = args.dir or tempfile.mkdtemp(prefix="recordio-bench-")
+    """Run the benchmark; returns rows ``{name, value, unit, baseline, ratio}``.
+
+    ``args`` may lack any option (a dispatcher's namespace): the defaults of :func:`add_arguments` apply.
+    """
+    defaults = argparse.ArgumentParser()
+    add_arguments(defaults)
+    opts = vars(defaults.parse_args([]))
+    opts.update({k: v for k, v in vars(args).items() if k in opts and v is not None})
+    folder = opts["dir"] or tempfile.mkdtemp(prefix="recordio-bench-")
     path = os.path.join(folder, "cifar.mindrecord")
-    _write(path, args.rows)
-    raw = _best_rate(_raw_reader(path), args.repeats)
-    shuffled = _best_rate(_pipeline(path, None), args.repeats)
-    ordered = _best_rate(_pipeline(path, False), args.repeats)
-    loader = _best_rate(_dataloader(path), args.repeats)
-    if args.mindspore_python:
-        ms, ms_note = _mindspore(args.mindspore_python, path), "measured in this run"
+    repeats = opts["repeats"]
+    _write(path, opts["rows"])
+    raw = _best_rate(_raw_reader(path), repeats)
+    raw_shuffled = _best_rate(_raw_getitems(path), repeats)
+    shuffled = _best_rate(_pipeline(path, None), repeats)
+    ordered = _best_rate(_pipeline(path, False), repeats)
+    loader = _best_rate(_dataloader(path), repeats)
+    if opts["mindspore_python"]:
+        ms, ms_note = _mindspore(opts["mindspore_python"], path), "measured in this run"
     else:
         ms, ms_note = MINDSPORE_BATCHED_QUOTED, "quoted (no --mindspore-python given)"
     return [
         _row("raw FileReader, rows in order", raw, "rows/s", None),
+        _row("raw FileReader.__getitems__, shuffled order, 64 at a time", raw_shuffled, "rows/s", None),
         _row("MindDataset shuffled -> batch(256) -> numpy vs MindSpore batched", shuffled, "rows/s", ms,
              f"target ratio >= 5; MindSpore {ms_note}"),
-        _row("MindDataset shuffled -> batch(256) -> numpy vs raw reader", shuffled, "rows/s", raw,
-             "target ratio >= 0.77 (overhead <= 30%)"),
+        _row("MindDataset shuffled -> batch(256) -> numpy vs raw shuffled reads", shuffled, "rows/s",
+             raw_shuffled, "target ratio >= 0.77 (overhead <= 30%)"),
         _row("MindDataset in order -> batch(256) -> numpy vs raw reader", ordered, "rows/s", raw,
              "target ratio >= 0.77 (overhead <= 30%)"),
         _row("torch DataLoader(FileReader, 256), shuffled, vs pipeline", loader, "rows/s", shuffled, ""),

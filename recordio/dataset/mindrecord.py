@@ -109,7 +109,7 @@ class MindDataset(SampledSource):
 
     def _fetch(self, ids):
         n = self._num_rows()
-        real = [int(i) for i in ids if i < n]
+        real = ids.tolist() if not self.num_padded else [int(i) for i in ids if i < n]
         index = self._index_columns()
         if index is not None:
             rows = [{c: arr[i] for c, arr in index.items()} for i in real]

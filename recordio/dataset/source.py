@@ -88,11 +88,11 @@ class SampledSource(Dataset):
                 sent.append(ids[positions[i:i + CHUNK]])
                 yield sent[-1]
 
-        k = 0
+        consumed = start
         for rows in self._fetch_runner(ctx).imap(chunks()):
-            for rid, cols in zip(sent.popleft(), rows):
-                k += 1
-                yield Item(cols, int(rid), epoch, (epoch, _order.consumed_after(start, num, k, total)))
+            for rid, cols in zip(sent.popleft().tolist(), rows):
+                consumed += num          # = consumed_after(start, num, rows delivered, total)
+                yield Item(cols, rid, epoch, (epoch, consumed if consumed < total else total))
 
 
 def check_sampler_args(sampler, shuffle, num_shards):

@@ -24,7 +24,7 @@ def to_op_input(value):
 def to_numpy(value):
     """A value as ``output_numpy=True`` gives it; lists (unstacked batch columns) stay lists."""
     if isinstance(value, list):
-        return [v if isinstance(v, np.ndarray) else to_op_input(v) for v in value]
+        return [np.frombuffer(v, np.uint8) if type(v) is bytes else to_op_input(v) for v in value]
     return to_op_input(value)
 
 
