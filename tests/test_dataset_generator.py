@@ -88,3 +88,25 @@ def test_parallel_source_workers_keep_the_order(processes):
     ds = GeneratorDataset(Squares(200), ["id", "sq"], num_parallel_workers=2,
                           python_multiprocessing=processes, shuffle=False)
     assert run(ds) == [list(range(200))]
+
+
+class Broken(Squares):
+    def __getitem__(self, i):
+        if i == 13:
+            raise KeyError("no row 13 here")
+        return super().__getitem__(i)
+
+
+@pytest.mark.parametrize("processes", [False, True])
+def test_source_errors_name_the_row(processes):
+    ds = GeneratorDataset(Broken(40), ["id", "sq"], shuffle=False, num_parallel_workers=2,
+                          python_multiprocessing=processes)
+    with pytest.raises(KeyError, match="no row 13") as info:
+        list(ds.create_dict_iterator(num_epochs=1))
+    assert info.value.recordio_row == 13 and "source[13]" in info.value.__notes__[0]
+
+
+def test_map_after_batch_sees_lists_of_unstackable_values():
+    ds = GeneratorDataset([(b"ab",), (b"c",)], ["raw"], shuffle=False).batch(2)
+    ds = ds.map(lambda raw: np.array([len(r) for r in raw]), input_columns="raw")
+    assert next(iter(ds.create_dict_iterator(num_epochs=1, output_numpy=True)))["raw"].tolist() == [2, 1]

@@ -130,7 +130,8 @@ def test_concat():
 def test_a_node_with_two_consumers_is_not_a_tree():
     base = numbered(4)
     first = base.map(lambda x: x, input_columns="id")
-    second = base.map(lambda x: x, input_columns="vec")  # noqa: F841 - alive: a second consumer
+    second = base.map(lambda x: x, input_columns="vec")   # alive: base has a second consumer
+    assert second.get_col_names()
     with pytest.raises(PipelineError, match=r"not a tree \(i.e., one node has 2 consumers\)"):
         first.create_dict_iterator()
 

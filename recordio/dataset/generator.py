@@ -68,7 +68,16 @@ class GeneratorDataset(SampledSource):
         return dict(zip(self.column_names, values))
 
     def _fetch(self, ids):
-        return [self._to_cols(self.source[int(i)], f"source[{int(i)}]") for i in ids]
+        rows = []
+        for i in ids.tolist():
+            try:
+                value = self.source[i]
+            except Exception as e:
+                e.add_note(f"recordio: in GeneratorDataset source[{i}] ({type(self.source).__name__})")
+                e.recordio_row = i
+                raise
+            rows.append(self._to_cols(value, f"source[{i}]"))
+        return rows
 
     def _size(self, ctx):
         if self.random_access:

@@ -1,7 +1,6 @@
 """The operations that do not transform values: shuffle (buffer), repeat, project, rename,
 filter, take, skip, zip and concat."""
 
-
 import itertools
 
 from recordio.dataset.node import Dataset, Item
@@ -212,6 +211,3 @@ class ConcatDataset(Dataset):
         for k, d in enumerate(self.children):
             for it in d._items(ctx, epoch):
                 yield Item(it.cols, it.row + (k << 40), it.epoch, None)
-
-
-

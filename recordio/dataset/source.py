@@ -7,7 +7,6 @@ MindDataset); with several workers the chunks are fetched in parallel and delive
 import collections
 import sys
 
-import numpy as np
 
 from recordio.dataset import order as _order
 from recordio.dataset.node import Dataset, Item

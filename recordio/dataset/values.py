@@ -14,7 +14,7 @@ __all__ = ["collate", "to_numpy", "to_op_input", "to_torch"]
 
 def to_op_input(value):
     """A source value as a Python op receives it."""
-    if isinstance(value, np.ndarray):
+    if isinstance(value, (np.ndarray, list)):    # a list: a batched column that could not be stacked
         return value
     if isinstance(value, (bytes, bytearray, memoryview)):
         return np.frombuffer(value, dtype=np.uint8)
