@@ -79,3 +79,16 @@ def test_a_pipeline_pickles_and_runs_in_the_other_process():
     a = [b["af32"] for b in ds.create_dict_iterator(num_epochs=1, output_numpy=True)]
     b = [b["af32"] for b in clone.create_dict_iterator(num_epochs=1, output_numpy=True)]
     assert len(a) == 3 and all(np.array_equal(x, y) for x, y in zip(a, b))
+
+
+@pytest.mark.parametrize("case", ["scalar_types", "arrays_variable", "matrix_s4_index", "multi_blob"])
+def test_reading_by_id_equals_the_sequential_scan(case):
+    from recordio.dataset import SubsetSampler
+    n = MANIFEST[case]["expected_row_count"]
+    backwards = MindDataset(first_file(case), sampler=SubsetSampler(list(reversed(range(n)))))
+    got = list(backwards.create_dict_iterator(num_epochs=1, output_numpy=True))[::-1]
+    scanned = list(MindDataset(first_file(case), shuffle=False).create_dict_iterator(num_epochs=1,
+                                                                                    output_numpy=True))
+    assert len(got) == len(scanned) == n
+    for a, b in zip(got, scanned):
+        assert all(same(a[f], b[f]) for f in b)
