@@ -1,0 +1,28 @@
+"""Converters: ImageFolder, CIFAR-10/100, MNIST/Fashion-MNIST and Parquet into MindRecord, and back to Arrow.
+
+Every ``convert_*`` function takes the source, the destination file name and these options
+(all keyword-only), and returns a :class:`Summary`:
+
+* ``shard_num`` – data files to write (default: one per worker); the rows' order does not
+  depend on it,
+* ``workers`` – processes of the local pool (default: the CPU count),
+* ``engine`` – ``"process"`` (default) or ``"ray"`` (Ray Data; extra ``recordio[ray]``),
+* ``skip_bad`` – leave unreadable inputs out and list them in ``Summary.skipped``
+  (default: the conversion fails, naming the input),
+* ``overwrite`` – replace an existing dataset,
+* ``quiet`` – no progress bar (the bar is drawn only on a terminal anyway).
+
+A conversion publishes atomically; rerun after a crash, it writes only the shards that
+were not complete. See ``docs/convert.md``.
+"""
+
+from recordio.converters.cifar import convert_cifar10, convert_cifar100
+from recordio.converters.engine import Summary
+from recordio.converters.imagefolder import convert_imagefolder, label_map
+from recordio.converters.mnist import convert_mnist
+from recordio.converters.parquet import convert_parquet, to_arrow, write_arrow
+
+__all__ = sorted([
+    "Summary", "convert_cifar10", "convert_cifar100", "convert_imagefolder", "convert_mnist",
+    "convert_parquet", "label_map", "to_arrow", "write_arrow",
+])

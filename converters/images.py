@@ -30,7 +30,7 @@ def check_image(data, mode="header"):
     kind = sniff(data)
     if kind is None:
         raise ValueError(f"not a recognised image file (starts with {data[:8]!r})")
-    if kind == "jpeg" and data.rfind(b"\xff\xd9") < data.rfind(b"\xff\xda"):
+    if kind == "jpeg" and not 0 <= data.rfind(b"\xff\xda") < data.rfind(b"\xff\xd9"):
         raise ValueError("truncated JPEG: no end-of-image marker after the last scan")
     if kind == "png" and b"IEND" not in data[-64:]:
         raise ValueError("truncated PNG: no IEND chunk at the end")
