@@ -9,6 +9,7 @@ Files are named ``rio-<owner pid>-<token>-<n>``: the process that owns a pool ca
 file it may have left behind (a killed worker, an iterator closed mid-flight) with :func:`sweep`.
 """
 
+import errno
 import glob
 import os
 import pickle
@@ -18,6 +19,7 @@ import tempfile
 __all__ = ["dump", "load", "prefix_for", "sweep"]
 
 SHM_DIR = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
+FALLBACK_DIR = tempfile.gettempdir()
 _HEAD = struct.Struct("<QQ")
 
 
@@ -26,18 +28,33 @@ def prefix_for(token):
     return os.path.join(SHM_DIR, f"rio-{os.getpid()}-{token}-")
 
 
+def _fallback(prefix):
+    return os.path.join(FALLBACK_DIR, os.path.basename(prefix))
+
+
 def dump(obj, path):
-    """Write ``obj`` to ``path``; numpy buffers go out of band."""
+    """Write ``obj`` to ``path``; numpy buffers go out of band. Returns the path written, which is
+    in the temporary folder instead when ``/dev/shm`` is full (small in containers)."""
     buffers = []
     stream = pickle.dumps(obj, protocol=5, buffer_callback=buffers.append)
     raws = [b.raw() for b in buffers]
-    sizes = struct.pack(f"<{len(raws)}Q", *[r.nbytes for r in raws])
+    parts = [_HEAD.pack(len(stream), len(raws)), struct.pack(f"<{len(raws)}Q", *[r.nbytes for r in raws]),
+             stream, *raws]
+    try:
+        _write(path, parts)
+    except OSError as e:
+        if e.errno != errno.ENOSPC or not path.startswith(SHM_DIR):
+            raise
+        os.unlink(path)
+        path = os.path.join(FALLBACK_DIR, os.path.basename(path))
+        _write(path, parts)
+    return path
+
+
+def _write(path, parts):
     with open(path, "wb") as f:
-        f.write(_HEAD.pack(len(stream), len(raws)))
-        f.write(sizes)
-        f.write(stream)
-        for r in raws:
-            f.write(r)
+        for part in parts:
+            f.write(part)
 
 
 def load(path):
@@ -62,7 +79,10 @@ def load(path):
 def sweep(prefix):
     """Remove every file left under ``prefix``; returns how many were removed."""
     removed = 0
-    for path in glob.glob(glob.escape(prefix) + "*"):
+    paths = glob.glob(glob.escape(prefix) + "*")
+    if _fallback(prefix) != prefix:
+        paths += glob.glob(glob.escape(_fallback(prefix)) + "*")
+    for path in paths:
         try:
             os.unlink(path)
             removed += 1

@@ -87,7 +87,7 @@ def _init_worker(fn):
 
 def _run_task(path_in, path_out):
     result = _WORKER_FN(shm.load(path_in))
-    shm.dump(result, path_out)
+    return shm.dump(result, path_out)
 
 
 class ProcessRunner(_PooledRunner):
@@ -106,20 +106,17 @@ class ProcessRunner(_PooledRunner):
             self.pool = cf.ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context(method),
                                                initializer=_init_worker, initargs=(self.fn,))
         n = next(self.count)
-        path_in, path_out = f"{self.prefix}{n}-in", f"{self.prefix}{n}-out"
-        shm.dump(chunk, path_in)
-        future = self.pool.submit(_run_task, path_in, path_out)
-        future.recordio_out = path_out
-        return future
+        path_in = shm.dump(chunk, f"{self.prefix}{n}-in")
+        return self.pool.submit(_run_task, path_in, f"{self.prefix}{n}-out")
 
     def _result(self, future):
         try:
-            future.result()
+            path_out = future.result()
         except cf.process.BrokenProcessPool as e:
             codes = [p.exitcode for p in (self.pool._processes or {}).values()] if self.pool else []
             raise WorkerError(f"a worker process of {self.name} died (exit codes {codes}); "
                               "its rows are lost, so the iteration stops") from e
-        return shm.load(future.recordio_out)
+        return shm.load(path_out)
 
     def close(self):
         if self.pool is not None:
