@@ -1,0 +1,119 @@
+"""``recordio convert FORMAT SOURCE OUT``: ImageFolder, CIFAR-10/100, MNIST or Parquet -> MindRecord."""
+
+import argparse
+import json
+
+from recordio.tools._common import human_bytes
+
+HELP = ("convert ImageFolder, CIFAR-10/100, MNIST/Fashion-MNIST or Parquet data to MindRecord "
+        "(on a process pool or Ray; atomic; a rerun resumes after a crash)")
+EXAMPLE = "recordio convert imagefolder photos/train out/train.mindrecord --shards 8 --skip-bad"
+
+FORMATS = {
+    "imagefolder": ("a folder per class of image files -> {image, label, file_name}",
+                    "recordio convert imagefolder photos/train out/train.mindrecord --resize 256"),
+    "cifar10": ("CIFAR-10 python or binary batches -> {image (PNG or --raw), label}",
+                "recordio convert cifar10 cifar-10-batches-py out/cifar10.mindrecord --split test"),
+    "cifar100": ("CIFAR-100 python or binary batches -> {image, label (fine), coarse_label}",
+                 "recordio convert cifar100 cifar-100-python out/cifar100.mindrecord"),
+    "mnist": ("MNIST / Fashion-MNIST idx files (.gz or not) -> {image (PNG or --raw), label}",
+              "recordio convert mnist /usr/share/datasets/fashion-mnist out/fmnist.mindrecord"),
+    "parquet": ("Parquet files or a folder of them -> records (schema from the Arrow types)",
+                "recordio convert parquet table.parquet out/table.mindrecord --index label"),
+}
+
+
+def _common(parser):
+    parser.add_argument("--shards", type=int, default=None, metavar="N",
+                        help="number of data files (default: one per worker)")
+    parser.add_argument("--workers", type=int, default=None, metavar="N",
+                        help="worker processes (default: the CPU count)")
+    parser.add_argument("--engine", choices=("process", "ray"), default="process",
+                        help="run shard tasks on a local process pool (default) or on Ray Data")
+    parser.add_argument("--skip-bad", action="store_true",
+                        help="skip unreadable source files and count them in the summary (default: fail)")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing dataset")
+    parser.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+
+
+def add_arguments(parser):
+    sub = parser.add_subparsers(dest="format", metavar="FORMAT", required=True)
+    for name, (text, example) in FORMATS.items():
+        cmd = sub.add_parser(name, help=text, description=text, allow_abbrev=False,
+                             epilog=f"example:\n  {example}", formatter_class=argparse.RawDescriptionHelpFormatter)
+        if name == "parquet":
+            cmd.add_argument("source", nargs="+", help="Parquet files or folders of them")
+        else:
+            cmd.add_argument("source", help="the source folder")
+        cmd.add_argument("out", help="the dataset to write (shards get 0, 1, ... appended)")
+        _ARGUMENTS[name](cmd)
+        _common(cmd)
+
+
+def _imagefolder_arguments(cmd):
+    cmd.add_argument("--resize", type=int, default=None, metavar="PIXELS",
+                     help="re-encode with the shorter side resized to PIXELS (default: keep the files)")
+    cmd.add_argument("--encode", choices=("jpeg", "png"), default=None, help="re-encode as JPEG or PNG")
+    cmd.add_argument("--quality", type=int, default=95, help="JPEG quality when re-encoding (default 95)")
+    cmd.add_argument("--check", choices=("header", "decode", "none"), default="header",
+                     help="how to detect bad images: header and end marker (default), full decode, or none")
+
+
+def _split_arguments(cmd):
+    cmd.add_argument("--split", choices=("train", "test"), default="train", help="which split (default train)")
+    cmd.add_argument("--raw", action="store_true", help="store raw HWC uint8 pixels instead of PNG")
+
+
+def _parquet_arguments(cmd):
+    cmd.add_argument("--columns", default=None, metavar="A,B", help="columns to convert (default: all)")
+    cmd.add_argument("--index", default=None, metavar="A,B", help="scalar columns to index in the .db")
+
+
+_ARGUMENTS = {"imagefolder": _imagefolder_arguments, "cifar10": _split_arguments, "cifar100": _split_arguments,
+              "mnist": _split_arguments, "parquet": _parquet_arguments}
+
+
+def _names(text):
+    return [n.strip() for n in text.split(",") if n.strip()] if text else None
+
+
+def _convert(args, options):
+    from recordio import converters
+
+    if args.format == "imagefolder":
+        return converters.convert_imagefolder(args.source, args.out, resize=args.resize, encode=args.encode,
+                                              quality=args.quality, check=args.check, **options)
+    if args.format == "parquet":
+        return converters.convert_parquet(args.source, args.out, columns=_names(args.columns),
+                                          index_fields=_names(args.index), **options)
+    convert = {"cifar10": converters.convert_cifar10, "cifar100": converters.convert_cifar100,
+               "mnist": converters.convert_mnist}[args.format]
+    return convert(args.source, args.out, split=args.split, raw=args.raw, **options)
+
+
+def run(args):
+    options = {"shard_num": args.shards, "workers": args.workers, "engine": args.engine,
+               "skip_bad": args.skip_bad, "overwrite": args.overwrite, "quiet": args.quiet or args.json}
+    summary = _convert(args, options)
+    if args.json:
+        print(json.dumps(summary.to_dict(), indent=2))
+    else:
+        _print_summary(summary)
+    return 0
+
+
+def _print_summary(s):
+    print(f"wrote {s.rows} rows in {s.shards} shard(s) to {s.destination} ({human_bytes(s.bytes)}, "
+          f"{s.seconds:.2f} s, {s.rows_per_second:,.0f} rows/s)")
+    for name in s.files:
+        print(f"  {name}")
+    if s.resumed_shards:
+        print(f"resumed: {s.resumed_shards} shard(s) were already complete")
+    desc = json.loads(s.desc)
+    if "label_map" in desc:
+        print("labels: " + ", ".join(f"{label} {name}" for name, label in desc["label_map"].items()))
+    if s.skipped:
+        print(f"skipped {len(s.skipped)} unreadable source(s):")
+        for where, reason in s.skipped:
+            print(f"  {where}: {reason}")
