@@ -26,8 +26,8 @@ def _const(value, x):
 
 def finish(out, is_uint8):
     if is_uint8:
-        return out.round().clamp_(0, 255).to(torch.uint8)
-    return out.clamp(0, 255)
+        return out.round_().clamp_(0, 255).to(torch.uint8)
+    return out.clamp_(0, 255)
 
 
 def grey(x):
@@ -50,16 +50,21 @@ def grey_mean(x):
     return g.to(torch.float64).mean(dim=(1, 2)).to(F32).view(-1, 1, 1, 1)
 
 
+def _scaled(x, a):
+    """A new float32 tensor ``x * a`` (safe to modify in place)."""
+    return x.to(F32).mul_(a) if x.dtype != F32 else x * a
+
+
 def brightness(x, a):
-    return finish(x.to(F32) * a, x.dtype == torch.uint8)
+    return finish(_scaled(x, a), x.dtype == torch.uint8)
 
 
 def contrast(x, a):
-    return finish(x.to(F32) * a + grey_mean(x) * (1.0 - a), x.dtype == torch.uint8)
+    return finish(_scaled(x, a).add_(grey_mean(x) * (1.0 - a)), x.dtype == torch.uint8)
 
 
 def saturation(x, a):
-    return finish(x.to(F32) * a + grey(x).unsqueeze(-1) * (1.0 - a), x.dtype == torch.uint8)
+    return finish(_scaled(x, a).add_(grey(x).unsqueeze(-1) * (1.0 - a)), x.dtype == torch.uint8)
 
 
 TINY = torch.finfo(torch.float32).tiny
@@ -140,7 +145,7 @@ def sharpness(x, degrees):
         if is_uint8:
             blur = blur.round()
         a = per_sample(degrees, y)
-        out[:, 1:-1, 1:-1] = y[:, 1:-1, 1:-1] * a + blur * (1.0 - a)
+        out[:, 1:-1, 1:-1] = y[:, 1:-1, 1:-1] * a + blur.mul_(1.0 - a)
     return finish(out, is_uint8)
 
 
