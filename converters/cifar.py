@@ -150,14 +150,21 @@ class CifarSource:
                                 "label_names": names})
 
     def units(self):
-        return [(path, start, min(start + self.CHUNK, n)) for path in self.files
-                for n in [_rows_in(path, self.kind, self.layout)] for start in range(0, n, self.CHUNK)]
+        units = []
+        for path in self.files:
+            try:
+                n = _rows_in(path, self.kind, self.layout)
+            except Exception:            # unreadable: one unit whose read raises, reported with its path
+                units.append((path, 0, -1))
+                continue
+            units.extend((path, start, min(start + self.CHUNK, n)) for start in range(0, n, self.CHUNK))
+        return units
 
     def unit_rows(self, unit):
-        return unit[2] - unit[1]
+        return max(0, unit[2] - unit[1])
 
     def where(self, unit):
-        return f"{unit[0]} [images {unit[1]}:{unit[2]}]"
+        return unit[0] if unit[2] < 0 else f"{unit[0]} [images {unit[1]}:{unit[2]}]"
 
     def facts(self):
         return {"raw": self.raw, "layout": self.layout, "split": self.split}
@@ -165,6 +172,7 @@ class CifarSource:
     def read(self, unit):
         path, start, stop = unit
         data, fine, coarse = load_batch(path, self.kind, self.layout)
+        stop = len(data) if stop < 0 else stop
         pixels = data[start:stop].reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)
         rows = []
         for i, image in enumerate(pixels):
