@@ -62,3 +62,35 @@ def test_compose_passes_tuples_as_arguments():
 def test_compose_rejects_non_callables(bad):
     with pytest.raises(TypeError):
         transforms.Compose(bad)
+
+
+def test_every_op_pickles_for_worker_processes():
+    import pickle
+
+    ops = [vision.Decode(), vision.Resize(4, vision.Inter.AREA), vision.RandomCrop(3, padding=1),
+           vision.CenterCrop(2), vision.RandomResizedCrop(8),
+           vision.RandomHorizontalFlip(), vision.RandomVerticalFlip(), vision.Normalize([1], [2]), vision.HWC2CHW(),
+           vision.Rescale(2, 1), vision.RandomColorAdjust(0.1, 0.2, 0.3, 0.4), vision.RandomSharpness(),
+           vision.SlicePatches(2, 2, vision.SliceMode.DROP), transforms.TypeCast(torch.int64),
+           vision.RandomCropDecodeResize(8), transforms.Compose([vision.Decode(), vision.Resize(4)])]
+    img = np.random.default_rng(0).integers(0, 256, (6, 6, 3), dtype=np.uint8)
+    for op in ops[1:-2]:
+        copy = pickle.loads(pickle.dumps(op))
+        with row_scope(1, 0, 2), op_scope(3):
+            a = op(img)
+        with row_scope(1, 0, 2), op_scope(3):
+            b = copy(img)
+        assert all(np.array_equal(x, y) for x, y in zip(a, b)) if isinstance(a, tuple) else np.array_equal(a, b)
+    for op in ops[:1] + ops[-2:]:
+        assert repr(pickle.loads(pickle.dumps(op))) == repr(op)
+
+
+def test_import_keeps_torch_and_cv2_out():
+    import subprocess
+    import sys
+
+    code = ("import sys, recordio, recordio.transforms; recordio.transforms.TypeCast('int32'); "
+            "assert 'torch' not in sys.modules and 'cv2' not in sys.modules, sorted(sys.modules)")
+    subprocess.run([sys.executable, "-c", code], check=True)
+    code = "import sys, recordio.vision; assert 'torch' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)
