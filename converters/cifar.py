@@ -58,9 +58,17 @@ def find_batches(root, kind, split):
                             f"{' and '.join(_FOLDERS[kind])})")
 
 
-@functools.lru_cache(maxsize=2)
 def load_batch(path, kind, layout):
-    """``(pixels N x 3072 uint8 in CHW planes, fine labels, coarse labels or None)`` of one batch file."""
+    """``(pixels N x 3072 uint8 in CHW planes, fine labels, coarse labels or None)`` of one batch file.
+
+    Cached (two files) while the file is unchanged: a shard task reads its batch once.
+    """
+    st = os.stat(path)
+    return _load_batch(path, kind, layout, st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=2)
+def _load_batch(path, kind, layout, mtime_ns, size):
     if layout == "binary":
         return _load_binary(path, kind)
     batch = load_pickle(path)

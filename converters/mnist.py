@@ -45,9 +45,14 @@ def idx_shape(path):
         return _idx_header(f, path)
 
 
-@functools.lru_cache(maxsize=2)
 def read_idx(path):
-    """The whole uint8 array of the idx file ``path``."""
+    """The whole uint8 array of the idx file ``path`` (cached while the file is unchanged)."""
+    st = os.stat(path)
+    return _read_idx(os.fspath(path), st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=2)
+def _read_idx(path, mtime_ns, size):
     with _open(path) as f:
         shape = _idx_header(f, path)
         data = f.read()
