@@ -238,3 +238,12 @@ def test_normalize_rejects_bad_parameters(mean, std):
 def test_normalize_channel_mismatch_names_shapes():
     with pytest.raises(ValueError, match="2 values.*3 channels"):
         vision.Normalize([1, 2], [1, 1])(IMAGES["noise"])
+
+
+@pytest.mark.parametrize("shape,mean", [((5, 6), [3]), ((5, 6, 1), [3]), ((5, 6, 4), [1, 2, 3, 4]), ((5, 6, 4), [9])])
+def test_normalize_uint8_fast_path_equals_float_formula(shape, mean):
+    img = np.random.default_rng(0).integers(0, 256, shape, dtype=np.uint8)
+    std = [2.5] * len(mean)
+    out = vision.Normalize(mean, std)(img)
+    expect = (img.astype(np.float32) - np.asarray(mean, np.float32)) / np.asarray(std, np.float32)
+    assert out.shape == img.shape and out.dtype == np.float32 and np.array_equal(out, expect)

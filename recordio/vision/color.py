@@ -9,6 +9,7 @@ versions that follow the same float32 operation sequence, so both give the same 
 drawn parameters.
 """
 
+import cv2
 import numpy as np
 
 from recordio.keys import current_keys
@@ -106,11 +107,20 @@ class Normalize:
         if len(self.mean) not in (1, channels):
             raise ValueError(f"Normalize: mean/std have {len(self.mean)} values, image has {channels} channels "
                              f"(shape {img.shape}, is_hwc={self.is_hwc})")
+        if img.dtype == np.uint8 and axis == -1 and channels <= 4:
+            return self._lookup(img, channels)
         shape = [1] * img.ndim
         shape[axis] = len(self.mean)
         mean = np.asarray(self.mean, F32).reshape(shape)
         std = np.asarray(self.std, F32).reshape(shape)
         return (img.astype(F32) - mean) / std
+
+    def _lookup(self, img, channels):
+        """uint8 fast path: a per-channel table of the same float32 values, applied by OpenCV."""
+        mean = np.broadcast_to(np.asarray(self.mean, F32), (channels,))
+        std = np.broadcast_to(np.asarray(self.std, F32), (channels,))
+        table = (np.arange(256, dtype=F32)[:, None] - mean) / std
+        return cv2.LUT(img, np.ascontiguousarray(table.reshape(1, 256, channels))).reshape(img.shape)
 
     def __repr__(self):
         return f"Normalize(mean={list(self.mean)}, std={list(self.std)}, is_hwc={self.is_hwc})"
