@@ -79,7 +79,7 @@ class HWC2CHWOp(DeviceOp):
 
 class TypeCastOp(DeviceOp):
     def __call__(self, x, rows, epoch, seed):
-        dtype = getattr(torch, to_numpy_dtype(self.op.data_type).name.replace("bool", "bool"))
+        dtype = getattr(torch, to_numpy_dtype(self.op.data_type).name)
         if x.is_floating_point() and not dtype.is_floating_point and dtype != torch.bool:
             return x.to(torch.int64).to(dtype)          # C-style: truncate toward zero, then wrap
         return x.to(dtype)
