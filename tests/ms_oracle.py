@@ -12,9 +12,11 @@ each flushed when done (see :func:`main`). A job that raises gives ``{"error": "
   ``mindspore.dataset.MindDataset(shuffle=False)`` and returns
   ``{"FileReader": rows | {"error"}, "MindDataset": rows | {"error"}, "MindDataset_size": n}``.
 * ``{"op": "write", "path", "shard_num", "header_size", "page_size", "schema", "desc",
-  "index": None | [names], "calls": [[row, ...], ...], "parallel_writer": bool}``
-  writes the calls with MindSpore's ``FileWriter`` (``header_size``/``page_size`` None keeps
-  MindSpore's defaults) and returns ``{"files": [...]}``.
+  "index": None | [names], "calls": [[row, ...], ...], "parallel_writer": bool,
+  "append_calls": [[row, ...], ...]}`` writes the calls with MindSpore's ``FileWriter``
+  (``header_size``/``page_size`` None keeps MindSpore's defaults), commits, then, when
+  ``append_calls`` is given, writes those through ``FileWriter.open_for_append`` and
+  commits again. Returns ``{}``.
 
 Values cross the boundary as plain Python data, never numpy objects (the two virtualenvs
 have different numpy versions): :func:`to_plain` turns arrays into
@@ -112,7 +114,16 @@ def write_job(job):
     for call in job["calls"]:
         writer.write_raw_data(from_plain(call), parallel_writer=job.get("parallel_writer", False))
     writer.commit()
-    return {"files": list(writer._paths) if hasattr(writer, "_paths") else []}
+    if job.get("append_calls"):
+        writer = FileWriter.open_for_append(_first_file(job["path"], job.get("shard_num", 1)))
+        for call in job["append_calls"]:
+            writer.write_raw_data(from_plain(call))
+        writer.commit()
+    return {}
+
+
+def _first_file(path, shard_num):
+    return path if shard_num == 1 else path + "0" * len(str(shard_num - 1))
 
 
 JOBS = {"read": read_job, "write": write_job}
