@@ -120,14 +120,14 @@ def default_workers():
 def convert(source, destination, *, shard_num=None, workers=None, engine="process", skip_bad=False,
             overwrite=False, quiet=True):
     """Convert ``source`` into the dataset ``destination``; returns a :class:`Summary`."""
-    workers = _positive("workers", workers or default_workers())
+    workers = _positive("workers", default_workers() if workers is None else workers)
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     destination = os.fspath(destination)
     units = source.units()
     if not units:
         raise ValueError(f"{source.kind}: the source has no input to convert")
-    shard_num = min(_positive("shard_num", shard_num or workers), len(units))
+    shard_num = min(_positive("shard_num", workers if shard_num is None else shard_num), len(units))
     recordio.FileWriter(destination, shard_num=shard_num, overwrite=overwrite)   # checks name and target
     job = Job(source, destination, shard_num, skip_bad, getattr(source, "chunk_rows", 256))
     started = time.perf_counter()
