@@ -74,35 +74,32 @@ def frac(y):
     return y - torch.floor(y)
 
 
-def rgb_to_hsv(r, g, b):
+def hue_sector(r, g, b):
     maxc = torch.maximum(torch.maximum(r, g), b)
-    minc = torch.minimum(torch.minimum(r, g), b)
-    cr = maxc - minc
-    s = cr / maxc.clamp_min(TINY)
-    crd = cr.clamp_min(TINY)
-    rc, gc, bc = (maxc - r) / crd, (maxc - g) / crd, (maxc - b) / crd
-    is_r, is_g = maxc == r, maxc == g
-    h = is_r * (bc - gc) + (is_g & ~is_r) * (2.0 + rc - bc) + ~(is_g | is_r) * (4.0 + gc - rc)
-    return frac(h / _const(6.0, h) + 1.0), s, maxc
+    cr = maxc - torch.minimum(torch.minimum(r, g), b)
+    is_r = maxc == r
+    is_g = (maxc == g) & ~is_r
+    is_b = ~(is_r | is_g)
+    num = is_r * (g - b) + is_g * (b - r) + is_b * (r - g)
+    return num / cr.clamp_min(TINY) + (is_g * 2.0 + is_b * 4.0), cr, maxc
 
 
-def hsv_to_rgb(h, s, v):
+def hsv_to_rgb(h, cr, v):
     h6 = h * 6.0
-    vs = v * s
     out = []
     for n in (5.0, 3.0, 1.0):
         k = n + h6
         k = k - (k >= 6.0) * 6.0
-        out.append(v - vs * torch.minimum(k, 4.0 - k).clamp(0, 1))
+        out.append(v - cr * torch.minimum(k, 4.0 - k).clamp(0, 1))
     return out
 
 
 def hue(x, a):
-    """Rotate the hue (exact float HSV); divisions by device tensors keep CUDA from using reciprocals."""
-    y = x.to(F32) / _const(255.0, x)
-    h, s, v = rgb_to_hsv(*y.unbind(-1))
-    h = frac(h + a.view(-1, 1, 1) + 1.0)
-    return finish(torch.stack([c * 255.0 for c in hsv_to_rgb(h, s, v)], dim=-1), x.dtype == torch.uint8)
+    """Rotate the hue (exact float HSV, 0..255 scale); the division by a device tensor keeps CUDA from
+    using a reciprocal."""
+    sector, cr, v = hue_sector(*x.to(F32).unbind(-1))
+    h = frac(sector / _const(6.0, sector) + (a + 1.0).view(-1, 1, 1))
+    return finish(torch.stack(hsv_to_rgb(h, cr, v), dim=-1), x.dtype == torch.uint8)
 
 
 ADJUST = (brightness, contrast, saturation, hue)

@@ -99,40 +99,37 @@ def frac(y):
     return y - np.floor(y)
 
 
-def rgb_to_hsv(r, g, b):
-    """Float32 planes in [0, 1] -> h, s, v in [0, 1] (torchvision's float formula, branch-free)."""
+def hue_sector(r, g, b):
+    """Float32 planes (any scale) -> hue in sixths of a turn in [-1, 5), chroma, and max."""
     maxc = np.maximum(np.maximum(r, g), b)
-    minc = np.minimum(np.minimum(r, g), b)
-    cr = maxc - minc
-    s = cr / np.maximum(maxc, TINY)             # grey pixels: 0 / max(v, tiny) = 0
-    crd = np.maximum(cr, TINY)
-    rc, gc, bc = (maxc - r) / crd, (maxc - g) / crd, (maxc - b) / crd
-    is_r, is_g = maxc == r, maxc == g
-    h = is_r * (bc - gc) + (is_g & ~is_r) * (F32(2.0) + rc - bc) + ~(is_g | is_r) * (F32(4.0) + gc - rc)
-    return frac(h / F32(6.0) + ONE), s, maxc
+    cr = maxc - np.minimum(np.minimum(r, g), b)
+    is_r = maxc == r
+    is_g = (maxc == g) & ~is_r
+    is_b = ~(is_r | is_g)
+    num = is_r * (g - b) + is_g * (b - r) + is_b * (r - g)
+    return num / np.maximum(cr, TINY) + (is_g * F32(2.0) + is_b * F32(4.0)), cr, maxc
 
 
-def hsv_to_rgb(h, s, v):
-    """h, s, v planes -> r, g, b planes: channel n in (5, 3, 1) is v - v*s*clip(min(k, 4-k), 0, 1),
-    k = (n + 6h) mod 6."""
+def hsv_to_rgb(h, cr, v):
+    """Hue h in turns [0, 1), chroma and value -> r, g, b: channel n in (5, 3, 1) is
+    v - cr * clip(min(k, 4 - k), 0, 1) with k = (n + 6h) mod 6."""
     h6 = h * F32(6.0)
-    vs = v * s
     out = []
     for n in (5.0, 3.0, 1.0):
         k = F32(n) + h6
         k = k - (k >= F32(6.0)) * F32(6.0)     # k < 12: one exact subtraction is the mod
-        out.append(v - vs * np.clip(np.minimum(k, F32(4.0) - k), F32(0.0), ONE))
+        out.append(v - cr * np.clip(np.minimum(k, F32(4.0) - k), F32(0.0), ONE))
     return out
 
 
 def adjust_hue(img, factor):
-    """Rotate the hue by ``factor`` of a full turn, in exact float HSV."""
+    """Rotate the hue by ``factor`` of a full turn in exact float HSV, on the 0..255 scale."""
     is_uint8 = img.dtype == np.uint8
     planes = cv2.split(img if is_uint8 or img.dtype == F32 else img.astype(F32))
-    r, g, b = (p.astype(F32) / F32(255.0) for p in planes)
-    h, s, v = rgb_to_hsv(r, g, b)
-    h = frac(h + F32(factor) + ONE)
-    return cv2.merge([finish(c * F32(255.0), is_uint8) for c in hsv_to_rgb(h, s, v)])
+    r, g, b = (p.astype(F32) for p in planes)
+    sector, cr, v = hue_sector(r, g, b)
+    h = frac(sector / F32(6.0) + (F32(factor) + ONE))
+    return cv2.merge([finish(c, is_uint8) for c in hsv_to_rgb(h, cr, v)])
 
 
 ADJUST = (adjust_brightness, adjust_contrast, adjust_saturation, adjust_hue)
