@@ -40,14 +40,19 @@ def sink_threads():
 
 @pytest.fixture
 def no_leaks():
-    """Fail if the test leaves sink or pipeline threads, or worker processes, behind."""
+    """Fail if the test leaves new sink or pipeline threads, or worker processes, behind."""
+    threads_before = set(sink_threads())
+    children_before = set(multiprocessing.active_children())
+
+    def leaked():
+        return (set(sink_threads()) - threads_before, set(multiprocessing.active_children()) - children_before)
+
     yield
     gc.collect()
     deadline = time.monotonic() + 5
-    while (sink_threads() or multiprocessing.active_children()) and time.monotonic() < deadline:
+    while any(leaked()) and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert sink_threads() == []
-    assert multiprocessing.active_children() == []
+    assert leaked() == (set(), set())
 
 
 # -- order, completeness, values ------------------------------------------------------------------
