@@ -13,7 +13,7 @@ import traceback
 import numpy as np
 import pytest
 
-from recordio.dataset import GeneratorDataset
+from recordio.dataset import GeneratorDataset, config
 from recordio.dataset import shm
 from recordio.errors import WorkerError
 
@@ -118,22 +118,30 @@ def rss_anon_mb():
 
 @pytest.mark.parametrize("processes", [False, True])
 def test_memory_stays_bounded_over_a_large_dataset(processes):
-    # 1500 rows of 1 MiB = 1.5 GiB through map + batch; anonymous memory must stay flat
-    ds = GeneratorDataset(Rows(1500, 1 << 20), ["id", "img"], shuffle=False).map(
-        lambda img: img + 1, input_columns="img", num_parallel_workers=2,
-        python_multiprocessing=processes).batch(4)
-    samples = []
-    for k, batch in enumerate(ds.create_dict_iterator(num_epochs=1, output_numpy=True)):
-        if k % 25 == 0:
-            samples.append(rss_anon_mb())
-    assert k == 374
-    growth = max(samples[2:]) - samples[1]
+    # 1600 rows of 256 KiB (400 MiB) through map + batch to a slow consumer: anonymous memory must
+    # stay bounded (unbounded queues would hold most of the 400 MiB); file-backed pages do not count
+    old = config.get_prefetch_size()
+    config.set_prefetch_size(2)
+    try:
+        ds = GeneratorDataset(Rows(1600, 1 << 18), ["id", "img"], shuffle=False).map(
+            lambda img: img + 1, input_columns="img", num_parallel_workers=2,
+            python_multiprocessing=processes).batch(8)
+        before = rss_anon_mb()
+        samples = []
+        for k, batch in enumerate(ds.create_dict_iterator(num_epochs=1, output_numpy=True)):
+            time.sleep(0.005)                      # a consumer slower than the pipeline
+            if k % 10 == 0:
+                samples.append(rss_anon_mb())
+    finally:
+        config.set_prefetch_size(old)
+    assert k == 199
+    growth = max(samples) - before
     assert growth < 150, f"anonymous RSS grew by {growth:.0f} MiB: {samples}"
 
 
 EXIT_SCRIPT = """
 import numpy as np, os, sys
-from recordio.dataset import GeneratorDataset
+from recordio.dataset import GeneratorDataset, config
 ds = GeneratorDataset([(np.full(64, i % 200, np.uint8),) for i in range(5000)], ["x"], shuffle=False)
 it = ds.map(lambda x: x + 1, input_columns="x", num_parallel_workers=2, python_multiprocessing=True)
 it = it.create_dict_iterator(num_epochs=-1, output_numpy=True)
