@@ -88,6 +88,8 @@ class Staging:
         self.directory = os.path.dirname(self.targets[0])
         self.token = secrets.token_hex(8)
         self._lock_path = os.path.join(self.directory, f".rio-{self.token}.lock")
+        self._data = [self.staged(t) for t in self.targets]
+        self._dbs = [self.staged(t + ".db") for t in self.targets]
         self._lock_fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
         fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
 
@@ -95,10 +97,10 @@ class Staging:
         return os.path.join(os.path.dirname(target), f".{os.path.basename(target)}.rio-{self.token}.tmp")
 
     def data_paths(self):
-        return [self.staged(t) for t in self.targets]
+        return list(self._data)
 
     def db_paths(self):
-        return [self.staged(t + ".db") for t in self.targets]
+        return list(self._dbs)
 
     def publish(self, fsync=True):
         """Steps 2 and 3 of the protocol (``fsync=False`` keeps the order but skips the syncs)."""

@@ -18,6 +18,7 @@ INDEX_COLUMNS = ("ROW_ID", "PAGE_ID_RAW", "PAGE_OFFSET_RAW", "PAGE_OFFSET_RAW_EN
                  "PAGE_ID_BLOB", "PAGE_OFFSET_BLOB", "PAGE_OFFSET_BLOB_END")
 SQL_TYPES = {"int32": "INTEGER", "int64": "INTEGER", "float32": "REAL", "float64": "REAL", "string": "TEXT"}
 CHECKSUM_TABLE = "RECORDIO_CHECKSUMS"
+META_TABLE = "RECORDIO_META"
 
 
 def db_path(data_path):
@@ -41,16 +42,19 @@ def create_ddl(index_fields):
     return f"{head}{extra}, PRIMARY KEY({key}))"
 
 
-def create_index(path, shard_name, index_fields, rows):
-    """Write a new ``.db`` at ``path``.
+def create_index(path, shard_name, index_fields, rows, checksums=None, meta=None):
+    """Write a new ``.db`` at ``path`` in one transaction.
 
     ``index_fields`` is a list of ``(field, schema_type)``; ``rows`` an iterable of tuples
-    ``(8 location ints..., value_0, value_1, ...)`` in insertion order.
+    ``(8 location ints..., value_0, value_1, ...)`` in insertion order; ``checksums`` and
+    ``meta`` as for :func:`write_checksums` / :func:`write_meta`. The file is a staging file
+    that the caller fsyncs, so SQLite's own syncs are turned off.
     """
     conn = sqlite3.connect(path, isolation_level=None)
     try:
         conn.execute("PRAGMA page_size=4096")
-        conn.execute("PRAGMA journal_mode=DELETE")
+        conn.execute("PRAGMA synchronous=OFF")
+        conn.execute("PRAGMA journal_mode=OFF")
         conn.execute("BEGIN")
         conn.execute(create_ddl([(f, SQL_TYPES[t]) for f, t in index_fields]))
         conn.execute("CREATE TABLE SHARD_NAME(NAME TEXT NOT NULL)")
@@ -59,32 +63,51 @@ def create_index(path, shard_name, index_fields, rows):
         for j, (field, _) in enumerate(index_fields):
             names += [f"INC_{j}", column_name(field)]
         marks = ",".join("?" * len(names))
-        zeros = (0,)
         n_loc = len(INDEX_COLUMNS)
-        conn.executemany(
-            f"INSERT INTO INDEXES ({','.join(names)}) VALUES ({marks})",
-            (r[:n_loc] + sum(((zeros + (v,)) for v in r[n_loc:]), ()) for r in rows))
+        conn.executemany(f"INSERT INTO INDEXES ({','.join(names)}) VALUES ({marks})",
+                         (r[:n_loc] + tuple(x for v in r[n_loc:] for x in (0, v)) for r in rows))
+        if checksums is not None:
+            _insert_checksums(conn, checksums[0], checksums[1])
+        if meta:
+            _insert_meta(conn, meta)
         conn.execute("COMMIT")
     finally:
         conn.close()
 
 
-def write_checksums(path, algorithm, checksums):
-    """Add (or replace) the checksum table.
+def _insert_checksums(conn, algorithm, rows):
+    conn.execute(f"DROP TABLE IF EXISTS {CHECKSUM_TABLE}")
+    conn.execute(f"CREATE TABLE {CHECKSUM_TABLE}(ALGORITHM TEXT NOT NULL, PAGE_ID INT NOT NULL, "
+                 f"NBYTES INT NOT NULL, ROW_START INT NOT NULL, ROW_END INT NOT NULL, "
+                 f"DIGEST TEXT NOT NULL, PRIMARY KEY(PAGE_ID))")
+    conn.executemany(f"INSERT INTO {CHECKSUM_TABLE} VALUES (?,?,?,?,?,?)", ((algorithm,) + tuple(c) for c in rows))
 
-    ``checksums``: iterable of ``(page_id, nbytes, row_start, row_end, digest)`` where the
-    digest covers the page's first ``nbytes`` bytes and the page holds rows
-    ``[row_start, row_end)`` of the shard.
+
+def _insert_meta(conn, items):
+    conn.execute(f"CREATE TABLE IF NOT EXISTS {META_TABLE}(KEY TEXT PRIMARY KEY, VALUE TEXT NOT NULL)")
+    conn.executemany(f"INSERT OR REPLACE INTO {META_TABLE} VALUES (?, ?)", sorted(items.items()))
+
+
+def write_checksums(path, algorithm, checksums):
+    """Add (or replace) the checksum table of an existing ``.db``.
+
+    ``checksums``: iterable of ``(page_id, nbytes, row_start, row_end, digest)``: the digest
+    covers ``nbytes`` bytes from the start of the slot (page ``-1`` is the header region)
+    and the slot holds rows ``[row_start, row_end)`` of the shard.
     """
+    _transaction(path, lambda conn: _insert_checksums(conn, algorithm, checksums))
+
+
+def write_meta(path, items):
+    """Store recordio's facts about the shard (writer version, header digest) as key/value rows."""
+    _transaction(path, lambda conn: _insert_meta(conn, items))
+
+
+def _transaction(path, work):
     conn = sqlite3.connect(path, isolation_level=None)
     try:
         conn.execute("BEGIN")
-        conn.execute(f"DROP TABLE IF EXISTS {CHECKSUM_TABLE}")
-        conn.execute(f"CREATE TABLE {CHECKSUM_TABLE}(ALGORITHM TEXT NOT NULL, PAGE_ID INT NOT NULL, "
-                     f"NBYTES INT NOT NULL, ROW_START INT NOT NULL, ROW_END INT NOT NULL, "
-                     f"DIGEST TEXT NOT NULL, PRIMARY KEY(PAGE_ID))")
-        conn.executemany(f"INSERT INTO {CHECKSUM_TABLE} VALUES (?,?,?,?,?,?)",
-                         ((algorithm,) + tuple(c) for c in checksums))
+        work(conn)
         conn.execute("COMMIT")
     finally:
         conn.close()
@@ -151,21 +174,6 @@ def read_checksums(conn, path):
         return None
     rows = _query(conn, path, f"SELECT PAGE_ID, ALGORITHM, NBYTES, ROW_START, ROW_END, DIGEST FROM {CHECKSUM_TABLE}")
     return {r[0]: tuple(r[1:]) for r in rows}
-
-
-META_TABLE = "RECORDIO_META"
-
-
-def write_meta(path, items):
-    """Store recordio's facts about the shard (writer version, header digest) as key/value rows."""
-    conn = sqlite3.connect(path, isolation_level=None)
-    try:
-        conn.execute("BEGIN")
-        conn.execute(f"CREATE TABLE IF NOT EXISTS {META_TABLE}(KEY TEXT PRIMARY KEY, VALUE TEXT NOT NULL)")
-        conn.executemany(f"INSERT OR REPLACE INTO {META_TABLE} VALUES (?, ?)", sorted(items.items()))
-        conn.execute("COMMIT")
-    finally:
-        conn.close()
 
 
 def read_meta(conn, path):

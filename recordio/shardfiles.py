@@ -5,6 +5,7 @@ MindSpore's forced ``0600``: datasets are commonly shared between users and jobs
 """
 
 import os
+import resource
 import warnings
 
 import xxhash
@@ -34,6 +35,7 @@ class ShardFiles:
         self.page_size = page_size
         self._rotation = 0
         self.fds = []
+        ensure_descriptors(len(staging.targets))
         try:
             for path in staging.data_paths():
                 self.fds.append(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666))
@@ -73,6 +75,14 @@ class ShardFiles:
         self.staging.abort()
 
 
+def ensure_descriptors(count):
+    """Raise the soft limit on open files when a writer needs ``count`` of them (up to the hard limit)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    need = count + 64
+    if soft != resource.RLIM_INFINITY and soft < need:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (need if hard == resource.RLIM_INFINITY else min(need, hard), hard))
+
+
 def header_bytes(header_size, page_size, header, shard, names, i, independent=False):
     """The header of shard ``i`` (``independent``: a one-file dataset, as parallel_writer writes)."""
     addresses, shard_id = ([names[i]], 0) if independent else (names, i)
@@ -84,10 +94,10 @@ def header_bytes(header_size, page_size, header, shard, names, i, independent=Fa
 def build_index(db, name, shard, values, index_fields, header_blob, checksum_rows):
     """Create the ``.db`` of one shard: INDEXES, SHARD_NAME, checksums and recordio's meta table."""
     rows = (tuple(loc) + tuple(_sql_value(v) for v in values[loc[0]]) for loc in shard.locations().tolist())
-    index.create_index(db, name, index_fields, rows)
-    if checksum_rows is not None:
-        index.write_checksums(db, ALGORITHM, checksum_rows)
-    index.write_meta(db, {"writer": f"recordio {__version__}", "header_xxh3": xxhash.xxh3_64_hexdigest(header_blob)})
+    index.create_index(db, name, index_fields, rows,
+                       checksums=None if checksum_rows is None else (ALGORITHM, checksum_rows),
+                       meta={"writer": f"recordio {__version__}",
+                             "header_xxh3": xxhash.xxh3_64_hexdigest(header_blob)})
 
 
 def warn_encrypt_tail(fds, targets):
