@@ -22,10 +22,15 @@ LEVELS = np.arange(256, dtype=F32)
 
 
 def finish(out, is_uint8):
-    """Back to the input's kind: round-half-even and saturate for uint8, clamp for float."""
+    """Back to the input's kind: round-half-even and saturate for uint8, clamp for float.
+
+    ``out`` is a float32 temporary and is modified in place.
+    """
     if is_uint8:
-        return np.clip(np.rint(out), 0, 255).astype(np.uint8)
-    return np.clip(out, 0, 255).astype(F32)
+        np.rint(out, out=out)
+        np.clip(out, 0, 255, out=out)
+        return out.astype(np.uint8)
+    return np.clip(out, 0, 255, out=out)
 
 
 def grey_formula(img):
@@ -85,29 +90,44 @@ def adjust_contrast(img, factor):
 
 def adjust_saturation(img, factor):
     a = F32(factor)
-    offset = grey(img) * (ONE - a)
-    is_uint8 = img.dtype == np.uint8
-    planes = cv2.split(img if is_uint8 or img.dtype == F32 else img.astype(F32))
-    return cv2.merge([finish(p.astype(F32) * a + offset, is_uint8) for p in planes])
+    x = img.astype(F32)
+    x *= a
+    x += (grey(img) * (ONE - a))[..., None]
+    return finish(x, img.dtype == np.uint8)
 
 
 TINY = F32(np.finfo(np.float32).tiny)
 
 
 def frac(y):
-    """``y mod 1`` for ``y >= 0``; exact (equals fmod) and much faster than numpy's fmod."""
-    return y - np.floor(y)
+    """``y mod 1`` for ``y >= 0``, in place; exact (equals fmod) and much faster than numpy's fmod."""
+    y -= np.floor(y)
+    return y
 
 
 def hue_sector(r, g, b):
-    """Float32 planes (any scale) -> hue in sixths of a turn in [-1, 5), chroma, and max."""
+    """Float32 planes (any scale) -> hue in sixths of a turn in [-1, 5), chroma, and max.
+
+    In-place numpy spelling of ``offload_ops.hue_sector`` (same float32 operations, same values).
+    """
     maxc = np.maximum(np.maximum(r, g), b)
-    cr = maxc - np.minimum(np.minimum(r, g), b)
+    cr = np.minimum(np.minimum(r, g), b)
+    np.subtract(maxc, cr, out=cr)
     is_r = maxc == r
-    is_g = (maxc == g) & ~is_r
+    is_g = maxc == g
+    is_g &= ~is_r
     is_b = ~(is_r | is_g)
-    num = is_r * (g - b) + is_g * (b - r) + is_b * (r - g)
-    return num / np.maximum(cr, TINY) + (is_g * F32(2.0) + is_b * F32(4.0)), cr, maxc
+    num = g - b
+    num *= is_r
+    for mask, (p, q) in ((is_g, (b, r)), (is_b, (r, g))):
+        t = p - q
+        t *= mask
+        num += t
+    num /= np.maximum(cr, TINY)
+    offset = is_g * F32(2.0)
+    offset += is_b * F32(4.0)
+    num += offset
+    return num, cr, maxc
 
 
 def hsv_to_rgb(h, cr, v):
@@ -116,9 +136,13 @@ def hsv_to_rgb(h, cr, v):
     h6 = h * F32(6.0)
     out = []
     for n in (5.0, 3.0, 1.0):
-        k = F32(n) + h6
-        k = k - (k >= F32(6.0)) * F32(6.0)     # k < 12: one exact subtraction is the mod
-        out.append(v - cr * np.clip(np.minimum(k, F32(4.0) - k), F32(0.0), ONE))
+        k = h6 + F32(n)
+        k -= (k >= F32(6.0)) * F32(6.0)         # k < 12: one exact subtraction is the mod
+        t = F32(4.0) - k
+        np.minimum(k, t, out=t)
+        np.clip(t, F32(0.0), ONE, out=t)
+        t *= cr
+        out.append(np.subtract(v, t, out=t))
     return out
 
 
@@ -127,9 +151,10 @@ def adjust_hue(img, factor):
     is_uint8 = img.dtype == np.uint8
     planes = cv2.split(img if is_uint8 or img.dtype == F32 else img.astype(F32))
     r, g, b = (p.astype(F32) for p in planes)
-    sector, cr, v = hue_sector(r, g, b)
-    h = frac(sector / F32(6.0) + (F32(factor) + ONE))
-    return cv2.merge([finish(c, is_uint8) for c in hsv_to_rgb(h, cr, v)])
+    h, cr, v = hue_sector(r, g, b)
+    h /= F32(6.0)
+    h += F32(factor) + ONE
+    return cv2.merge([finish(c, is_uint8) for c in hsv_to_rgb(frac(h), cr, v)])
 
 
 ADJUST = (adjust_brightness, adjust_contrast, adjust_saturation, adjust_hue)
