@@ -129,3 +129,63 @@ def test_replay_resume_refuses_another_sharding(dataset):
 def test_malformed_state_is_refused(dataset):
     with pytest.raises(PipelineError, match="not a recordio pipeline state"):
         build(dataset).load_state_dict({"epoch": 1})
+
+
+def _gen(n=23):
+    from recordio.dataset import GeneratorDataset
+    return GeneratorDataset([(np.int64(i), np.full(4, i, np.float32)) for i in range(n)], ["id", "vec"])
+
+
+def _iterable(n=23):
+    from recordio.dataset import GeneratorDataset
+
+    def rows():
+        for i in range(n):
+            yield np.int64(i), np.full(4, i, np.float32)
+    return GeneratorDataset(rows, ["id", "vec"])
+
+
+STAGES = {
+    "map+batch": lambda: _gen().map(Jitter(), "vec").batch(3),
+    "filter": lambda: _gen().filter(lambda i: i % 3 != 0, ["id"]).map(Jitter(), "vec"),
+    "repeat+batch": lambda: _gen(7).map(Jitter(), "vec").repeat(3).batch(4),
+    "shuffle buffer": lambda: _gen().shuffle(6).map(Jitter(), "vec"),
+    "take/skip": lambda: _gen().skip(2).take(15).map(Jitter(), "vec"),
+    "zip": lambda: _gen().zip(_gen(20).project(["vec"]).rename(["vec"], ["other"])),
+    "concat": lambda: (_gen(9) + _gen(5)).map(Jitter(), "vec"),
+    "iterable source": lambda: _iterable().map(Jitter(), "vec").batch(2),
+    "project/rename": lambda: _gen().project(["vec", "id"]).rename(["vec"], ["v"]).batch(5),
+}
+
+
+def check_resume(build, epochs=2):
+    """The shared resume check: cut an epoch anywhere, resume in a fresh pipeline, compare."""
+    def flat(pipeline, state=None):
+        if state is not None:
+            pipeline.load_state_dict(state)
+        it = pipeline.create_dict_iterator(num_epochs=epochs, output_numpy=True)
+        first = 0 if state is None else state["epoch"]
+        return [[{k: np.asarray(v).tolist() for k, v in row.items()} for row in it] for _ in range(first, epochs)]
+
+    reference = flat(build())
+    per_epoch = len(reference[0])
+    for cut in sorted({0, 1, per_epoch // 2, per_epoch - 1, per_epoch + 2}):
+        it = build()
+        stream = it.create_dict_iterator(num_epochs=epochs, output_numpy=True)
+        head = []
+        for _ in range(cut):
+            head.append({k: np.asarray(v).tolist() for k, v in next(stream).items()})
+            if len(head) == per_epoch:          # the epoch ended: move to the next
+                with pytest.raises(StopIteration):
+                    next(stream)
+        state = stream.state_dict()
+        stream.close()
+        rest = flat(build(), state)
+        done = cut // per_epoch
+        assert head[done * per_epoch:] + rest[0] == reference[done], cut
+        assert rest[1:] == reference[done + 1:], cut
+
+
+@pytest.mark.parametrize("stage", sorted(STAGES))
+def test_every_stage_resumes(stage):
+    check_resume(STAGES[stage])
