@@ -138,7 +138,7 @@ def _lines(path):
 class CifarSource:
     """CIFAR batch files as conversion units of up to ``CHUNK`` images."""
 
-    CHUNK = 1000
+    CHUNK = 100               # images per unit: shards are capped at one unit each
     chunk_rows = 1000
 
     def __init__(self, root, kind="cifar10", split="train", raw=False):

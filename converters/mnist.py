@@ -77,7 +77,7 @@ class MnistSource:
     kind = "mnist"
     schema = {"image": {"type": "bytes"}, "label": {"type": "int32"}}
     index_fields = ["label"]
-    CHUNK = 2000
+    CHUNK = 100               # images per unit: shards are capped at one unit each
     chunk_rows = 2000
 
     def __init__(self, root, split="train", raw=False):
