@@ -19,6 +19,7 @@ from recordio.dataset import config
 from recordio.dataset.context import RunContext, build_plan
 from recordio.dataset.resume import initial_state
 from recordio.dataset.values import collate, to_numpy, to_torch
+from recordio.errors import PipelineError
 
 __all__ = ["DictIterator", "HostBatch", "ItemStream", "TupleIterator", "iter_host_batches"]
 
@@ -88,17 +89,16 @@ class ItemStream:
             state["epoch"] = first_epoch
         self.plan, self.seed = plan, state["seed"]
         self.epoch, self.delivered, self.source = state["epoch"], state["delivered"], state["source"]
-        resume = None
+        ctx = RunContext(plan, self.seed, shards, None, world)
+        self.shards = _splits(root, ctx)
         skip = self.delivered
         if self.source is not None and root._positional():
-            resume, skip = (self.source["epoch"], self.source["consumed"]), 0
-        elif skip and state.get("shards") not in (None, _shards_of(root, shards)):
-            from recordio.errors import PipelineError
-            raise PipelineError("this pipeline resumes by replaying its epoch, which needs the same shards")
-        ctx = RunContext(plan, self.seed, shards, resume, world)
+            ctx.resume, skip = (self.source["epoch"], self.source["consumed"]), 0
+        elif skip and state.get("shards") not in (None, self.shards):
+            raise PipelineError(f"this pipeline resumes by replaying its epoch, which needs the same shards "
+                                f"(saved under {state.get('shards')}, now {self.shards})")
         last = None if num_epochs in (None, -1) else num_epochs
         epochs = itertools.count(self.epoch) if last is None else range(self.epoch, last)
-        self.shards = _shards_of(root, shards)
         self._producer = _Producer(root, ctx, epochs, skip, config.get_prefetch_size())
         self._pending = None
         self._started = False
@@ -167,8 +167,10 @@ class ItemStream:
             pass
 
 
-def _shards_of(root, shards):
-    return None if shards is None else list(shards)
+def _splits(root, ctx):
+    """``[num_shards, shard_id]`` of each source of the pipeline, as this run splits them."""
+    from recordio.dataset.source import SampledSource
+    return [list(node._split(ctx)) for node in root._nodes() if isinstance(node, SampledSource)]
 
 
 class _Tail:
