@@ -247,3 +247,14 @@ def test_normalize_uint8_fast_path_equals_float_formula(shape, mean):
     out = vision.Normalize(mean, std)(img)
     expect = (img.astype(np.float32) - np.asarray(mean, np.float32)) / np.asarray(std, np.float32)
     assert out.shape == img.shape and out.dtype == np.float32 and np.array_equal(out, expect)
+
+
+def test_vectorised_draws_equal_the_documented_scalar_draws():
+    op = vision.RandomColorAdjust(0.4, 0.3, (0.5, 1.5), 0.1)
+    keys = Keys(3, 2, np.arange(50), 17)
+    params = op.draw(keys)
+    for k, (lo, hi) in enumerate(op.ranges):
+        assert np.array_equal(params["factors"][:, k], keys.uniform(k, lo, hi))
+    assert np.array_equal(params["order"], keys.permutation(4, 4))
+    one = op.draw(Keys(3, 2, [7], 17))
+    assert np.array_equal(one["factors"][0], params["factors"][7]) and np.array_equal(one["order"][0], params["order"][7])

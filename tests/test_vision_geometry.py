@@ -143,3 +143,17 @@ def test_ops_reject_non_images_with_the_op_name():
         vision.Resize(4)([1, 2, 3])
     with pytest.raises(ValueError, match="CenterCrop.*shape"):
         vision.CenterCrop(4)(np.zeros(5, np.uint8))
+
+
+def test_resized_crop_box_draws_are_the_documented_scalar_draws():
+    import math
+    keys = Keys(2, 1, [13], 8)
+    y, x, h, w = resized_crop_box(keys, 300, 400, (0.08, 1.0), (0.75, 4 / 3), 10)
+    for k in range(10):
+        area = 120000 * keys.uniform(4 * k, 0.08, 1.0)[0]
+        aspect = math.exp(keys.uniform(4 * k + 1, math.log(0.75), math.log(4 / 3))[0])
+        ww, hh = int(round(math.sqrt(area * aspect))), int(round(math.sqrt(area / aspect)))
+        if ww <= 400 and hh <= 300:
+            assert (h, w) == (hh, ww)
+            assert y == keys.integers(4 * k + 2, 0, 300 - hh + 1)[0] and x == keys.integers(4 * k + 3, 0, 401 - ww)[0]
+            break

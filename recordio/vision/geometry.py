@@ -82,12 +82,16 @@ class Resize:
 
 
 def resized_crop_box(keys, height, width, scale, ratio, attempts):
-    """(y, x, h, w) of a random crop with area fraction in ``scale`` and aspect ratio in ``ratio``."""
-    area = height * width
-    log_ratio = (math.log(ratio[0]), math.log(ratio[1]))
-    for k in range(attempts):
-        target = area * keys.uniform(4 * k, *scale)[0]
-        aspect = math.exp(keys.uniform(4 * k + 1, *log_ratio)[0])
+    """(y, x, h, w) of a random crop with area fraction in ``scale`` and aspect ratio in ``ratio``.
+
+    Attempt k draws area = ``uniform(4k, *scale)``, log ratio = ``uniform(4k+1, ...)`` and, when the
+    box fits, y = ``integers(4k+2, ...)``, x = ``integers(4k+3, ...)`` (areas and ratios of all
+    attempts are evaluated in one vectorised call each: same values).
+    """
+    draws = 4 * np.arange(attempts)
+    targets = height * width * keys.uniform(draws, *scale)
+    aspects = np.exp(keys.uniform(draws + 1, math.log(ratio[0]), math.log(ratio[1])))
+    for k, (target, aspect) in enumerate(zip(targets, aspects)):
         w = int(round(math.sqrt(target * aspect)))
         h = int(round(math.sqrt(target / aspect)))
         if 0 < w <= width and 0 < h <= height:
