@@ -175,3 +175,11 @@ def test_save_of_a_mindrecord_pipeline(tmp_path):
     MindDataset(src, shuffle=False).filter(lambda i: i % 2 == 0, ["id"]).save(str(tmp_path / "even.mindrecord"))
     back = MindDataset(str(tmp_path / "even.mindrecord"), shuffle=False)
     assert ids_of(back.create_dict_iterator(num_epochs=1, output_numpy=True)) == [0, 2, 4, 6]
+
+
+def test_unknown_or_unsupported_arguments_are_refused():
+    with pytest.raises(TypeError):
+        numbered().map(lambda x: x, input_columns="id", colum_order=["id"])
+    with pytest.raises(NotImplementedError, match="cache"):
+        numbered().map(lambda x: x, input_columns="id", cache=object())
+    assert numbered().map(lambda x: x, "id", max_rowsize=16).batch(2, max_rowsize=4).get_dataset_size() == 5

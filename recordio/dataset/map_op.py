@@ -58,7 +58,7 @@ class MapDataset(Dataset):
     CHUNK_PROCESSES = 16
 
     def __init__(self, child, operations, input_columns, output_columns, num_parallel_workers,
-                 python_multiprocessing, offload, **kwargs):
+                 python_multiprocessing, offload):
         super().__init__([child])
         ops = list(operations) if isinstance(operations, (list, tuple)) else [operations]
         if not ops or not all(callable(op) for op in ops):

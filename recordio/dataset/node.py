@@ -38,6 +38,12 @@ class Item:
         return np.atleast_1d(np.asarray(self.row, dtype=np.int64))
 
 
+def _unsupported(call, **given):
+    names = [name for name, value in given.items() if value is not None]
+    if names:
+        raise NotImplementedError(f"{call}: {', '.join(names)} is not supported by recordio")
+
+
 class Dataset:
     """Base of every pipeline node; the builder methods mirror ``mindspore.dataset.Dataset``."""
 
@@ -95,13 +101,19 @@ class Dataset:
 
     # -- builders ----------------------------------------------------------------------------------
     def map(self, operations, input_columns=None, output_columns=None, num_parallel_workers=None,
-            python_multiprocessing=False, offload=None, **kwargs):
+            python_multiprocessing=False, offload=None, max_rowsize=None, cache=None, callbacks=None):
+        """``max_rowsize`` is accepted and not needed (shared memory grows as needed);
+        ``cache`` and ``callbacks`` (MindSpore's cache server and map callbacks) are not supported."""
         from recordio.dataset.map_op import MapDataset
+        _unsupported("map", cache=cache, callbacks=callbacks)
         return MapDataset(self, operations, input_columns, output_columns, num_parallel_workers,
-                          python_multiprocessing, offload, **kwargs)
+                          python_multiprocessing, offload)
 
     def batch(self, batch_size, drop_remainder=False, num_parallel_workers=None, per_batch_map=None,
-              input_columns=None, output_columns=None, pad_info=None, **kwargs):
+              input_columns=None, output_columns=None, pad_info=None, python_multiprocessing=False,
+              max_rowsize=None):
+        """``per_batch_map`` runs in the pipeline thread; ``python_multiprocessing`` and
+        ``max_rowsize`` are accepted for compatibility."""
         from recordio.dataset.batch_op import BatchDataset
         return BatchDataset(self, batch_size, drop_remainder, per_batch_map, input_columns,
                             output_columns, pad_info)
