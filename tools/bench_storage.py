@@ -1,0 +1,397 @@
+"""Storage benchmark: write and read the ``cifar``, ``jpeg`` and ``arrays`` workloads.
+
+Measured in one run, on the same rows (``workloads.py`` from the shared folder, or the same
+shapes generated here when it is absent):
+
+* recordio's ``FileWriter`` (MindSpore's default header/page sizes, calls of ``BATCH`` rows,
+  commit included) - and the same with ``checksums=False``, ``fsync=False`` to price them;
+* the same payload bytes written to / read from one flat file (the page-cache copy limit;
+  the write is fsync-ed like the dataset's);
+* ``FileReader`` sequential (rows as dicts), with ``verify=True``, and random ``reader[i]``;
+* MindSpore 2.10's ``FileWriter``, ``FileReader`` and ``MindDataset(shuffle=False)`` in a
+  subprocess when ``--mindspore-python`` names a Python that has it;
+* ``recordio count`` on a 1M-row dataset (tiny schema), the whole process timed.
+
+Targets: write >= 5x MindSpore on cifar and arrays, >= 0.7x the flat write on jpeg; sequential
+read >= 10x MindSpore on cifar, >= 0.5x the flat read on jpeg; random access >= 80k rows/s on
+cifar; ``recordio count`` < 0.1 s; checksums cost <= 10% of write throughput.
+
+    python tools/bench_storage.py [--quick] [--workdir DIR] [--mindspore-python PY] [--json FILE]
+"""
+
+import argparse
+import importlib.util
+import json
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKLOADS_PY = os.path.join(HERE, "..", "..", "shared", "workloads.py")
+SIZES = {"cifar": 50_000, "jpeg": 5_000, "arrays": 20_000}
+QUICK_SIZES = {"cifar": 5_000, "jpeg": 300, "arrays": 2_000}
+BATCH = {"cifar": 1000, "jpeg": 100, "arrays": 1000}
+COUNT_ROWS, QUICK_COUNT_ROWS = 1_000_000, 100_000
+RANDOM_READS = 50_000
+MINDSPORE_COUNT_QUOTED = 3.25          # s, `FileReader(...).len()` process, SPEC §3.4
+SCHEMAS = {
+    "cifar": {"image": {"type": "bytes"}, "label": {"type": "int32"}},
+    "jpeg": {"image": {"type": "bytes"}, "label": {"type": "int32"}, "file_name": {"type": "string"}},
+    "arrays": {"bbox": {"type": "float32", "shape": [-1, 4]}, "ids": {"type": "int64", "shape": [-1]},
+               "score": {"type": "float64"}, "label": {"type": "int32"}, "tag": {"type": "string"}},
+}
+
+
+# --- workloads ------------------------------------------------------------------------------------
+
+
+def load_workloads():
+    """The shared ``workloads`` module, or None when it is not beside the clone."""
+    path = os.environ.get("RECORDIO_WORKLOADS", WORKLOADS_PY)
+    if not os.path.isfile(path):
+        return None
+    spec = importlib.util.spec_from_file_location("recordio_bench_workloads", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _generated(name, n, seed=0):
+    """Rows of the same shapes as ``workloads.py`` (used only when it is absent)."""
+    rng = np.random.default_rng(seed)
+    for i in range(n):
+        if name == "cifar":
+            yield {"image": rng.integers(0, 256, 3072, dtype=np.uint8).tobytes(), "label": np.int32(i % 10)}
+        elif name == "jpeg":
+            yield {"image": rng.bytes(100_000) + i.to_bytes(4, "little"), "label": np.int32(i % 1000),
+                   "file_name": f"n{i % 1000:08d}/img_{i:07d}.JPEG"}
+        else:
+            k = int(rng.integers(1, 20))
+            yield {"bbox": rng.random((k, 4), dtype=np.float32), "ids": rng.integers(0, 2**40, k, dtype=np.int64),
+                   "score": float(rng.random()), "label": np.int32(i % 7), "tag": f"tag-{i}"}
+
+
+def workload_rows(name, n):
+    module = load_workloads()
+    source = module.samples(name, n) if module is not None else _generated(name, n)
+    return list(source), ("workloads.py" if module is not None else "generated (workloads.py absent)")
+
+
+def payload(row):
+    """The row's payload bytes, as they would sit in a flat file."""
+    parts = []
+    for value in row.values():
+        if isinstance(value, bytes):
+            parts.append(value)
+        elif isinstance(value, str):
+            parts.append(value.encode())
+        else:
+            parts.append(np.asarray(value).tobytes())
+    return b"".join(parts)
+
+
+# --- timing -----------------------------------------------------------------------------------------
+
+
+def best_seconds(fn, repeats):
+    """The fastest of ``repeats`` runs of ``fn()`` (seconds)."""
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def remove_dataset(path):
+    for name in os.listdir(os.path.dirname(path)):
+        if name.startswith(os.path.basename(path)):
+            os.unlink(os.path.join(os.path.dirname(path), name))
+
+
+def write_recordio(path, name, rows, **options):
+    from recordio import FileWriter
+
+    remove_dataset(path)
+    with FileWriter(path, overwrite=True, **options) as writer:
+        writer.add_schema(SCHEMAS[name], name)
+        for start in range(0, len(rows), BATCH[name]):
+            writer.write_raw_data(rows[start:start + BATCH[name]])
+
+
+def write_flat(path, rows):
+    with open(path, "wb") as f:
+        for row in rows:
+            f.write(payload(row))
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def read_flat(path):
+    buffer = bytearray(1 << 20)
+    with open(path, "rb", buffering=0) as f:
+        while f.readinto(buffer):
+            pass
+
+
+def read_sequential(path, verify=False):
+    from recordio import FileReader
+
+    with FileReader(path, verify=verify) as reader:
+        for _ in reader:
+            pass
+
+
+def read_random(path, count):
+    from recordio import FileReader
+
+    with FileReader(path) as reader:
+        order = np.random.default_rng(0).permutation(len(reader))[:count].tolist()
+        for i in order:
+            reader[i]
+        return len(order)
+
+
+# --- MindSpore (subprocess) ----------------------------------------------------------------------------
+
+_MS_SCRIPT = r"""
+import json, pickle, sys, time
+import numpy as np
+path, rows_file, name, batch, schema = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), json.loads(sys.argv[5])
+from mindspore.mindrecord import FileReader, FileWriter
+import mindspore.dataset as ds
+with open(rows_file, "rb") as f:
+    rows = [{k: (np.frombuffer(v[2], v[0]).reshape(v[1]) if isinstance(v, tuple) else v) for k, v in r.items()}
+            for r in pickle.load(f)]
+out = {}
+start = time.perf_counter()
+writer = FileWriter(path, shard_num=1, overwrite=True)
+writer.add_schema(schema, name)
+for i in range(0, len(rows), batch):
+    writer.write_raw_data(rows[i:i + batch])
+writer.commit()
+out["write_s"] = time.perf_counter() - start
+start = time.perf_counter()
+reader = FileReader(path)
+n = sum(1 for _ in reader.get_next())
+reader.close()
+out["filereader_s"], out["filereader_rows"] = time.perf_counter() - start, n
+best = float("inf")
+for _ in range(2):
+    start = time.perf_counter()
+    n = sum(1 for _ in ds.MindDataset(path, shuffle=False).create_dict_iterator(num_epochs=1, output_numpy=True))
+    best = min(best, time.perf_counter() - start)
+out["minddataset_s"], out["minddataset_rows"] = best, n
+print(json.dumps(out))
+"""
+
+
+def _plain_rows(rows):
+    """Rows with numpy values turned into plain Python data (the two virtualenvs' numpy differ)."""
+    def plain(value):
+        if isinstance(value, np.ndarray):
+            return (value.dtype.str, list(value.shape), value.tobytes())
+        return value.item() if isinstance(value, np.generic) else value
+    return [{k: plain(v) for k, v in row.items()} for row in rows]
+
+
+def mindspore_storage(python, folder, name, rows):
+    """MindSpore's write / FileReader / MindDataset seconds on ``rows``, in its own Python."""
+    rows_file = os.path.join(folder, f"{name}.rows.pkl")
+    with open(rows_file, "wb") as f:
+        pickle.dump(_plain_rows(rows), f, protocol=4)
+    path = os.path.join(folder, f"{name}.ms.mindrecord")
+    try:
+        done = subprocess.run([python, "-c", _MS_SCRIPT, path, rows_file, name, str(BATCH[name]),
+                               json.dumps(SCHEMAS[name])], capture_output=True, text=True, timeout=3600)
+    finally:
+        os.unlink(rows_file)
+        remove_dataset(path)
+    if done.returncode != 0:
+        raise RuntimeError(f"MindSpore run failed: {done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+# --- one workload -------------------------------------------------------------------------------------
+
+
+def row(name, value, unit, baseline=None, baseline_value=None, target=""):
+    ratio = None if not baseline_value else value / baseline_value
+    return {"name": name, "value": round(value, 3), "unit": unit, "baseline": baseline,
+            "baseline_value": None if baseline_value is None else round(baseline_value, 3),
+            "ratio": None if ratio is None else round(ratio, 3), "target": target}
+
+
+WRITE_VARIANTS = (("plain", {}), ("no_checksums", {"checksums": False}), ("no_fsync", {"fsync": False}),
+                  ("neither", {"checksums": False, "fsync": False}))
+
+
+def measure_writes(folder, name, rows, repeats):
+    """Best seconds of each write variant and of the flat write.
+
+    The variants take turns within each repeat, so that load from other processes on the
+    machine spreads over all of them instead of skewing one ratio.
+    """
+    path = os.path.join(folder, f"{name}.mindrecord")
+    flat = os.path.join(folder, f"{name}.flat")
+    times = {}
+    for _ in range(repeats):
+        for label, options in WRITE_VARIANTS:
+            seconds = best_seconds(lambda: write_recordio(path, name, rows, **options), 1)
+            times[label] = min(times.get(label, seconds), seconds)
+        seconds = best_seconds(lambda: write_flat(flat, rows), 1)
+        times["flat"] = min(times.get("flat", seconds), seconds)
+    write_recordio(path, name, rows)                     # leave the default dataset for the reads
+    return path, flat, times
+
+
+def measure_reads(path, flat, repeats):
+    read_sequential(path)                                # warm: page cache and imports
+    read_flat(flat)
+    times = {"sequential": best_seconds(lambda: read_sequential(path), repeats),
+             "verify": best_seconds(lambda: read_sequential(path, verify=True), repeats),
+             "flat": best_seconds(lambda: read_flat(flat), repeats)}
+    start = time.perf_counter()
+    times["random_rows"] = read_random(path, RANDOM_READS)
+    times["random"] = time.perf_counter() - start
+    return times
+
+
+def workload_rows_out(name, n, mb, w, r, ms):
+    """Result rows of one workload from its timings (``ms`` None without MindSpore)."""
+    write_target = {"cifar": ">= 5x MindSpore", "arrays": ">= 5x MindSpore", "jpeg": ">= 0.7x flat"}[name]
+    read_target = {"cifar": ">= 10x MindSpore", "jpeg": ">= 0.5x flat"}.get(name, "")
+    out = [row(f"{name} write", n / w["plain"], "rows/s"),
+           row(f"{name} write MB/s vs flat file", mb / w["plain"], "MB/s", "flat write", mb / w["flat"],
+               write_target if name == "jpeg" else ""),
+           row(f"{name} write, checksums on vs off", n / w["plain"], "rows/s", "checksums=False",
+               n / w["no_checksums"], "ratio >= 0.9"),
+           row(f"{name} write, fsync on vs off", n / w["plain"], "rows/s", "fsync=False", n / w["no_fsync"]),
+           row(f"{name} write, checksums+fsync on vs off", n / w["plain"], "rows/s", "both off",
+               n / w["neither"]),
+           row(f"{name} read sequential", n / r["sequential"], "rows/s"),
+           row(f"{name} read MB/s vs flat file", mb / r["sequential"], "MB/s", "flat read", mb / r["flat"],
+               read_target if name == "jpeg" else ""),
+           row(f"{name} read, verify=True vs off", n / r["verify"], "rows/s", "verify=False", n / r["sequential"]),
+           row(f"{name} random reader[i]", r["random_rows"] / r["random"], "rows/s", None, None,
+               ">= 80k rows/s" if name == "cifar" else "")]
+    if ms:
+        out += [row(f"{name} write vs MindSpore FileWriter", n / w["plain"], "rows/s", "MindSpore FileWriter",
+                    n / ms["write_s"], write_target if name != "jpeg" else ""),
+                row(f"{name} read vs MindSpore FileReader", n / r["sequential"], "rows/s", "MindSpore FileReader",
+                    ms["filereader_rows"] / ms["filereader_s"], read_target if name == "cifar" else ""),
+                row(f"{name} read vs MindSpore MindDataset", n / r["sequential"], "rows/s",
+                    "MindSpore MindDataset(shuffle=False)", ms["minddataset_rows"] / ms["minddataset_s"])]
+    return out
+
+
+def bench_workload(folder, name, n, repeats, mindspore_python):
+    rows, origin = workload_rows(name, n)
+    mb = sum(len(payload(r)) for r in rows) / 1e6
+    print(f"  {name}: {len(rows)} rows, {mb:.1f} MB payload ({origin})", file=sys.stderr, flush=True)
+    path, flat, w = measure_writes(folder, name, rows, repeats)
+    r = measure_reads(path, flat, repeats + 1)
+    remove_dataset(path)
+    os.unlink(flat)
+    ms = mindspore_storage(mindspore_python, folder, name, rows) if mindspore_python else None
+    return workload_rows_out(name, len(rows), mb, w, r, ms)
+
+
+# --- recordio count -----------------------------------------------------------------------------------
+
+
+def build_count_dataset(path, n):
+    from recordio import FileWriter
+
+    remove_dataset(path)
+    with FileWriter(path, overwrite=True, fsync=False) as writer:
+        writer.add_schema({"label": {"type": "int32"}}, "count")
+        for start in range(0, n, 100_000):
+            writer.write_raw_data([{"label": i % 10} for i in range(start, min(n, start + 100_000))])
+
+
+def count_command(path):
+    script = os.path.join(os.path.dirname(sys.executable), "recordio")
+    if os.path.isfile(script):
+        return [script, "count", path]
+    return [sys.executable, "-c", "import sys, recordio; print(recordio.count_rows(sys.argv[1]))", path]
+
+
+def time_process(command, repeats, expect):
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+        best = min(best, time.perf_counter() - start)
+        if done.returncode != 0 or done.stdout.split()[-1] != str(expect):
+            raise RuntimeError(f"{command[0]} failed or miscounted: {done.stdout[-200:]} {done.stderr[-2000:]}")
+    return best
+
+
+_MS_COUNT = "import sys; from mindspore.mindrecord import FileReader; print(FileReader(sys.argv[1]).len())"
+
+
+def bench_count(folder, n, mindspore_python):
+    path = os.path.join(folder, "count.mindrecord")
+    build_count_dataset(path, n)
+    ours = time_process(count_command(path), 5, n)
+    if mindspore_python:
+        theirs, label = time_process([mindspore_python, "-c", _MS_COUNT, path], 2, n), "MindSpore FileReader.len()"
+    else:
+        theirs, label = MINDSPORE_COUNT_QUOTED, "MindSpore (quoted, SPEC)"
+    remove_dataset(path)
+    return [row(f"recordio count, {n} rows, whole process", ours, "s", label, theirs, "< 0.1 s")]
+
+
+# --- entry points -------------------------------------------------------------------------------------
+
+
+def run(args):
+    """Run the storage benchmark; returns rows ``{name, value, unit, baseline, baseline_value, ratio}``."""
+    sizes = QUICK_SIZES if args.quick else SIZES
+    repeats = 1 if args.quick else 3
+    folder = tempfile.mkdtemp(prefix="storage-", dir=args.workdir)
+    try:
+        results = []
+        for name in ("cifar", "jpeg", "arrays"):
+            results += bench_workload(folder, name, sizes[name], repeats, args.mindspore_python)
+        results += bench_count(folder, QUICK_COUNT_ROWS if args.quick else COUNT_ROWS, args.mindspore_python)
+        return results
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _format(r):
+    text = f"{r['name']:<48} {r['value']:>12.4g} {r['unit']:<7}"
+    if r["ratio"] is not None:
+        text += f" {r['ratio']:>7.2f}x {r['baseline']} ({r['baseline_value']:.4g})"
+    return text + (f"   target {r['target']}" if r["target"] else "")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small workloads (a smoke run, not for quoting)")
+    parser.add_argument("--workdir", default=None, help="where datasets are written (default: a temporary folder)")
+    parser.add_argument("--mindspore-python", default=os.environ.get("RECORDIO_MINDSPORE_PYTHON"),
+                        help="a Python with MindSpore 2.10 for the baselines (default: $RECORDIO_MINDSPORE_PYTHON)")
+    parser.add_argument("--device", default="cpu", help="unused by this suite (accepted for the dispatcher)")
+    parser.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
+    args = parser.parse_args(argv)
+    results = run(args)
+    for r in results:
+        print(_format(r))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"python": sys.version.split()[0], "results": results}, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.join(HERE, ".."))
+    sys.exit(main())
