@@ -127,3 +127,26 @@ def _write_meta(folder, kind, layout):
     for name, lines in files.items():
         with open(os.path.join(folder, name), "w") as f:
             f.write("\n".join(lines) + "\n\n")
+
+
+class DyingOnceImageFolder:
+    """An ImageFolder source whose worker dies (os._exit) the first time it reads ``victim``.
+
+    Used to check that a retried shard task leaves no duplicate rows. ``marker`` records
+    that the death happened (visible to every process on the machine).
+    """
+
+    def __init__(self, root, victim, marker):
+        from recordio.converters.imagefolder import ImageFolderSource
+
+        self.inner = ImageFolderSource(root)
+        self.victim, self.marker = victim, str(marker)
+        for name in ("kind", "schema", "desc", "index_fields", "chunk_rows", "units", "unit_rows", "where",
+                     "facts"):
+            setattr(self, name, getattr(self.inner, name))
+
+    def read(self, unit):
+        if unit[0] == self.victim and not os.path.exists(self.marker):
+            open(self.marker, "w").close()
+            os._exit(3)
+        return self.inner.read(unit)
