@@ -1,0 +1,78 @@
+"""The command line: output, --json, exit codes, help examples, and that every command is documented."""
+
+import json
+import pathlib
+import subprocess
+import sys
+import time
+
+import pytest
+
+from recordio.tools.__main__ import COMMANDS, main
+from conftest import GOLDEN_COPIES, ROOT
+
+FIRST = str(GOLDEN_COPIES / "matrix_s4_index" / "matrix_s4_index.mindrecord0")
+
+
+def test_info_text_and_json(capsys):
+    assert main(["info", FIRST]) == 0
+    out = capsys.readouterr().out
+    assert "rows: 24 in 4 shard(s)" in out and "label: int32 (indexed)" in out and "vec: float32[-1]" in out
+    assert main(["info", FIRST, "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["rows"] == 24 and [s["rows"] for s in info["shards"]] == [6, 6, 6, 6]
+    assert all(s["allocated_bytes"] < s["apparent_bytes"] for s in info["shards"])   # sparse files
+
+
+def test_count_and_where(capsys):
+    assert main(["count", FIRST]) == 0
+    assert capsys.readouterr().out.strip() == "24"
+    assert main(["count", FIRST, "--where", "label=3", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"rows": 5}
+    assert main(["count", FIRST, "--where", "name=x"]) == 1
+    assert "not an indexed field" in capsys.readouterr().err
+
+
+def test_head(capsys):
+    assert main(["head", FIRST, "-n", "2", "--columns", "id,img,vec"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("[0] ") and "bytes sha256:" in lines[0]
+    assert main(["head", FIRST, "-n", "1", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["id"] == 0
+
+
+@pytest.mark.parametrize("argv,code,words", [
+    (["info", "/nonexistent/x.mr"], 1, "recordio: error:"),
+    (["count", str(GOLDEN_COPIES / "manifest.json")], 1, "recordio: error:"),
+    (["info", FIRST, "--bogus"], 2, "unrecognized arguments"),
+    (["nope"], 2, "invalid choice"),
+    (["head", FIRST, "-n", "-1"], 1, "-n must be >= 0"),
+])
+def test_errors_and_exit_codes(capsys, argv, code, words):
+    assert main(argv) == code
+    assert words in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_every_command_has_help_with_example_and_readme_entry(capsys, command):
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    out = capsys.readouterr().out
+    assert "example:" in out and f"recordio {command}" in out
+    readme = (ROOT / "README.md").read_text()
+    assert f"recordio {command}" in readme, f"`recordio {command}` is not documented in README.md"
+
+
+def test_console_script_count_is_fast():
+    script = pathlib.Path(sys.executable).with_name("recordio")
+    if not script.exists():
+        pytest.skip("the package is not installed (no console script)")
+    best = min(_timed([str(script), "count", FIRST]) for _ in range(3))
+    assert best < 0.5      # generous for loaded CI machines; `recordio bench` measures the real figure
+
+
+def _timed(argv):
+    start = time.perf_counter()
+    out = subprocess.run(argv, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "24"
+    return time.perf_counter() - start
