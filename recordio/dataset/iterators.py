@@ -57,7 +57,7 @@ class _Producer:
                 if not self._put(("item", epoch, item)):
                     return False
         finally:
-            items.close()
+            getattr(items, "close", lambda: None)()
         return self._put(("end", epoch, None))
 
     def _run(self, root, ctx, epochs, skip):

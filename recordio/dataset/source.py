@@ -75,16 +75,18 @@ class SampledSource(Dataset):
     def _items(self, ctx, epoch):
         start = ctx.start_of(epoch)
         if start is None:
-            return
+            return iter(())
         ids = self.sampler.order(self._num_rows(), ctx.seed, epoch, self)
-        total = len(ids)
         num, sid = self._split(ctx)
-        positions = _order.shard_positions(total, num, sid, start)
+        positions = _order.shard_positions(len(ids), num, sid, start)
         if self.sampler.num_samples:
             positions = positions[:self.sampler.num_samples]
         if self._reads_everything_in_order(ids, positions):
-            yield from self._scan(epoch, total)
-            return
+            return self._scan(epoch)
+        return self._by_id(ctx, epoch, ids, positions, start, num)
+
+    def _by_id(self, ctx, epoch, ids, positions, start, num):
+        total = len(ids)
         sent = collections.deque()
 
         def chunks():
@@ -98,7 +100,6 @@ class SampledSource(Dataset):
                 consumed += num          # = consumed_after(start, num, rows delivered, total)
                 yield Item(cols, rid, epoch, (epoch, consumed if consumed < total else total))
 
-
     def _reads_everything_in_order(self, ids, positions):
         n = self._num_rows()
         return (self._scan_rows is not None and len(positions) == n == len(ids)
@@ -106,7 +107,7 @@ class SampledSource(Dataset):
 
     _scan_rows = None      # a source that can stream all its rows in order faster than by id
 
-    def _scan(self, epoch, total):
+    def _scan(self, epoch):
         for rid, cols in enumerate(self._scan_rows()):
             yield Item(cols, rid, epoch, (epoch, rid + 1))
 
