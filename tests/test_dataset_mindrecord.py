@@ -92,3 +92,8 @@ def test_reading_by_id_equals_the_sequential_scan(case):
     assert len(got) == len(scanned) == n
     for a, b in zip(got, scanned):
         assert all(same(a[f], b[f]) for f in b)
+
+
+def test_a_missing_file_fails_when_the_dataset_is_made(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        MindDataset(str(tmp_path / "nothing.mindrecord"))

@@ -49,6 +49,7 @@ class MindDataset(SampledSource):
         self.num_parallel_workers = num_parallel_workers
         self._reader = None
         self._index_cols = None
+        self.reader                      # a missing or malformed file fails here, not mid-iteration
         self._check_padding()
 
     def __getstate__(self):
