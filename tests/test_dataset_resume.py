@@ -189,3 +189,18 @@ def check_resume(build, epochs=2):
 @pytest.mark.parametrize("stage", sorted(STAGES))
 def test_every_stage_resumes(stage):
     check_resume(STAGES[stage])
+
+
+def test_internal_passes_leave_the_state_alone(dataset):
+    ds = build(dataset)
+    it = ds.create_dict_iterator(num_epochs=1, output_numpy=True)
+    outputs(it, 2)
+    state = ds.state_dict()
+    ds.output_shapes()
+    assert ds.state_dict() == state
+    fresh = build(dataset)
+    fresh.load_state_dict(state)
+    fresh.output_types()
+    fresh.get_dataset_size()
+    rest = outputs(fresh.create_dict_iterator(num_epochs=1, output_numpy=True))
+    assert len(rest) == 6

@@ -80,10 +80,13 @@ class _Producer:
 class ItemStream:
     """Items of ``num_epochs`` epochs (``None``/-1: endless); ``StopIteration`` ends each epoch."""
 
-    def __init__(self, root, num_epochs=1, shards=None, world=None, first_epoch=None):
+    def __init__(self, root, num_epochs=1, shards=None, world=None, first_epoch=None, track=True):
+        """``track=False``: an internal pass (sizes, shapes, save) that neither takes a loaded state
+        nor becomes the pipeline's ``state_dict()``."""
         plan = build_plan(root)
-        state = root._pending_state or initial_state(config.get_seed())
-        root._pending_state = None
+        state = (track and root._pending_state) or initial_state(config.get_seed())
+        if track:
+            root._pending_state = None
         if first_epoch is not None:
             state = initial_state(state["seed"]) if state["epoch"] != first_epoch else state
             state["epoch"] = first_epoch
@@ -103,8 +106,9 @@ class ItemStream:
         self._pending = None
         self._started = False
         self._finished = False
-        root._state = weakref.WeakMethod(self.state_dict)
-        self._root = weakref.ref(root)
+        if track:
+            root._state = weakref.WeakMethod(self.state_dict)
+        self._root = weakref.ref(root) if track else lambda: None
         _LIVE.add(self)
 
     def _get(self, block=True):
@@ -199,8 +203,8 @@ class _Tail:
 
 
 class _OutputIterator:
-    def __init__(self, root, num_epochs, output_numpy, device, columns=None):
-        self._stream = ItemStream(root, num_epochs)
+    def __init__(self, root, num_epochs, output_numpy, device, columns=None, track=True):
+        self._stream = ItemStream(root, num_epochs, track=track)
         self._numpy = output_numpy
         self._device = device
         self._columns = columns

@@ -178,7 +178,8 @@ class Dataset:
 
     def _first_numpy(self):
         from recordio.dataset.values import to_numpy
-        it = self.create_tuple_iterator(num_epochs=1, output_numpy=True)
+        from recordio.dataset.iterators import TupleIterator
+        it = TupleIterator(self, 1, True, None, track=False)
         try:
             return [to_numpy(v) for v in next(iter(it))]
         except StopIteration:
@@ -206,8 +207,9 @@ class Dataset:
         return iter(self.create_tuple_iterator(num_epochs=1))
 
     def _iter_items(self, num_epochs=1):
+        """Items of an internal pass (sizes, save): no resume state is taken or recorded."""
         from recordio.dataset.iterators import ItemStream
-        return ItemStream(self, num_epochs)
+        return ItemStream(self, num_epochs, track=False)
 
     def _iter_host_batches(self, num_epochs=1):
         from recordio.dataset.iterators import iter_host_batches
