@@ -159,3 +159,20 @@ def test_interpreter_exit_with_a_live_iterator():
     pid = done.stdout.split()[-1]
     assert not glob.glob(os.path.join(shm.SHM_DIR, f"rio-{pid}-*"))
     assert "leaked" not in done.stderr and "Traceback" not in done.stderr
+
+
+class Unpicklable(Exception):
+    def __init__(self, a, b):
+        super().__init__(f"{a} and {b}")
+
+
+def raise_unpicklable(i, img):
+    if int(i) == 3:
+        raise Unpicklable("this", "that")
+    return i, img
+
+
+def test_an_unpicklable_worker_error_still_reaches_the_consumer():
+    it = pipeline(raise_unpicklable, True).create_dict_iterator(num_epochs=1, output_numpy=True)
+    with pytest.raises(WorkerError, match=r"Unpicklable: this and that[\s\S]*row 3"):
+        list(it)

@@ -16,6 +16,7 @@ import concurrent.futures as cf
 import itertools
 import multiprocessing
 import os
+import pickle
 import sys
 
 from recordio.dataset import shm
@@ -86,8 +87,22 @@ def _init_worker(fn):
 
 
 def _run_task(path_in, path_out):
-    result = _WORKER_FN(shm.load(path_in))
+    try:
+        result = _WORKER_FN(shm.load(path_in))
+    except Exception as e:
+        _check_picklable(e)
+        raise
     return shm.dump(result, path_out)
+
+
+def _check_picklable(error):
+    """An exception that cannot cross back to the consumer is replaced by a WorkerError saying what it was."""
+    try:
+        pickle.loads(pickle.dumps(error))
+    except Exception:  # noqa: BLE001 - any failure to round-trip
+        notes = "".join(f"\n{note}" for note in getattr(error, "__notes__", []))
+        raise WorkerError(f"{type(error).__name__}: {error}{notes}\n(the original exception cannot be "
+                          f"pickled, so it cannot leave the worker process)") from None
 
 
 class ProcessRunner(_PooledRunner):
