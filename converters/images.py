@@ -30,12 +30,32 @@ def check_image(data, mode="header"):
     kind = sniff(data)
     if kind is None:
         raise ValueError(f"not a recognised image file (starts with {data[:8]!r})")
-    if kind == "jpeg" and not 0 <= data.rfind(b"\xff\xda") < data.rfind(b"\xff\xd9"):
-        raise ValueError("truncated JPEG: no end-of-image marker after the last scan")
+    if kind == "jpeg" and not 0 <= _jpeg_scan_start(data) < data.rfind(b"\xff\xd9"):
+        raise ValueError("truncated JPEG: no end-of-image marker after the image data")
     if kind == "png" and b"IEND" not in data[-64:]:
         raise ValueError("truncated PNG: no IEND chunk at the end")
     if mode == "decode":
         _decode(data)
+
+
+def _jpeg_scan_start(data):
+    """Offset of the main image's first start-of-scan marker, found by walking the header segments.
+
+    Walking (rather than searching) skips an EXIF thumbnail's own markers inside APP1 and reads
+    only the headers, not the compressed data. -1 when the headers are malformed or end first.
+    """
+    i = 2
+    while i + 4 <= len(data):
+        if data[i] != 0xFF:
+            return -1
+        marker = data[i + 1]
+        if marker == 0xDA:
+            return i
+        if marker == 0xFF or marker == 0x01 or 0xD0 <= marker <= 0xD8:
+            i += 1 if marker == 0xFF else 2          # fill byte, or a marker without a length
+            continue
+        i += 2 + int.from_bytes(data[i + 2:i + 4], "big")
+    return -1
 
 
 def _decode(data, flags=None):

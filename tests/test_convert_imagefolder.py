@@ -86,7 +86,8 @@ def test_bad_image_fails_with_its_path(folder, tmp_path):
 def test_decode_check_catches_what_the_header_check_misses(tmp_path):
     make_imagefolder(tmp_path / "src", per_photo=1)
     bad = tmp_path / "src" / "cat" / "scrambled.jpg"
-    bad.write_bytes(b"\xff\xd8\xff\xe0" + bytes(200) + b"\xff\xda" + bytes(50) + b"\xff\xd9")  # markers only
+    app0, sos = b"\xff\xe0\x00\x10" + bytes(14), b"\xff\xda\x00\x0c" + bytes(10)
+    bad.write_bytes(b"\xff\xd8" + app0 + sos + bytes(50) + b"\xff\xd9")   # well-formed markers, no image
     assert convert_imagefolder(tmp_path / "src", tmp_path / "a.mindrecord", workers=1).rows == 6
     summary = convert_imagefolder(tmp_path / "src", tmp_path / "b.mindrecord", workers=1, check="decode",
                                   skip_bad=True)

@@ -55,7 +55,7 @@ def test_bad_source_raises_the_same_error_as_on_the_pool(cluster, folder, tmp_pa
                                       skip_bad=True)
     finally:
         bad.unlink()
-    assert summary.skipped == [(str(bad), "ValueError: truncated JPEG: no end-of-image marker after the last scan")]
+    assert summary.skipped == [(str(bad), "ValueError: truncated JPEG: no end-of-image marker after the image data")]
     assert summary.rows == 15
 
 
