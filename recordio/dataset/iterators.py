@@ -7,6 +7,7 @@ Errors raised in the pipeline reach the consumer as the same exception.
 """
 
 import atexit
+import functools
 import itertools
 import queue
 import threading
@@ -36,6 +37,7 @@ class HostBatch(typing.NamedTuple):
 
 class _Producer:
     def __init__(self, root, ctx, epochs, skip, prefetch):
+        self.finish = None             # applied to each item's columns in this thread (conversion)
         self.queue = queue.Queue(prefetch)
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, args=(root, ctx, epochs, skip), daemon=True,
@@ -54,6 +56,8 @@ class _Producer:
         items = root._items(ctx, epoch)
         try:
             for item in itertools.islice(items, skip, None):
+                if self.finish is not None:
+                    item.cols = self.finish(item.cols)
                 if not self._put(("item", epoch, item)):
                     return False
         finally:
@@ -202,6 +206,24 @@ class _Tail:
         return cols
 
 
+def convert_value(value, output_numpy, device=None):
+    """A pipeline value as the iterator gives it (SPEC §2)."""
+    if output_numpy:
+        if hasattr(value, "detach"):
+            return value.detach().cpu().numpy()
+        return to_numpy(value)
+    if hasattr(value, "detach"):
+        return value
+    out = to_torch(value)
+    if device is not None and hasattr(out, "to"):
+        out = out.to(device)
+    return out
+
+
+def convert_columns(cols, output_numpy, device=None):
+    return {name: convert_value(value, output_numpy, device) for name, value in cols.items()}
+
+
 class _OutputIterator:
     def __init__(self, root, num_epochs, output_numpy, device, columns=None, track=True):
         self._stream = ItemStream(root, num_epochs, track=track)
@@ -210,26 +232,21 @@ class _OutputIterator:
         self._columns = columns
         self._tail = _Tail(self._stream.plan, device, self._stream.seed) if self._stream.plan.offload.tail \
             else None
+        self._ready = self._tail is None and device is None
+        if self._ready:            # convert in the producer thread: the consumer only dequeues
+            self._stream._producer.finish = functools.partial(convert_columns, output_numpy=output_numpy)
+
+    def _convert_all(self, cols):
+        return convert_columns(cols, self._numpy, self._device)
 
     def __iter__(self):
         return self
 
-    def _convert(self, value):
-        if self._numpy:
-            if hasattr(value, "detach"):
-                return value.detach().cpu().numpy()
-            return to_numpy(value)
-        if hasattr(value, "detach"):
-            return value
-        out = to_torch(value)
-        if self._device is not None and hasattr(out, "to"):
-            out = out.to(self._device)
-        return out
-
     def _next_cols(self):
         item = next(self._stream)
-        cols = self._tail(item) if self._tail is not None else item.cols
-        return {name: self._convert(value) for name, value in cols.items()}
+        if self._ready:
+            return item.cols
+        return self._convert_all(self._tail(item) if self._tail is not None else item.cols)
 
     def state_dict(self):
         return self._stream.state_dict()
