@@ -55,8 +55,7 @@ def test_errors_and_exit_codes(capsys, argv, code, words):
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_every_command_has_help_with_example_and_readme_entry(capsys, command):
-    with pytest.raises(SystemExit):
-        main([command, "--help"])
+    assert main([command, "--help"]) == 0
     out = capsys.readouterr().out
     assert "example:" in out and f"recordio {command}" in out
     readme = (ROOT / "README.md").read_text()
