@@ -30,12 +30,21 @@ def _classes(root):
 
 
 def _files(root, folder):
-    found = []
-    for parent, dirs, names in os.walk(os.path.join(root, folder), followlinks=True):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        found.extend(os.path.relpath(os.path.join(parent, n), root).replace(os.sep, "/")
-                     for n in names if n.lower().endswith(EXTENSIONS) and not n.startswith("."))
-    return sorted(found)
+    """Image files under ``root/folder`` as ``/``-separated relative paths, in torchvision's order
+    (folders by sorted path, files sorted within each; hidden entries skipped, links followed)."""
+    groups, pending = {}, [folder]
+    while pending:
+        rel = pending.pop()
+        names = groups.setdefault(rel, [])
+        for entry in os.scandir(os.path.join(root, rel)):
+            if entry.name.startswith("."):
+                continue
+            if entry.is_dir():
+                pending.append(f"{rel}/{entry.name}")
+            elif entry.name.lower().endswith(EXTENSIONS):
+                names.append(entry.name)
+    return [f"{rel}/{name}" for rel in sorted(groups, key=lambda r: os.path.join(root, r))
+            for name in sorted(groups[rel])]
 
 
 def label_map(root):

@@ -107,3 +107,16 @@ def test_not_an_imagefolder(tmp_path):
         convert_imagefolder(tmp_path, tmp_path / "x.mindrecord")
     with pytest.raises(FileNotFoundError, match="no such folder"):
         convert_imagefolder(tmp_path / "missing", tmp_path / "x.mindrecord")
+
+
+def test_nested_folders_follow_torchvision_order(tmp_path):
+    """Files of a folder come before those of its subfolders (torchvision sorts os.walk by folder)."""
+    src = make_imagefolder(tmp_path / "src", per_photo=1)
+    one = next(iter(src))
+    for rel in ("cat/b/c.jpg", "cat/z.jpg", "cat/.hidden.jpg", "cat/b/.git/x.jpg"):
+        (tmp_path / "src" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "src" / rel).write_bytes((tmp_path / "src" / one).read_bytes())
+    summary = convert_imagefolder(tmp_path / "src", tmp_path / "x.mindrecord", workers=1)
+    names = [r["file_name"] for r in rows(summary)]
+    assert names[:3] == ["cat/chelsea_000.jpg", "cat/z.jpg", "cat/b/c.jpg"]
+    assert len(names) == 7
