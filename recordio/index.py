@@ -98,6 +98,14 @@ def write_checksums(path, algorithm, checksums):
     _transaction(path, lambda conn: _insert_checksums(conn, algorithm, checksums))
 
 
+def update_checksums(path, algorithm, checksums):
+    """Replace some rows of an existing checksum table (e.g. the header's after a header rewrite)."""
+    def work(conn):
+        conn.executemany(f"INSERT OR REPLACE INTO {CHECKSUM_TABLE} VALUES (?,?,?,?,?,?)",
+                         ((algorithm,) + tuple(c) for c in checksums))
+    _transaction(path, work)
+
+
 def write_meta(path, items):
     """Store recordio's facts about the shard (writer version, header digest) as key/value rows."""
     _transaction(path, lambda conn: _insert_meta(conn, items))

@@ -25,6 +25,7 @@ import sqlite3
 
 import xxhash
 
+from recordio import checksums as sums
 from recordio import format as fmt
 from recordio import index
 from recordio.commit import Staging, clean_stale, fsync_dir
@@ -178,7 +179,10 @@ def _stage_parts(folder, staging, targets, compression, moved):
             moved.append((src, dst))
         with open(data, "r+b") as f:
             f.write(blob + b"\x00" * max(0, len(old) - len(blob)))
-        _rename_index(db, names[i], xxhash.xxh3_64_hexdigest(blob))
+            f.flush()
+            header_sum = sums.compute(f.fileno(), header["header_size"], header["page_size"], header["page"],
+                                      only={sums.HEADER_SLOT})
+        _rename_index(db, names[i], xxhash.xxh3_64_hexdigest(blob), header_sum)
 
 
 def _metadata(header):
@@ -187,10 +191,14 @@ def _metadata(header):
             schema["blob_fields"], schema["desc"])
 
 
-def _rename_index(db, name, header_digest):
+def _rename_index(db, name, header_digest, header_checksum):
     conn = sqlite3.connect(db, isolation_level=None)
     try:
         conn.execute("UPDATE SHARD_NAME SET NAME = ?", (name,))
+        has_checksums = conn.execute("SELECT name FROM sqlite_master WHERE name = ?",
+                                     (index.CHECKSUM_TABLE,)).fetchone()
     finally:
         conn.close()
     index.write_meta(db, {"header_xxh3": header_digest})
+    if has_checksums:
+        index.update_checksums(db, sums.ALGORITHM, header_checksum)

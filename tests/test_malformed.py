@@ -197,3 +197,57 @@ def test_read_without_db_through_page_table(tmp_path):
         p.unlink()
     with recordio.FileReader(str(d / "matrix_s4_index.mindrecord0"), use_index=False) as r:
         assert len(r) == 24
+
+
+def test_renamed_files(tmp_path):
+    d = copy_case(tmp_path, "one_row")
+    os.rename(d / "one_row.mindrecord", d / "y.mr")
+    os.rename(d / "one_row.mindrecord.db", d / "y.mr.db")
+    result = probe(d / "y.mr")                      # its header still names one_row.mindrecord
+    assert result["type"] == "FileNotFoundError" and "one_row.mindrecord" in result["message"]
+    import recordio
+    with pytest.raises(recordio.IndexFileError, match="must not be renamed"):
+        recordio.FileReader([str(d / "y.mr")])
+
+
+def test_pages_with_wrong_shard_id_are_still_read(tmp_path):
+    d = copy_case(tmp_path, "matrix_s1_index")
+    f = d / "matrix_s1_index.mindrecord"
+    rewrite_header(f, lambda h: [p.update(shard_id=1) for p in h["page"]])
+    assert probe(f) == {"ok": 24}
+
+
+def test_version_2_file_without_compression(tmp_path):
+    d = copy_case(tmp_path, "multi_blob")     # no int arrays: the 2.0 and 3.0 layouts are the same
+    f = d / "multi_blob.mindrecord"
+    rewrite_header(f, lambda h: h.update(version="2.0"))
+    import pickle
+    import recordio
+    from rowcheck import assert_rows_equal
+    with recordio.FileReader(str(f)) as r:
+        assert_rows_equal(list(r), pickle.load(open(d / "expected.pkl", "rb")))
+
+
+def test_compressed_file_relabelled_2_0_is_refused(tmp_path):
+    d = copy_case(tmp_path, "single_int_array_blob")
+    f = d / "single_int_array_blob.mindrecord"
+    rewrite_header(f, lambda h: h.update(version="2.0"))
+    result = probe(f)
+    assert result.get("recordio") and result["type"] == "FormatError", result
+
+
+def test_foreign_db_with_identical_layout_never_changes_values(tmp_path):
+    """A .db copied from another dataset with the same layout: values still come from the data file."""
+    import sqlite3
+    import recordio
+    d = copy_case(tmp_path, "matrix_s1_index")
+    f = str(d / "matrix_s1_index.mindrecord")
+    truth = [int(r["label"]) for r in recordio.FileReader(f)]
+    conn = sqlite3.connect(f + ".db")
+    conn.execute("UPDATE INDEXES SET label_0 = label_0 + 1000")
+    conn.commit()
+    conn.close()
+    reader = recordio.FileReader(f)
+    assert [int(r["label"]) for r in reader] == truth
+    assert recordio.FileReader(f, columns=["label"]).index_column("label").tolist() == truth
+    assert not recordio.verify(f).ok
