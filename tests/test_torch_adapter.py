@@ -69,3 +69,25 @@ def test_workers_within_explicit_shards(dataset):
 def test_without_workers(dataset):
     order, _ = collect(DataLoader(TorchDataset(pipeline(dataset)), batch_size=None))
     assert sorted(order) == list(range(N))
+
+
+def test_an_offloaded_tail_runs_in_the_workers():
+    from recordio import vision
+    from recordio.dataset import GeneratorDataset
+
+    images = [(np.random.default_rng(i).integers(0, 255, (4, 6, 3), dtype=np.uint8), np.int64(i))
+              for i in range(12)]
+
+    def build(offload):
+        ds = GeneratorDataset(images, ["image", "id"], shuffle=False)
+        return ds.map([vision.RandomHorizontalFlip(), vision.HWC2CHW()], "image", offload=offload).batch(3)
+
+    assert build(True).offload_plan().tail
+    got = {}
+    for batch in DataLoader(TorchDataset(build(True)), batch_size=None, num_workers=2):
+        got.update({int(i): img.numpy() for i, img in zip(batch["id"], batch["image"])})
+    want = {}
+    for batch in build(False).create_dict_iterator(num_epochs=1, output_numpy=True):
+        want.update({int(i): img for i, img in zip(batch["id"], batch["image"])})
+    assert sorted(got) == list(range(12))
+    assert all(np.array_equal(got[i], want[i]) for i in want)

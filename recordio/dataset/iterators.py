@@ -181,7 +181,7 @@ def _splits(root, ctx):
     return [list(node._split(ctx)) for node in root._nodes() if isinstance(node, SampledSource)]
 
 
-class _Tail:
+class Tail:
     """The offloaded ops, applied by the iterator (on cpu or on ``device``)."""
 
     def __init__(self, plan, device, seed):
@@ -230,7 +230,7 @@ class _OutputIterator:
         self._numpy = output_numpy
         self._device = device
         self._columns = columns
-        self._tail = _Tail(self._stream.plan, device, self._stream.seed) if self._stream.plan.offload.tail \
+        self._tail = Tail(self._stream.plan, device, self._stream.seed) if self._stream.plan.offload.tail \
             else None
         self._ready = self._tail is None and device is None
         if self._ready:            # convert in the producer thread: the consumer only dequeues

@@ -10,12 +10,14 @@ Each DataLoader worker runs the whole pipeline on its share of the source: with 
 shards (rank ``r``, worker ``w`` -> shard ``r * K + w``), so every row is seen once per epoch
 across ranks x workers, padding aside (at most ``W * K - 1`` repeats). Batch in the pipeline
 (``ds.batch``) and give the loader ``batch_size=None``. Augmentations are keyed by row, so they
-are the same as without the DataLoader. Outputs are dicts of torch tensors (strings stay ``str``).
+are the same as without the DataLoader. Outputs are dicts of torch tensors (strings stay ``str``);
+an offloaded tail runs in the worker, on the cpu.
 """
 
+import torch
 import torch.utils.data
 
-from recordio.dataset.iterators import ItemStream
+from recordio.dataset.iterators import ItemStream, Tail
 from recordio.dataset.source import torch_world
 from recordio.dataset.values import to_torch
 
@@ -38,8 +40,11 @@ class TorchDataset(torch.utils.data.IterableDataset):
         workers, worker = (info.num_workers, info.id) if info is not None else (1, 0)
         stream = ItemStream(self.dataset, num_epochs=self.epoch + 1, shards=(workers, worker),
                             world=self.world, first_epoch=self.epoch)
+        tail = Tail(stream.plan, "cpu", stream.seed) if stream.plan.offload.tail else None
         try:
             for item in stream:
-                yield {name: to_torch(value) for name, value in item.cols.items()}
+                cols = tail(item) if tail is not None else item.cols
+                yield {name: value if isinstance(value, torch.Tensor) else to_torch(value)
+                       for name, value in cols.items()}
         finally:
             stream.close()
