@@ -145,17 +145,17 @@ def _row(name, value, unit, baseline=None, baseline_value=None):
 
 def run(args):
     """Run the conversion benchmark; returns rows ``{name, value, unit, baseline, baseline_value, ratio}``."""
-    n = args.files or (QUICK_FILES if args.quick else FILES)
+    n = getattr(args, "files", None) or (QUICK_FILES if args.quick else FILES)
     repeats = 1 if args.quick else 3
-    folder = tempfile.mkdtemp(prefix="convert-", dir=args.workdir)
+    folder = tempfile.mkdtemp(prefix="convert-", dir=getattr(args, "workdir", None))
     try:
         src = os.path.join(folder, "imagefolder")
         mb = make_jpegs(src, n) / 1e6
         print(f"  imagefolder: {n} JPEGs, {mb:.1f} MB", file=sys.stderr, flush=True)
         seconds = {w: _best(time_recordio(src, folder, w), repeats) for w in (1, 2)}
         copy = _best(time_copy(src, folder), repeats)
-        ms = (time_mindspore(args.mindspore_python, src, folder, repeats)
-              if args.mindspore_python else None)
+        python = getattr(args, "mindspore_python", None)
+        ms = time_mindspore(python, src, folder, repeats) if python else None
         return _rows(n, mb, seconds, copy, ms)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
