@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from recordio.dataset import MindDataset, Shuffle, config
 from recordio.dataset.order import consumed_after, shard_positions
@@ -115,3 +116,20 @@ def test_resumed_split_covers_the_rest(total, shards, start):
     taken = np.concatenate([shard_positions(total, shards, s, start) for s in range(shards)])
     assert set(taken.tolist()) == set(range(start, total))
     assert consumed_after(start, shards, len(shard_positions(total, shards, 0, start)), total) == total
+
+
+@settings(max_examples=200, deadline=None)
+@given(total=st.integers(0, 300), before=st.integers(1, 9), after=st.integers(1, 9), steps=st.integers(0, 40))
+def test_split_then_resume_under_any_world_sizes(total, before, after, steps):
+    """Shards in lockstep for ``steps`` rows, then the rest under another world size: every position
+    once, repeats only as padding (fewer than the shard count, per phase)."""
+    per = len(shard_positions(total, before, 0))
+    steps = min(steps, per)
+    head = [p for s in range(before) for p in shard_positions(total, before, s)[:steps].tolist()]
+    consumed = consumed_after(0, before, steps, total)
+    tail = [p for s in range(after) for p in shard_positions(total, after, s, consumed).tolist()]
+    assert set(head) | set(tail) == set(range(total))
+    assert len(set(head) & set(tail)) == 0 or consumed == total
+    assert len(head) - len(set(head)) < before and len(tail) - len(set(tail)) < after
+    assert all(len(shard_positions(total, after, s, consumed)) == -(-(total - consumed) // after)
+               for s in range(after))
