@@ -50,9 +50,10 @@ def restore_config():
     config.set_auto_offload(auto)
 
 
-def pipeline(chain, offload, batch=8, workers=1, label_offload=None):
+def pipeline(chain, offload, batch=8, workers=1, label_offload=None, processes=False):
     ds = GeneratorDataset(Source(), ["image", "label"], shuffle=False)
-    ds = ds.map(CHAINS[chain](), input_columns="image", offload=offload, num_parallel_workers=workers)
+    ds = ds.map(CHAINS[chain](), input_columns="image", offload=offload, num_parallel_workers=workers,
+                python_multiprocessing=processes)
     ds = ds.map(transforms.TypeCast("int64"), input_columns="label", offload=label_offload)
     return ds.batch(batch) if batch else ds
 
@@ -106,6 +107,7 @@ def test_same_values_whatever_workers_and_batch_size():
     reference = rows_of(pipeline("sharpness", offload=True, batch=8, workers=1))
     assert_same(reference, rows_of(pipeline("sharpness", offload=True, batch=5, workers=2)))
     assert_same(reference, rows_of(pipeline("sharpness", offload=False, batch=3, workers=2)))
+    assert_same(reference, rows_of(pipeline("sharpness", offload=False, batch=8, workers=2, processes=True)))
 
 
 def test_unbatched_pipeline_offloads_per_row():
