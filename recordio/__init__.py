@@ -22,13 +22,14 @@ from recordio.errors import (
 __version__ = "0.1.0"
 
 _LAZY = {
+    "Callback": "recordio.training",
     "ConcatDataset": "recordio.dataset",
     "DataSink": "recordio.sink",
     "DistributedSampler": "recordio.dataset",
     "FileReader": "recordio.reader",
     "FileWriter": "recordio.writer",
     "GeneratorDataset": "recordio.dataset",
-    "LossMonitor": "recordio.train",
+    "LossMonitor": "recordio.training",
     "MindDataset": "recordio.dataset",
     "PKSampler": "recordio.dataset",
     "RandomSampler": "recordio.dataset",
@@ -37,13 +38,13 @@ _LAZY = {
     "ShardWriter": "recordio.shards",
     "SubsetRandomSampler": "recordio.dataset",
     "SubsetSampler": "recordio.dataset",
-    "TimeMonitor": "recordio.train",
+    "TimeMonitor": "recordio.training",
     "TorchDataset": "recordio.dataset",
     "count_rows": "recordio.count",
     "describe": "recordio.description",
     "finalize_shards": "recordio.shards",
     "missing_shards": "recordio.shards",
-    "train": "recordio.train",
+    "train": "recordio.training",
     "verify": "recordio.verification",
 }
 _MODULES = {"config": "recordio.dataset.config", "keys": "recordio.keys",

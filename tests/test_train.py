@@ -9,7 +9,7 @@ from torch import nn
 
 import recordio as rio
 from recordio import GeneratorDataset, vision
-from recordio.train import Callback, LossMonitor, TimeMonitor
+from recordio.training import Callback, LossMonitor, TimeMonitor
 
 ROWS, BATCH, CLASSES = 128, 16, 4       # 8 batches per data epoch
 
@@ -155,9 +155,9 @@ def test_an_invalid_loss_stops_training():
                   callbacks=[monitor], device="cpu", sink_size=2)
 
 
-def test_train_is_callable_after_importing_its_module():
-    import recordio.train  # noqa: F401 - rebinds the package attribute to the module
-    assert callable(rio.train)
+def test_train_is_the_function_after_importing_its_module():
+    import recordio.training  # noqa: F401
+    assert rio.train is recordio.training.train
 
 
 @pytest.mark.parametrize("epochs", [0, -1, 1.5, True])

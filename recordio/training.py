@@ -15,7 +15,7 @@ they fire once per step and ``sink_size`` is ignored.
 
 Callback protocol (MindSpore's names; every method is optional, so any object works)::
 
-    class MyCallback(recordio.train.Callback):     # or any object with some of these
+    class MyCallback(recordio.Callback):     # or any object with some of these
         def on_train_begin(self, run_context): ...
         def on_train_epoch_begin(self, run_context): ...
         def on_train_step_begin(self, run_context): ...
@@ -33,7 +33,6 @@ import itertools
 import math
 import sys
 import time
-import types
 
 import torch
 
@@ -276,15 +275,3 @@ def train(model, loss_fn, optimizer, dataset, epochs, dataset_sink_mode=True, si
             sink.close()
         if stream is not None:
             stream.close()
-
-
-class _CallableModule(types.ModuleType):
-    """``recordio.train`` is both this module and the function: importing the submodule
-    (``from recordio.train import LossMonitor``) rebinds the package attribute ``train`` to
-    the module, so the module forwards calls to :func:`train`."""
-
-    def __call__(self, *args, **kwargs):
-        return train(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
