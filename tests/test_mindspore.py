@@ -120,6 +120,9 @@ def _floats(rng, n):
     return [float(x) for x in rng.standard_normal(n) * 10.0 ** rng.integers(-6, 7, n)]
 
 
+STRINGS = ["", "a", "é" * 40, "€uro 漢字 😀", "x" * 300]
+
+
 def case_scalar_types(d):
     """Every scalar type, msgpack widths, edge and special values; NaN/inf in indexed floats."""
     edge_i32 = [0, 1, -1, 127, 128, -32, -33, 255, 256, -129, 65535, 65536, -32769, 2**31 - 1, -2**31]
@@ -132,7 +135,7 @@ def case_scalar_types(d):
         f32 = f32 if abs(f32) <= 3.4028234663852886e38 or math.isinf(f32) or math.isnan(f32) else 1.0
         rows.append({"id": i, "i32": np.int32(edge_i32[i % 15]) if i % 2 else edge_i32[i % 15],
                      "i64": edge_i64[i % len(edge_i64)], "f32": np.float32(f32) if i % 3 == 0 else f32,
-                     "f64": edge_f[(i + 3) % len(edge_f)], "s": ["", "a", "é" * 40, "€uro 漢字 😀", "x" * 300][i % 5],
+                     "f64": edge_f[(i + 3) % len(edge_f)], "s": STRINGS[i % len(STRINGS)],
                      "b": bytes([i % 256]) * (i * 37 % 600 + 1)})
     schema = {"id": {"type": "int64"}, "i32": {"type": "int32"}, "i64": {"type": "int64"},
               "f32": {"type": "float32"}, "f64": {"type": "float64"}, "s": {"type": "string"},
@@ -191,7 +194,8 @@ def case_no_blob(d):
 def case_no_raw(d):
     rng = np.random.default_rng(5)
     schema = {"img": {"type": "bytes"}, "vec": {"type": "float32", "shape": [-1]}}
-    rows = [{"img": rng.bytes(100 + i), "vec": rng.standard_normal(i % 4).astype(np.float32)} for i in range(12)]
+    rows = [{"img": rng.bytes(100 + i), "vec": rng.standard_normal(i % 4).astype(np.float32)}
+            for i in range(12)]
     return write(d / "no_raw.mindrecord", schema, [rows])
 
 
@@ -229,7 +233,8 @@ def _matrix_rows(n, seed):
 
 
 MATRIX_SCHEMA = {"id": {"type": "int64"}, "label": {"type": "int32"}, "name": {"type": "string"},
-                 "score": {"type": "float64"}, "img": {"type": "bytes"}, "vec": {"type": "float32", "shape": [-1]}}
+                 "score": {"type": "float64"}, "img": {"type": "bytes"},
+                 "vec": {"type": "float32", "shape": [-1]}}
 
 
 def case_shards4(d):
@@ -466,7 +471,8 @@ def _build_random(oracle):
     for seed in APPEND_SEEDS:
         spec = oracle.random[seed]
         files = write_random(oracle.folder / "ours_append", seed, spec, append=True)
-        oracle.write(("append", seed), ms_write_job(oracle.folder / "ms_append", seed, spec, append=True), files)
+        job = ms_write_job(oracle.folder / "ms_append", seed, spec, append=True)
+        oracle.write(("append", seed), job, files)
 
 
 def _build_parallel(oracle):
@@ -567,7 +573,8 @@ def compare(reader, schema, got_rows, expected_rows):
             if bug:
                 known[bug] = known.get(bug, 0) + 1
             elif not values_equal(value, expected):
-                problems.append(f"{reader} row {i} field {name!r}: MindSpore {value!r}, recordio {expected!r}")
+                problems.append(f"{reader} row {i} field {name!r}: MindSpore {value!r}, "
+                                f"recordio {expected!r}")
     return problems, known
 
 
@@ -711,11 +718,13 @@ def assert_same_files(files, ms_folder):
         with open(ours_path, "rb") as a, open(ms_path, "rb") as b:
             mine, theirs = a.read(), b.read()
         if mine != theirs:
-            at = next((i for i, (x, y) in enumerate(zip(mine, theirs)) if x != y), min(len(mine), len(theirs)))
+            at = next((i for i, (x, y) in enumerate(zip(mine, theirs)) if x != y),
+                      min(len(mine), len(theirs)))
             raise AssertionError(f"{name}: {len(mine)} bytes, MindSpore {len(theirs)}; first difference at "
                                  f"byte {at}: ours {mine[at:at + 40]!r}, MindSpore {theirs[at:at + 40]!r}")
         for table in ("INDEXES", "SHARD_NAME"):
-            assert _db_rows(ours_path + ".db", table) == _db_rows(ms_path + ".db", table), f"{name}.db {table}"
+            ours_rows, ms_rows = _db_rows(ours_path + ".db", table), _db_rows(ms_path + ".db", table)
+            assert ours_rows == ms_rows, f"{name}.db {table}"
 
 
 def _written(oracle, key):

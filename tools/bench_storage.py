@@ -73,7 +73,8 @@ def _generated(name, n, seed=0):
                    "file_name": f"n{i % 1000:08d}/img_{i:07d}.JPEG"}
         else:
             k = int(rng.integers(1, 20))
-            yield {"bbox": rng.random((k, 4), dtype=np.float32), "ids": rng.integers(0, 2**40, k, dtype=np.int64),
+            yield {"bbox": rng.random((k, 4), dtype=np.float32),
+                   "ids": rng.integers(0, 2**40, k, dtype=np.int64),
                    "score": float(rng.random()), "label": np.int32(i % 7), "tag": f"tag-{i}"}
 
 
@@ -99,10 +100,12 @@ def payload(row):
 # --- timing -----------------------------------------------------------------------------------------
 
 
-def best_seconds(fn, repeats):
-    """The fastest of ``repeats`` runs of ``fn()`` (seconds)."""
+def best_seconds(fn, repeats, setup=None):
+    """The fastest of ``repeats`` runs of ``fn()`` (seconds); ``setup()`` runs untimed before each."""
     best = float("inf")
     for _ in range(repeats):
+        if setup is not None:
+            setup()
         start = time.perf_counter()
         fn()
         best = min(best, time.perf_counter() - start)
@@ -110,6 +113,7 @@ def best_seconds(fn, repeats):
 
 
 def remove_dataset(path):
+    """Delete ``path`` and its siblings (shards, ``.db``), so that a timed write starts clean."""
     for name in os.listdir(os.path.dirname(path)):
         if name.startswith(os.path.basename(path)):
             os.unlink(os.path.join(os.path.dirname(path), name))
@@ -118,7 +122,6 @@ def remove_dataset(path):
 def write_recordio(path, name, rows, **options):
     from recordio import FileWriter
 
-    remove_dataset(path)
     with FileWriter(path, overwrite=True, **options) as writer:
         writer.add_schema(SCHEMAS[name], name)
         for start in range(0, len(rows), BATCH[name]):
@@ -163,12 +166,13 @@ def read_random(path, count):
 _MS_SCRIPT = r"""
 import json, pickle, sys, time
 import numpy as np
-path, rows_file, name, batch, schema = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), json.loads(sys.argv[5])
+path, rows_file, name, batch = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+schema = json.loads(sys.argv[5])
 from mindspore.mindrecord import FileReader, FileWriter
 import mindspore.dataset as ds
 with open(rows_file, "rb") as f:
-    rows = [{k: (np.frombuffer(v[2], v[0]).reshape(v[1]) if isinstance(v, tuple) else v) for k, v in r.items()}
-            for r in pickle.load(f)]
+    rows = [{k: (np.frombuffer(v[2], v[0]).reshape(v[1]) if isinstance(v, tuple) else v)
+             for k, v in r.items()} for r in pickle.load(f)]
 out = {}
 start = time.perf_counter()
 writer = FileWriter(path, shard_num=1, overwrite=True)
@@ -243,10 +247,12 @@ def measure_writes(folder, name, rows, repeats):
     times = {}
     for _ in range(repeats):
         for label, options in WRITE_VARIANTS:
-            seconds = best_seconds(lambda: write_recordio(path, name, rows, **options), 1)
+            seconds = best_seconds(lambda: write_recordio(path, name, rows, **options), 1,
+                                   setup=lambda: remove_dataset(path))
             times[label] = min(times.get(label, seconds), seconds)
-        seconds = best_seconds(lambda: write_flat(flat, rows), 1)
+        seconds = best_seconds(lambda: write_flat(flat, rows), 1, setup=lambda: remove_dataset(flat))
         times["flat"] = min(times.get("flat", seconds), seconds)
+    remove_dataset(path)
     write_recordio(path, name, rows)                     # leave the default dataset for the reads
     return path, flat, times
 
