@@ -83,9 +83,8 @@ def write_shard(job, shard_id, units, report=None):
     source, skipped, chunk = job.source, [], []
     with recordio.ShardWriter(job.destination, shard_id, job.shard_num, source.schema, source.desc,
                               source.index_fields or None) as writer:
-        for unit in units:
-            rows = _read_unit(job, unit, skipped)
-            chunk.extend(rows)
+        for unit, rows in _read_all(source, units):
+            chunk.extend(_rows_or_skip(job, unit, rows, skipped))
             if len(chunk) >= job.chunk_rows:
                 _flush(writer, chunk, report)
         _flush(writer, chunk, report)
@@ -101,16 +100,25 @@ def _flush(writer, chunk, report):
         chunk.clear()
 
 
-def _read_unit(job, unit, skipped):
-    try:
-        return job.source.read(unit)
-    except Exception as exc:  # any failure to read or decode an input is reported with its path
-        where, reason = job.source.where(unit), f"{type(exc).__name__}: {exc}"
-        if not job.skip_bad:
-            raise FormatError(f"{where}: unreadable source: {reason} (skip_bad=True / --skip-bad leaves "
-                              f"such inputs out)") from exc
-        skipped.append((where, reason))
-        return []
+def _read_all(source, units):
+    """``(unit, rows or the exception reading it raised)`` for each unit, in order."""
+    for unit in units:
+        try:
+            yield unit, source.read(unit)
+        except Exception as exc:  # any failure to read or decode an input is reported with its path
+            yield unit, exc
+
+
+def _rows_or_skip(job, unit, rows, skipped):
+    """The unit's rows; for a failed read, raise with the input's path, or skip it (``skip_bad``)."""
+    if not isinstance(rows, BaseException):
+        return rows
+    where, reason = job.source.where(unit), f"{type(rows).__name__}: {rows}"
+    if not job.skip_bad:
+        raise FormatError(f"{where}: unreadable source: {reason} (skip_bad=True / --skip-bad leaves "
+                          f"such inputs out)") from rows
+    skipped.append((where, reason))
+    return []
 
 
 def default_workers():
