@@ -14,9 +14,11 @@ exhaust file descriptors. A reader can be pickled and used after ``fork`` or und
 
 import bisect
 import collections
+import functools
 import mmap
 import os
 
+import msgpack
 import numpy as np
 
 from recordio.checksums import HEADER_SLOT, digest_bytes, slot_range
@@ -28,6 +30,20 @@ from recordio.shardset import open_shards
 __all__ = ["FileReader"]
 
 MAX_OPEN_FILES = 64
+_CHUNK = 4096
+_unpackb = functools.partial(msgpack.unpackb, raw=False, strict_map_key=False)
+
+
+class _Where:
+    """``"<file>: row <n>"``, formatted only when an error message needs it."""
+
+    __slots__ = ("path", "row")
+
+    def __init__(self, path, row):
+        self.path, self.row = path, row
+
+    def __str__(self):
+        return f"{self.path}: row {self.row}"
 
 
 class SchemaView(dict):
@@ -67,6 +83,10 @@ class FileReader:
         self._starts = np.cumsum([0] + [s.count for s in shards]).tolist()
         self._decode, self._need_raw, self._need_blob = schema.decoder(self._columns)
         self._maps = collections.OrderedDict()
+        self._all_locs = np.concatenate([np.concatenate([s.raw, s.blob], axis=1) for s in shards]
+                                        ).astype(np.int64).reshape(-1, 4)
+        self._locs = np.split(self._all_locs, np.cumsum([s.count for s in shards])[:-1])
+        self._starts_np = np.asarray(self._starts, dtype=np.int64)
         self._verified = [set() for _ in shards]
         if verify:
             _require_checksums(shards)
@@ -105,62 +125,73 @@ class FileReader:
     # --- rows -----------------------------------------------------------------------------------
 
     def __getitem__(self, item):
-        if isinstance(item, slice):
-            return [self._row(i) for i in range(*item.indices(len(self)))]
-        if isinstance(item, (bool, np.bool_)) or not isinstance(item, (int, np.integer)):
-            raise TypeError(f"rows are indexed by int or slice, not {type(item).__name__}")
+        if type(item) is not int:
+            if isinstance(item, slice):
+                return self.__getitems__(range(*item.indices(len(self))))
+            if isinstance(item, (bool, np.bool_)) or not isinstance(item, (int, np.integer)):
+                raise TypeError(f"rows are indexed by int or slice, not {type(item).__name__}")
         i = int(item)
-        n = len(self)
+        n = self._starts[-1]
         if i < 0:
             i += n
         if not 0 <= i < n:
             raise IndexError(f"row {item} is out of range for a dataset of {n} rows")
-        return self._row(i)
+        k = bisect.bisect_right(self._starts, i) - 1 if len(self._shards) > 1 else 0
+        return self._read_at(k, i - self._starts[k], *self._all_locs[i].tolist())
 
     def __getitems__(self, indices):
-        """Rows at ``indices`` (the batched fetch protocol of ``torch.utils.data``)."""
-        return [self[i] for i in indices]
+        """Rows at ``indices`` (the batched fetch protocol of ``torch.utils.data``), located in bulk."""
+        idx = np.asarray(indices, dtype=np.int64).reshape(-1)
+        n = len(self)
+        idx = np.where(idx < 0, idx + n, idx)
+        if idx.size and (idx.min() < 0 or idx.max() >= n):
+            bad = next(i for i in indices if not -n <= int(i) < n)
+            raise IndexError(f"row {bad} is out of range for a dataset of {n} rows")
+        shard = np.searchsorted(self._starts_np, idx, side="right") - 1
+        local = idx - self._starts_np[shard]
+        rows = []
+        locs = self._all_locs[idx].tolist()
+        for k, lo, loc in zip(shard.tolist(), local.tolist(), locs):
+            rows.append(self._read_at(k, lo, *loc))
+        return rows
 
     def __iter__(self):
         for k, shard in enumerate(self._shards):
-            for local in range(shard.count):
-                yield self._read(k, local)
+            locs = self._locs[k]
+            for first in range(0, shard.count, _CHUNK):
+                for local, (rs, re_, bs, be) in enumerate(locs[first:first + _CHUNK].tolist(), first):
+                    yield self._read_at(k, local, rs, re_, bs, be)
 
     def get_next(self):
         """Yield every row in order (MindSpore's generator method)."""
         yield from self
 
-    def _row(self, i):
-        k = bisect.bisect_right(self._starts, i) - 1
-        return self._read(k, i - self._starts[k])
-
     def _read(self, k, local):
-        try:
-            return self._read_unchecked(k, local)
-        except FormatError as exc:
-            where = f"{self._shards[k].path}: row {local}"
-            if str(exc).startswith(where) or isinstance(exc, ChecksumError):
-                raise
-            raise FormatError(f"{where}: {exc}") from None
+        return self._read_at(k, local, *self._locs[k][local].tolist())
 
-    def _read_unchecked(self, k, local):
-        shard = self._shards[k]
-        mm = self._map(k)
-        where = f"{shard.path}: row {local}"
+    def _read_at(self, k, local, rs, re_, bs, be):
+        """Row ``local`` of shard ``k`` from its raw range [rs, re_) and blob range [bs, be)."""
+        mm = self._maps.get(k) or self._map(k)
+        if self._verify:
+            self._check_row(k, rs, bs)
         record = blob = None
         if self._need_raw:
-            start, end = shard.raw[local]
-            if self._verify:
-                self._check_page(k, shard.page_of(start))
-            record = unpack_raw(mm[start:end])
-        if self._verify:
-            self._check_page(k, HEADER_SLOT)
+            try:
+                record = _unpackb(mm[rs:re_])
+            except Exception as exc:       # msgpack raises several unrelated types on bad input
+                raise FormatError(f"{self._shards[k].path}: row {local}: corrupt raw record (msgpack): "
+                                  f"{exc}") from None
         if self._need_blob:
-            start, end = shard.blob[local]
-            if self._verify:
-                self._check_page(k, shard.page_of(start))
-            blob = mm[start:end]
-        return self._decode(record, blob, where)
+            blob = mm[bs:be]
+        return self._decode(record, blob, _Where(self._shards[k].path, local))
+
+    def _check_row(self, k, rs, bs):
+        shard = self._shards[k]
+        self._check_page(k, HEADER_SLOT)
+        if self._need_raw:
+            self._check_page(k, shard.page_of(rs))
+        if self._need_blob:
+            self._check_page(k, shard.page_of(bs))
 
     def index_column(self, field):
         """Values of an indexed scalar field for every row, in row order, as a numpy array.

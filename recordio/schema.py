@@ -160,23 +160,87 @@ class Schema:
     # --- reading ---------------------------------------------------------------------------------
 
     def decoder(self, columns=None):
-        """A function ``(raw_dict, blob_bytes, where) -> row dict`` for the selected columns."""
+        """``(decode, needs_raw, needs_blob)`` for the selected columns.
+
+        ``decode(raw_dict, blob_bytes, where)`` returns the row dict; a value that does not
+        fit the schema raises :class:`FormatError` naming ``where`` and the field.
+        """
         wanted = set(self.fields) if columns is None else set(columns)
-        raw = [(n, self.fields[n]) for n in self.raw_fields if n in wanted]
-        blobs = [(i, self.fields[n]) for i, n in enumerate(self.blob_fields) if n in wanted]
+        raw = [(n, _raw_caster(self.fields[n])) for n in self.raw_fields if n in wanted]
+        blobs = [(i, n, _part_decoder(self.fields[n])) for i, n in enumerate(self.blob_fields) if n in wanted]
         nblob = len(self.blob_fields)
+        split = codec.split_blob
 
         def decode(record, blob, where):
             row = {}
-            for name, field in raw:
-                row[name] = _cast_raw(field, record, where)
-            if blobs:
-                parts = codec.split_blob(blob, nblob) if nblob > 1 else (blob,)
-                for i, field in blobs:
-                    row[field.name] = _decode_part(field, parts[i], where)
+            name = None
+            try:
+                for name, cast in raw:
+                    row[name] = cast(record[name])
+                if blobs:
+                    name = None
+                    parts = (blob,) if nblob == 1 else split(blob, nblob)
+                    for i, name, part_decode in blobs:
+                        row[name] = part_decode(parts[i])
+            except (KeyError, TypeError, ValueError, OverflowError) as exc:
+                raise _decode_error(exc, where, name) from None
             return row
 
         return decode, bool(raw), bool(blobs)
+
+
+def _decode_error(exc, where, name):
+    if isinstance(exc, KeyError):
+        return FormatError(f"{where}: raw record lacks field {name!r}")
+    if isinstance(exc, FormatError) or name is None:
+        return FormatError(f"{where}: {exc}")
+    return FormatError(f"{where}: field {name!r}: {exc}")
+
+
+def _raw_caster(field):
+    """A function that checks one msgpack value against the field's type and converts it."""
+    kind = field.type
+    if kind == "string":
+        def cast(value):
+            if type(value) is not str:
+                raise ValueError(f"expected a string, found {_short(value)}")
+            return value
+    elif kind in INT_RANGE:
+        low, high = INT_RANGE[kind]
+        make = field.dtype.type
+
+        def cast(value):
+            if type(value) is not int or not low <= value <= high:
+                raise ValueError(f"expected an {kind}, found {_short(value)}")
+            return make(value)
+    else:
+        make = field.dtype.type
+
+        def cast(value):
+            if type(value) is not float and type(value) is not int:
+                raise ValueError(f"expected a {kind}, found {_short(value)}")
+            return make(value)
+    return cast
+
+
+def _part_decoder(field):
+    """A function from one blob part (bytes) to the field's value."""
+    if field.shape is None:
+        return bytes
+    dtype, shape, compressed = field.dtype, field.shape, field.compressed
+
+    def decode(part):
+        if compressed:
+            flat = codec.decompress_ints(part, dtype)
+        elif len(part) % dtype.itemsize:
+            raise ValueError(f"{len(part)} bytes is not a whole number of {field.type} elements")
+        else:
+            flat = np.frombuffer(part, dtype=dtype).copy()
+        try:
+            return flat.reshape(shape)
+        except ValueError:
+            raise ValueError(f"{flat.size} elements do not fit shape {list(shape)}") from None
+    return decode
 
 
 def _type_error(index, field, expected, value):
@@ -195,41 +259,3 @@ def _check_shape(field, value, index):
     if not ok:
         raise SchemaError(f"row {index}: field {field.name!r}: expected shape {list(field.shape)}, "
                           f"found shape {list(value.shape)} ({value.size} elements)")
-
-
-def _cast_raw(field, record, where):
-    try:
-        value = record[field.name]
-    except KeyError:
-        raise FormatError(f"{where}: raw record lacks field {field.name!r}") from None
-    if field.type == "string":
-        if type(value) is not str:
-            raise FormatError(f"{where}: field {field.name!r}: expected a string, found {type(value).__name__}")
-        return value
-    if type(value) not in (int, float) or (field.type in INT_RANGE and type(value) is not int):
-        raise FormatError(f"{where}: field {field.name!r}: expected {field.type}, found {_short(value)}")
-    if field.type in INT_RANGE:
-        low, high = INT_RANGE[field.type]
-        if not low <= value <= high:
-            raise FormatError(f"{where}: field {field.name!r}: value {value} is out of the {field.type} range")
-    return field.dtype.type(value)
-
-
-def _decode_part(field, part, where):
-    if field.shape is None:
-        return bytes(part)
-    if field.compressed:
-        try:
-            flat = codec.decompress_ints(part, field.dtype)
-        except FormatError as exc:
-            raise FormatError(f"{where}: field {field.name!r}: {exc}") from None
-    else:
-        if len(part) % field.dtype.itemsize:
-            raise FormatError(f"{where}: field {field.name!r}: {len(part)} bytes is not a whole number "
-                              f"of {field.type} elements")
-        flat = np.frombuffer(part, dtype=field.dtype).copy()
-    try:
-        return flat.reshape(field.shape)
-    except ValueError:
-        raise FormatError(f"{where}: field {field.name!r}: {flat.size} elements do not fit shape "
-                          f"{list(field.shape)}") from None
