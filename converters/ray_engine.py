@@ -4,8 +4,8 @@ The driver makes a Ray dataset of shard ids; each Ray task writes whole shards (
 and ``.db``) through :class:`recordio.ShardWriter` into the parts folder beside the target,
 which every node must see (a shared filesystem). A retried task rewrites its part
 atomically, so retries never duplicate rows; only the driver finalizes and publishes.
-Connects to the cluster of ``RAY_ADDRESS`` (or starts a local one) unless Ray is already
-initialised.
+Uses the Ray that the caller initialised; otherwise connects to the cluster of
+``RAY_ADDRESS`` (or starts a local one) for the conversion and shuts it down after.
 """
 
 import json
@@ -34,16 +34,37 @@ def _write(batch, job, tasks):
 
 def run_ray(job, tasks, progress):
     """Write the shards ``tasks`` ({shard_id: units}) as Ray tasks; returns [(shard_id, rows, skipped)]."""
-    import ray
-
-    if not ray.is_initialized():
+    try:
+        import ray
+        import ray.data
+    except ImportError as exc:
+        raise ImportError(f"engine='ray' needs Ray Data: pip install 'mindrecordio[ray]' ({exc})") from exc
+    started = not ray.is_initialized()
+    if started:
         ray.init(log_to_driver=False)
+    try:
+        return _run(ray, job, tasks, progress)
+    finally:
+        if started:                  # a cluster this call started goes with it
+            ray.shutdown()
+
+
+def _run(ray, job, tasks, progress):
     context = ray.data.DataContext.get_current()
-    context.enable_progress_bars = False
+    bars, context.enable_progress_bars = context.enable_progress_bars, False   # ours is the bar
+    try:
+        return _collect(ray, _dataset(ray, job, tasks), progress)
+    finally:
+        context.enable_progress_bars = bars
+
+
+def _dataset(ray, job, tasks):
     ids = sorted(tasks)
     dataset = ray.data.from_items([{"shard_id": i} for i in ids], override_num_blocks=len(ids))
-    dataset = dataset.map_batches(_write, batch_size=1, fn_kwargs={"job": job, "tasks": tasks},
-                                  num_cpus=1)
+    return dataset.map_batches(_write, batch_size=1, fn_kwargs={"job": job, "tasks": tasks}, num_cpus=1)
+
+
+def _collect(ray, dataset, progress):
     results, errors = [], []
     try:
         for row in dataset.iter_rows():
