@@ -11,6 +11,10 @@ MindSpore's rules (``node_offload_pass``), applied to the pipeline's maps from t
 
 An explicit ``offload=True`` that cannot be honoured raises :class:`PipelineError` with the reason;
 under auto-offload the map stays on the host and :meth:`OffloadPlan.explain` says why.
+
+The host maps of the plan also get fused decoding: a ``Decode`` followed by ``Resize`` or
+``RandomResizedCrop`` in the same map is deferred into that op, which decodes at reduced scale when
+it can (op indices, hence op ids and draws, are unchanged).
 """
 
 import dataclasses
@@ -156,11 +160,24 @@ class _AllColumns(frozenset):
         return self
 
 
+def _fuse_decode(ops):
+    """Host ops with a Decode before a crop/resize deferred into it (``recordio.vision.fuse_decode``).
+
+    Only looked up when a recordio Decode is present, so the planner itself never imports OpenCV.
+    """
+    if not any(op_name(op) == "Decode" and type(op).__module__ == "recordio.vision.decode" for op in ops):
+        return ops
+    from recordio.vision.decode import fuse_decode
+    return fuse_decode(ops)
+
+
 def _build(decisions, auto_offload):
     host_maps, tail = [], {}
     for d in decisions:
         if d.host_ops:
-            host_maps.append(d.map if not d.offloaded_ops else dataclasses.replace(d.map, operations=d.host_ops))
+            ops = _fuse_decode(d.host_ops)
+            same = not d.offloaded_ops and all(a is b for a, b in zip(ops, d.map.operations))
+            host_maps.append(d.map if same else dataclasses.replace(d.map, operations=ops))
         if d.offloaded_ops:
             first = len(d.host_ops)
             entries = tail.setdefault(d.map.input_columns[0], [])

@@ -137,3 +137,14 @@ def test_cuda_offloaded_pipeline_equals_host(chain):
     host = rows_of(pipeline(chain, offload=False))
     cuda = rows_of(pipeline(chain, offload=True, label_offload=True), device="cuda")
     assert_same(host, cuda, tol=1.0 / 57.0 + 1e-4 if chain != "cast" else 1.0)   # hue: <= 1 LSB on CUDA
+
+
+def test_pipeline_decodes_fused_before_a_resize():
+    big = cv2.resize(PICTURES[0], (320, 240), interpolation=cv2.INTER_CUBIC)
+    data = np.frombuffer(cv2.imencode(".jpg", big)[1].tobytes(), np.uint8)
+    ds = GeneratorDataset([(data,)], ["image"], shuffle=False).map([vision.Decode(), vision.Resize((30, 40))],
+                                                                    input_columns="image")
+    out = next(iter(ds.create_dict_iterator(num_epochs=1, output_numpy=True)))["image"]
+    fused = transforms.Compose([vision.Decode(), vision.Resize((30, 40))])(data)
+    unfused = vision.Resize((30, 40))(vision.Decode()(data))
+    assert np.array_equal(out, fused) and not np.array_equal(out, unfused)

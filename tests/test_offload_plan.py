@@ -135,3 +135,11 @@ def test_planner_imports_no_torch_or_cv2():
     code = ("import sys; import recordio.offload_plan; "
             "assert 'torch' not in sys.modules and 'cv2' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_host_maps_get_fused_decode_with_unchanged_indices():
+    p = plan(spec(0, [DECODE, CROP, FLIP, NORM], offload=True), spec(1, [DECODE, FLIP], column="raw"))
+    fused, plain = p.host_maps
+    assert [type(op).__name__ for op in fused.operations] == ["_DeferredDecode", "RandomResizedCrop"]
+    assert fused.operations[1] is CROP and plain.operations == [DECODE, FLIP]
+    assert "Decode, RandomResizedCrop" in p.explain()
