@@ -151,3 +151,29 @@ def test_progress_bar_on_a_terminal_only(sources, tmp_path, capsys):
     assert code == 0 and terminal == ""
     assert main(argv[:3] + [str(tmp_path / "c.mindrecord")]) == 0       # not a terminal: no bar
     assert capsys.readouterr().err == ""
+
+
+def test_every_command_on_a_converted_dataset(sources, tmp_path, capsys):
+    """convert -> info, count, count --where, head, verify, export; then a flipped byte fails verify."""
+    out = tmp_path / "x.mindrecord"
+    assert main(["convert", "imagefolder", str(sources / "folder"), str(out), "--shards", "2"]) == 0
+    first = f"{out}0"
+    capsys.readouterr()
+    assert main(["info", first]) == 0
+    info = capsys.readouterr().out
+    assert "label: int32 (indexed)" in info and "rows: 5 in 2 shard(s)" in info and "label_map" in info
+    assert main(["count", first]) == 0 and capsys.readouterr().out == "5\n"
+    assert main(["count", first, "--where", "label=1"]) == 0 and capsys.readouterr().out == "2\n"
+    assert main(["head", first, "-n", "1", "--columns", "label,file_name"]) == 0
+    assert capsys.readouterr().out == "[0] file_name=cat/chelsea_000.jpg  label=0\n"
+    assert main(["verify", first]) == 0
+    capsys.readouterr()
+    assert main(["export", "arrow", first, str(tmp_path / "x.parquet")]) == 0
+    assert pq.read_table(tmp_path / "x.parquet").column("label").to_pylist() == [0, 1, 1, 2, 2]
+    capsys.readouterr()
+    data = bytearray(open(f"{out}1", "rb").read())
+    header_size = recordio.describe(first)["header_size"]
+    data[header_size + 100] ^= 0xFF                     # inside the first data page of shard 1
+    open(f"{out}1", "wb").write(bytes(data))
+    assert main(["verify", first]) == 1
+    assert f"{out}1" in capsys.readouterr().out
