@@ -62,8 +62,11 @@ def _map_header(n):
 def pack_raw(names, values):
     """The msgpack map ``{names[i]: values[i]}`` (names already sorted) with nlohmann's widths.
 
-    ``values`` are Python ``int``, ``float`` or ``str``.
+    ``values`` are Python ``int``, ``float`` or ``str``. msgpack's C packer already uses
+    the smallest integer encodings, so only maps holding a float are packed here.
     """
+    if float not in map(type, values):
+        return _packb(dict(zip(names, values)))
     parts = [_map_header(len(names))]
     for name, value in zip(names, values):
         parts.append(_packb(name))

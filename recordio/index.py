@@ -46,7 +46,7 @@ def create_index(path, shard_name, index_fields, rows, checksums=None, meta=None
     """Write a new ``.db`` at ``path`` in one transaction.
 
     ``index_fields`` is a list of ``(field, schema_type)``; ``rows`` an iterable of tuples
-    ``(8 location ints..., value_0, value_1, ...)`` in insertion order; ``checksums`` and
+    ``(8 location ints..., INC_0, value_0, INC_1, value_1, ...)`` in insertion order; ``checksums`` and
     ``meta`` as for :func:`write_checksums` / :func:`write_meta`. The file is a staging file
     that the caller fsyncs, so SQLite's own syncs are turned off.
     """
@@ -63,9 +63,7 @@ def create_index(path, shard_name, index_fields, rows, checksums=None, meta=None
         for j, (field, _) in enumerate(index_fields):
             names += [f"INC_{j}", column_name(field)]
         marks = ",".join("?" * len(names))
-        n_loc = len(INDEX_COLUMNS)
-        conn.executemany(f"INSERT INTO INDEXES ({','.join(names)}) VALUES ({marks})",
-                         (r[:n_loc] + tuple(x for v in r[n_loc:] for x in (0, v)) for r in rows))
+        conn.executemany(f"INSERT INTO INDEXES ({','.join(names)}) VALUES ({marks})", rows)
         if checksums is not None:
             _insert_checksums(conn, checksums[0], checksums[1])
         if meta:

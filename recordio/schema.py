@@ -82,6 +82,11 @@ class Schema:
         self.fields = {n: Field(n, t, s, self.compressed) for n, (t, s) in sorted(checked.items())}
         self.blob_fields = [f.name for f in self.fields.values() if f.is_blob]
         self.raw_fields = [f.name for f in self.fields.values() if not f.is_blob]
+        self._raw_plan = [(f, str if f.type == "string" else int if f.type in INT_RANGE else float,
+                           *INT_RANGE.get(f.type, (None, None))) for f in map(self.fields.get, self.raw_fields)]
+        self._raw_plan = [(f, t, lo, hi) if t is not float else (f, None, None, None)
+                          for f, t, lo, hi in self._raw_plan]
+        self._blob_plan = [self.fields[n] for n in self.blob_fields]
 
     def to_json(self):
         return {name: f.spec() for name, f in self.fields.items()}
@@ -99,11 +104,19 @@ class Schema:
         if not isinstance(row, dict):
             raise SchemaError(f"row {index}: expected a dict, found {type(row).__name__}")
         raw_values = []
-        for name in self.raw_fields:
-            raw_values.append(self._scalar(self.fields[name], row, index))
+        for field, plain_type, low, high in self._raw_plan:
+            value = row.get(field.name, row)
+            if type(value) is plain_type and (low is None or low <= value <= high):
+                raw_values.append(value)          # the common case: a plain int or str in range
+            else:
+                raw_values.append(self._scalar(field, row, index))
         parts, saved = [], 0
-        for name in self.blob_fields:
-            part, part_saved = self._blob_part(self.fields[name], row, index)
+        for field in self._blob_plan:
+            value = row.get(field.name, row)
+            if type(value) is bytes and field.shape is None:
+                parts.append(value)
+                continue
+            part, part_saved = self._blob_part(field, row, index)
             parts.append(part)
             saved += part_saved
         raw = codec.pack_raw(self.raw_fields, raw_values) if self.raw_fields else codec.DUMMY_RAW

@@ -93,8 +93,13 @@ def header_bytes(header_size, page_size, header, shard, names, i, independent=Fa
 
 def build_index(db, name, shard, values, index_fields, header_blob, checksum_rows):
     """Create the ``.db`` of one shard: INDEXES, SHARD_NAME, checksums and recordio's meta table."""
-    rows = (tuple(loc) + tuple(_sql_value(v) for v in values[loc[0]]) for loc in shard.locations().tolist())
-    index.create_index(db, name, index_fields, rows,
+    locations = shard.locations()
+    order = locations[:, 0].tolist()
+    columns = [col.tolist() for col in locations.T]
+    zeros = [0] * len(order)
+    for j in range(len(index_fields)):
+        columns += [zeros, [_sql_value(values[r][j]) for r in order]]
+    index.create_index(db, name, index_fields, zip(*columns),
                        checksums=None if checksum_rows is None else (ALGORITHM, checksum_rows),
                        meta={"writer": f"recordio {__version__}",
                              "header_xxh3": xxhash.xxh3_64_hexdigest(header_blob)})

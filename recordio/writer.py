@@ -189,7 +189,8 @@ class FileWriter:
                 kind, size = ("blob", len(blob)) if len(blob) > limit else ("raw record", len(raw))
                 raise SchemaError(f"row {i}: its {kind} of {size} bytes does not fit in a page of "
                                   f"{self._page_size} bytes; raise it with set_page_size()")
-            extra.update(k for k in row if k not in schema.fields)
+            if len(row) != len(schema.fields):     # every schema field is present: more keys are extra
+                extra.update(k for k in row if k not in schema.fields)
             raws.append(raw)
             blobs.append(blob)
             values.append(tuple(raw_values[p] for p in index_pos))
