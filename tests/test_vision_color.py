@@ -258,3 +258,10 @@ def test_vectorised_draws_equal_the_documented_scalar_draws():
     assert np.array_equal(params["order"], keys.permutation(4, 4))
     one = op.draw(Keys(3, 2, [7], 17))
     assert np.array_equal(one["factors"][0], params["factors"][7]) and np.array_equal(one["order"][0], params["order"][7])
+
+
+def test_sharpness_many_channels_uses_the_same_formula():
+    img = np.random.default_rng(4).integers(0, 256, (6, 7, 6), dtype=np.uint8)
+    out = under(vision.RandomSharpness((1.7, 1.7)), img)
+    for c in (0, 5):
+        assert np.array_equal(out[..., c], under(vision.RandomSharpness((1.7, 1.7)), img[..., c].copy()))

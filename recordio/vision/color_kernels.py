@@ -179,11 +179,13 @@ def adjust_sharpness(img, factor):
     x = img.astype(F32)
     out = x.copy()
     if x.shape[0] > 2 and x.shape[1] > 2:
-        if is_uint8:        # integer sums below 2**24: exact in float32 in any order, so OpenCV may sum
+        if is_uint8 and (x.ndim == 2 or x.shape[2] <= 4):   # integer sums < 2**24: exact in any order
             total = cv2.filter2D(x, -1, _KERNEL, borderType=cv2.BORDER_REPLICATE)[1:-1, 1:-1]
             blur = np.rint(total.reshape(out[1:-1, 1:-1].shape) / F32(13.0))
         else:
             blur = blur_sum(x) / F32(13.0)
+            if is_uint8:
+                blur = np.rint(blur)
         a = F32(factor)
         out[1:-1, 1:-1] = x[1:-1, 1:-1] * a + blur * (ONE - a)
     return finish(out, is_uint8)
