@@ -10,7 +10,7 @@ Every ``convert_*`` function takes the source, the destination file name and the
 * ``skip_bad`` – leave unreadable inputs out and list them in ``Summary.skipped``
   (default: the conversion fails, naming the input),
 * ``overwrite`` – replace an existing dataset,
-* ``quiet`` – no progress bar (the bar is drawn only on a terminal anyway).
+* ``quiet`` – no progress bar (it is drawn only when stderr is a terminal).
 
 A conversion publishes atomically; rerun after a crash, it writes only the shards that
 were not complete. See ``docs/convert.md``.

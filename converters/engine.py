@@ -29,6 +29,7 @@ from recordio.errors import FormatError
 __all__ = ["Job", "Summary", "convert", "plan_shards", "write_shard"]
 
 ENGINES = ("process", "ray")
+CHUNK_BYTES = 64 << 20    # rows are handed to the writer at least every 64 MiB of bytes/strings
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,10 +84,14 @@ def write_shard(job, shard_id, units, report=None):
     source, skipped, chunk = job.source, [], []
     with recordio.ShardWriter(job.destination, shard_id, job.shard_num, source.schema, source.desc,
                               source.index_fields or None) as writer:
+        size = 0
         for unit, rows in _read_all(source, units):
-            chunk.extend(_rows_or_skip(job, unit, rows, skipped))
-            if len(chunk) >= job.chunk_rows:
+            rows = _rows_or_skip(job, unit, rows, skipped)
+            chunk.extend(rows)
+            size += sum(len(v) for row in rows for v in row.values() if isinstance(v, (bytes, str)))
+            if len(chunk) >= job.chunk_rows or size >= CHUNK_BYTES:
                 _flush(writer, chunk, report)
+                size = 0
         _flush(writer, chunk, report)
         state.save_skipped(job.destination, shard_id, skipped)
     return shard_id, writer.rows, skipped
@@ -126,7 +131,7 @@ def default_workers():
 
 
 def convert(source, destination, *, shard_num=None, workers=None, engine="process", skip_bad=False,
-            overwrite=False, quiet=True):
+            overwrite=False, quiet=False):
     """Convert ``source`` into the dataset ``destination``; returns a :class:`Summary`."""
     workers = _positive("workers", default_workers() if workers is None else workers)
     if engine not in ENGINES:
