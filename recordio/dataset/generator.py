@@ -26,6 +26,19 @@ def _is_random_access(source):
 
 
 class GeneratorDataset(SampledSource):
+    """Rows from a Python source (MindSpore's ``GeneratorDataset``).
+
+    Args:
+        source: a random-access object (``__getitem__`` + ``__len__``: shuffled by default,
+            shardable, sampleable), an iterable, or a callable returning an iterator (read in
+            order; shuffle/shards/sampler raise ``PipelineError``).
+        column_names: the name of each value of an item.
+        num_parallel_workers, python_multiprocessing: read a random-access source with that many
+            threads, or forked processes.
+        shuffle, sampler, num_shards, shard_id, num_samples: as for :class:`MindDataset`.
+        column_types, schema, max_rowsize: accepted for compatibility; values keep their types.
+    """
+
     def __init__(self, source, column_names=None, column_types=None, schema=None, num_samples=None,
                  num_parallel_workers=1, shuffle=None, sampler=None, num_shards=None, shard_id=None,
                  python_multiprocessing=True, max_rowsize=None):

@@ -35,6 +35,21 @@ def _padding_args(padded_sample, num_padded, num_shards, columns_list):
 
 
 class MindDataset(SampledSource):
+    """A MindRecord dataset as a pipeline source (MindSpore's ``MindDataset``).
+
+    Args:
+        dataset_files: one data file (its sibling shards are read too) or a list of files.
+        columns_list: the fields to read (default: all).
+        num_parallel_workers: accepted for compatibility (rows are read in the pipeline thread).
+        shuffle: ``None``/``True``/``Shuffle.GLOBAL`` (default), ``Shuffle.FILES``,
+            ``Shuffle.INFILE`` or ``False``; every epoch reshuffles from ``config.get_seed()``.
+        num_shards, shard_id: this process's share: ``ceil(N / num_shards)`` rows taken after the
+            shuffle (torch.distributed's rank and world size when not given).
+        sampler: a sampler instead of ``shuffle``/``num_shards``.
+        padded_sample, num_padded: rows appended so that the shards divide evenly.
+        num_samples: at most this many rows per shard and epoch.
+    """
+
     def __init__(self, dataset_files, columns_list=None, num_parallel_workers=None, shuffle=None,
                  num_shards=None, shard_id=None, sampler=None, padded_sample=None, num_padded=None,
                  num_samples=None):

@@ -37,6 +37,8 @@ class Sampler:
 
 
 class SequentialSampler(Sampler):
+    """Rows in dataset order from ``start_index``."""
+
     def __init__(self, start_index=None, num_samples=None):
         super().__init__(num_samples)
         if start_index is not None and (not isinstance(start_index, int) or start_index < 0):
@@ -51,6 +53,8 @@ class SequentialSampler(Sampler):
 
 
 class RandomSampler(Sampler):
+    """A new random order each epoch; with ``replacement``, ``num_samples`` independent draws."""
+
     def __init__(self, replacement=False, num_samples=None):
         super().__init__(num_samples)
         self.replacement = bool(replacement)

@@ -25,6 +25,9 @@ __all__ = ["TorchDataset"]
 
 
 class TorchDataset(torch.utils.data.IterableDataset):
+    """A pipeline as a ``torch.utils.data.IterableDataset``: each DataLoader worker of each rank
+    reads its own shard (see the module documentation)."""
+
     def __init__(self, dataset, epoch=0):
         super().__init__()
         self.dataset = dataset
