@@ -2,16 +2,21 @@
 
 MindSpore runs in its own virtualenv (numpy < 2), found through ``RECORDIO_MINDSPORE_PYTHON``;
 without it the tier skips. Everything MindSpore has to do runs in **one** subprocess
-(``ms_oracle.py``) started by a module fixture, which then hands each test its results:
+(``ms_oracle.py``; restarted after a job that crashes MindSpore) started by a module
+fixture, which then hands each test its results:
 
 * every kind of dataset recordio writes (every schema type, ``-1`` shapes, several / one /
   no blob field, no raw field, empty values, shards with uneven calls, per-shard written,
   ``parallel_writer=True``, appended, our checksum table in every ``.db``) is read by
-  MindSpore's ``FileReader`` and ``MindDataset(shuffle=False)`` and must give the rows our
-  ``FileReader`` gives for the same source, except for MindSpore's own reader bugs (SPEC §4);
+  MindSpore's ``FileReader`` and ``MindDataset(shuffle=False)`` - through the first file,
+  the last file and a file list, and with column selections, including index-only ones that
+  MindSpore answers from our ``.db`` - and must give the rows our ``FileReader`` gives for
+  the same source, except for MindSpore's own reader bugs (SPEC §4);
 * for seeded random schemas and calls (each a multiple of ``shard_num``), MindSpore's
   ``FileWriter`` and ours produce byte-identical data files and equal ``INDEXES`` /
-  ``SHARD_NAME`` rows.
+  ``SHARD_NAME`` rows - written in one go, continued with ``open_for_append``, and with
+  ``parallel_writer=True``;
+* a dataset MindSpore wrote still reads in MindSpore after ``add_checksums``.
 """
 
 import math

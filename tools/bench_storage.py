@@ -236,36 +236,44 @@ WRITE_VARIANTS = (("plain", {}), ("no_checksums", {"checksums": False}), ("no_fs
                   ("neither", {"checksums": False, "fsync": False}))
 
 
-def measure_writes(folder, name, rows, repeats):
-    """Best seconds of each write variant and of the flat write.
+def interleaved_best(tasks, repeats):
+    """Best seconds of each ``label: (fn, setup)`` task, the tasks taking turns in every repeat.
 
-    The variants take turns within each repeat, so that load from other processes on the
-    machine spreads over all of them instead of skewing one ratio.
+    Taking turns spreads load from other processes on the machine over all tasks instead
+    of skewing the ratio between two of them.
     """
+    best = {}
+    for _ in range(repeats):
+        for label, (fn, setup) in tasks.items():
+            seconds = best_seconds(fn, 1, setup)
+            best[label] = min(best.get(label, seconds), seconds)
+    return best
+
+
+def measure_writes(folder, name, rows, repeats):
+    """Best seconds of each write variant and of the flat write; leaves the default dataset."""
     path = os.path.join(folder, f"{name}.mindrecord")
     flat = os.path.join(folder, f"{name}.flat")
-    times = {}
-    for _ in range(repeats):
-        for label, options in WRITE_VARIANTS:
-            seconds = best_seconds(lambda: write_recordio(path, name, rows, **options), 1,
-                                   setup=lambda: remove_dataset(path))
-            times[label] = min(times.get(label, seconds), seconds)
-        seconds = best_seconds(lambda: write_flat(flat, rows), 1, setup=lambda: remove_dataset(flat))
-        times["flat"] = min(times.get("flat", seconds), seconds)
+    clean = lambda: remove_dataset(path)  # noqa: E731
+    tasks = {label: (lambda options=options: write_recordio(path, name, rows, **options), clean)
+             for label, options in WRITE_VARIANTS}
+    tasks["flat"] = (lambda: write_flat(flat, rows), lambda: remove_dataset(flat))
+    times = interleaved_best(tasks, repeats)
     remove_dataset(path)
-    write_recordio(path, name, rows)                     # leave the default dataset for the reads
+    write_recordio(path, name, rows)
     return path, flat, times
 
 
 def measure_reads(path, flat, repeats):
+    """Best seconds of sequential reads (with and without verify), the flat read and random reads."""
     read_sequential(path)                                # warm: page cache and imports
     read_flat(flat)
-    times = {"sequential": best_seconds(lambda: read_sequential(path), repeats),
-             "verify": best_seconds(lambda: read_sequential(path, verify=True), repeats),
-             "flat": best_seconds(lambda: read_flat(flat), repeats)}
-    start = time.perf_counter()
+    tasks = {"sequential": (lambda: read_sequential(path), None),
+             "verify": (lambda: read_sequential(path, verify=True), None),
+             "flat": (lambda: read_flat(flat), None),
+             "random": (lambda: read_random(path, RANDOM_READS), None)}
+    times = interleaved_best(tasks, repeats)
     times["random_rows"] = read_random(path, RANDOM_READS)
-    times["random"] = time.perf_counter() - start
     return times
 
 
@@ -302,7 +310,7 @@ def bench_workload(folder, name, n, repeats, mindspore_python):
     mb = sum(len(payload(r)) for r in rows) / 1e6
     print(f"  {name}: {len(rows)} rows, {mb:.1f} MB payload ({origin})", file=sys.stderr, flush=True)
     path, flat, w = measure_writes(folder, name, rows, repeats)
-    r = measure_reads(path, flat, repeats + 1)
+    r = measure_reads(path, flat, repeats)
     remove_dataset(path)
     os.unlink(flat)
     ms = mindspore_storage(mindspore_python, folder, name, rows) if mindspore_python else None
@@ -361,13 +369,15 @@ def bench_count(folder, n, mindspore_python):
 def run(args):
     """Run the storage benchmark; returns rows ``{name, value, unit, baseline, baseline_value, ratio}``."""
     sizes = QUICK_SIZES if args.quick else SIZES
-    repeats = 1 if args.quick else 3
+    repeats = getattr(args, "repeats", None) or (1 if args.quick else 5)
+    print(f"  load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs", file=sys.stderr)
     folder = tempfile.mkdtemp(prefix="storage-", dir=args.workdir)
     try:
         results = []
         for name in ("cifar", "jpeg", "arrays"):
             results += bench_workload(folder, name, sizes[name], repeats, args.mindspore_python)
         results += bench_count(folder, QUICK_COUNT_ROWS if args.quick else COUNT_ROWS, args.mindspore_python)
+        print(f"  load average after: {os.getloadavg()[0]:.1f}", file=sys.stderr)
         return results
     finally:
         shutil.rmtree(folder, ignore_errors=True)
@@ -386,6 +396,8 @@ def main(argv=None):
     parser.add_argument("--workdir", default=None, help="where datasets are written (default: a temporary folder)")
     parser.add_argument("--mindspore-python", default=os.environ.get("RECORDIO_MINDSPORE_PYTHON"),
                         help="a Python with MindSpore 2.10 for the baselines (default: $RECORDIO_MINDSPORE_PYTHON)")
+    parser.add_argument("--repeats", type=int, default=None,
+                        help="timed runs per measurement, the best kept (default 5; 1 with --quick)")
     parser.add_argument("--device", default="cpu", help="unused by this suite (accepted for the dispatcher)")
     parser.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
     args = parser.parse_args(argv)
