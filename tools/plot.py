@@ -1,0 +1,89 @@
+"""``recordio bench --plot out.png``: the benchmark's ratios against their baselines, one bar each.
+
+One horizontal bar per result that was compared with a baseline (``ratio`` = value / baseline's
+value, so longer is better for rates;
+rows whose unit is a time are labelled "lower is better"), coloured by suite, labelled ``name (vs baseline)`` and with
+its ratio written at the end of the bar; a dashed line marks parity (1x). Results without a ratio
+are left out; when none has one, the picture says so. matplotlib draws it with the Agg backend
+(no display needed).
+"""
+
+SUITE_COLOURS = {"storage": "#1f77b4", "pipeline": "#2ca02c", "vision": "#ff7f0e", "sink": "#9467bd",
+                 "convert": "#d62728"}
+OTHER_COLOUR = "#7f7f7f"
+BAR_HEIGHT_IN = 0.32    # figure inches per bar
+WIDTH_IN = 10.0
+DPI = 100
+
+
+def compared(results):
+    """The results that have a finite, positive ratio, in their order."""
+    rows = []
+    for row in results:
+        ratio = row.get("ratio")
+        if isinstance(ratio, (int, float)) and ratio == ratio and 0 < ratio < float("inf"):
+            rows.append(row)
+    return rows
+
+
+TIME_UNITS = ("s", "ms", "us", "ns")
+
+
+def label(row):
+    """``name (vs baseline)``; a time (lower is better) is marked so."""
+    baseline = row.get("baseline")
+    text = f"{row['name']} (vs {baseline})" if baseline else str(row["name"])
+    return text + ", lower is better" if row.get("unit") in TIME_UNITS else text
+
+
+def colour(row):
+    return SUITE_COLOURS.get(row.get("suite"), OTHER_COLOUR)
+
+
+def _figure(rows):
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    from matplotlib.figure import Figure
+
+    height = max(2.0, 1.2 + BAR_HEIGHT_IN * len(rows))
+    return Figure(figsize=(WIDTH_IN, height), dpi=DPI, layout="constrained")
+
+
+def _draw_bars(ax, rows):
+    positions = range(len(rows))
+    ratios = [float(r["ratio"]) for r in rows]
+    bars = ax.barh(positions, ratios, color=[colour(r) for r in rows], height=0.7)
+    ax.set_yticks(list(positions), [label(r) for r in rows], fontsize=8)
+    ax.invert_yaxis()
+    ax.axvline(1.0, color="black", linestyle="--", linewidth=1)
+    ax.bar_label(bars, [f"{v:.2f}x" for v in ratios], padding=3, fontsize=8)
+    ax.set_xlim(0, max(ratios + [1.0]) * 1.15)
+    ax.set_xlabel("ratio to the baseline (value / baseline value; > 1 is better for rates)")
+
+
+def _legend(ax, rows):
+    from matplotlib.patches import Patch
+
+    suites = list(dict.fromkeys(r.get("suite") for r in rows))
+    handles = [Patch(color=SUITE_COLOURS.get(s, OTHER_COLOUR), label=str(s)) for s in suites]
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, title="suite")
+
+
+def plot_ratios(results, png):
+    """Draw the ratios of ``results`` (rows of ``recordio bench``) into the PNG file ``png``.
+
+    Returns the number of bars drawn.
+    """
+    rows = compared(results)
+    fig = _figure(rows)
+    ax = fig.add_subplot()
+    if rows:
+        _draw_bars(ax, rows)
+        _legend(ax, rows)
+        ax.set_title("recordio against its baselines")
+    else:
+        ax.set_axis_off()
+        ax.text(0.5, 0.5, "no result was compared with a baseline", ha="center", va="center")
+    fig.savefig(png, format="png")
+    return len(rows)
