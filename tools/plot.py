@@ -1,11 +1,10 @@
 """``recordio bench --plot out.png``: the benchmark's ratios against their baselines, one bar each.
 
 One horizontal bar per result that was compared with a baseline (``ratio`` = value / baseline's
-value, so longer is better for rates;
-rows whose unit is a time are labelled "lower is better"), coloured by suite, labelled ``name (vs baseline)`` and with
-its ratio written at the end of the bar; a dashed line marks parity (1x). Results without a ratio
-are left out; when none has one, the picture says so. matplotlib draws it with the Agg backend
-(no display needed).
+value, so longer is better for rates; rows whose unit is a time say "lower is better"), coloured
+by suite, labelled ``name (vs baseline)`` and with its ratio written at the end of the bar; a
+dashed line marks parity (1x). Results without a ratio are left out; when none has one, the
+picture says so. matplotlib draws it with the Agg backend (no display needed).
 """
 
 SUITE_COLOURS = {"storage": "#1f77b4", "pipeline": "#2ca02c", "vision": "#ff7f0e", "sink": "#9467bd",
