@@ -91,3 +91,10 @@ def test_an_offloaded_tail_runs_in_the_workers():
         want.update({int(i): img for i, img in zip(batch["id"], batch["image"])})
     assert sorted(got) == list(range(12))
     assert all(np.array_equal(got[i], want[i]) for i in want)
+
+
+def test_process_workers_inside_dataloader_workers_become_threads(dataset):
+    ds = MindDataset(dataset, columns_list=["id", "vec"]).map(Jitter(), input_columns="vec",
+                                                              num_parallel_workers=2, python_multiprocessing=True)
+    order, rows = collect(DataLoader(TorchDataset(ds.batch(5)), batch_size=None, num_workers=2))
+    assert sorted(order) == list(range(N))

@@ -141,8 +141,12 @@ class ProcessRunner(_PooledRunner):
 
 
 def make_runner(fn, workers, processes, window, name="map"):
-    """The runner for a stage with ``workers`` workers (processes if ``processes``)."""
-    if processes:
+    """The runner for a stage with ``workers`` workers (processes if ``processes``).
+
+    Inside a daemonic process (a DataLoader worker), which may not have children, process workers
+    become threads.
+    """
+    if processes and not multiprocessing.current_process().daemon:
         return ProcessRunner(fn, workers, window, name)
     if workers <= 1:
         return SerialRunner(fn)
