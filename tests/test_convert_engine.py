@@ -124,3 +124,18 @@ def test_killed_conversion_resumes(folder, tmp_path):
     assert "skipped 1 unreadable source(s)" in stdout and "bad.png" in stdout
     assert rows(fresh) == [(r["file_name"], r["image"], int(r["label"]))
                            for r in recordio.FileReader(str(out) + "0")]
+
+
+def test_dead_pool_worker_is_reported_and_the_rerun_resumes(folder, tmp_path):
+    from convert_sources import DyingOnceImageFolder
+
+    from recordio.converters import engine
+
+    source = DyingOnceImageFolder(folder, "space/rocket_001.jpg", tmp_path / "died")   # in the last shard
+    with pytest.raises(recordio.WorkerError, match="worker died while writing shard"):
+        engine.convert(source, tmp_path / "x.mindrecord", shard_num=2, workers=2, quiet=True)
+    assert 1 in recordio.missing_shards(tmp_path / "x.mindrecord", 2)    # shard 0 may have finished first
+    assert not os.path.exists(tmp_path / "x.mindrecord0")
+    summary = engine.convert(source, tmp_path / "x.mindrecord", shard_num=2, workers=2, quiet=True)
+    names = [r[0] for r in rows(summary)]
+    assert len(names) == len(set(names)) == 10
