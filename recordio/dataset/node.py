@@ -58,8 +58,7 @@ class Dataset:
 
     def __getstate__(self):
         state = dict(self.__dict__)
-        for transient in ("_consumers", "_state", "_final_state", "_pending_state"):
-            state[transient] = None
+        state["_consumers"] = state["_state"] = None       # weak references: rebuilt, not copied
         return state
 
     def __setstate__(self, state):
