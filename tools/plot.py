@@ -55,7 +55,7 @@ def _draw_bars(ax, rows):
     bars = ax.barh(positions, ratios, color=[colour(r) for r in rows], height=0.7)
     ax.set_yticks(list(positions), [label(r) for r in rows], fontsize=8)
     ax.invert_yaxis()
-    ax.axvline(1.0, color="black", linestyle="--", linewidth=1)
+    ax.axvline(1.0, color="black", linestyle="--", linewidth=1, zorder=0)   # behind the bars
     ax.bar_label(bars, [f"{v:.2f}x" for v in ratios], padding=3, fontsize=8)
     ax.set_xlim(0, max(ratios + [1.0]) * 1.15)
     ax.set_xlabel("ratio to the baseline (value / baseline value; > 1 is better for rates)")
