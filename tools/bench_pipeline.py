@@ -175,15 +175,15 @@ def run(args):
     else:
         ms, ms_note = MINDSPORE_BATCHED_QUOTED, "quoted (no --mindspore-python given)"
     return [
-        _row("raw FileReader, rows in order", raw, "rows/s", None),
-        _row("raw FileReader.__getitems__, shuffled order, 64 at a time", raw_shuffled, "rows/s", None),
-        _row("MindDataset shuffled -> batch(256) -> numpy vs MindSpore batched", shuffled, "rows/s", ms,
+        _row("raw FileReader, in order", raw, "rows/s", None),
+        _row("raw FileReader.__getitems__(64), shuffled", raw_shuffled, "rows/s", None),
+        _row("pipeline batch(256) shuffled / MindSpore", shuffled, "rows/s", ms,
              f"target ratio >= 5; MindSpore {ms_note}"),
-        _row("MindDataset shuffled -> batch(256) -> numpy vs raw shuffled reads", shuffled, "rows/s",
+        _row("pipeline batch(256) shuffled / raw shuffled", shuffled, "rows/s",
              raw_shuffled, "target ratio >= 0.77 (overhead <= 30%)"),
-        _row("MindDataset in order -> batch(256) -> numpy vs raw reader", ordered, "rows/s", raw,
+        _row("pipeline batch(256) in order / raw in order", ordered, "rows/s", raw,
              "target ratio >= 0.77 (overhead <= 30%)"),
-        _row("torch DataLoader(FileReader, 256), shuffled, vs pipeline", loader, "rows/s", shuffled, ""),
+        _row("DataLoader(reader, 256) shuffled / pipeline", loader, "rows/s", shuffled, ""),
     ]
 
 
@@ -200,7 +200,7 @@ def main(argv=None):
         for r in rows:
             base = "" if r["baseline"] is None else f"  baseline {r['baseline']:>8.0f}  ratio {r['ratio']:.2f}"
             cpu = f"  (per CPU s: {r['cpu_value']:.0f}" + (f", ratio {r['cpu_ratio']:.2f})" if "cpu_ratio" in r else ")")
-            print(f"{r['name']:<66} {r['value']:>8.0f} {r['unit']}{base}{cpu if 'cpu_value' in r else ''}  {r['note']}")
+            print(f"{r['name']:<46} {r['value']:>8.0f} {r['unit']}{base}{cpu if 'cpu_value' in r else ''}  {r['note']}")
     return 0
 
 
