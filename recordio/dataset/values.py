@@ -28,6 +28,13 @@ def to_numpy(value):
     return to_op_input(value)
 
 
+def _same_scalar_type(values):
+    """All numpy scalars of one type (hence one dtype and shape ``()``): the common case of labels."""
+    kind = type(values[0])
+    return issubclass(kind, np.generic) and kind is not np.str_ and kind is not np.bytes_ \
+        and all(type(v) is kind for v in values)
+
+
 def _stackable(values):
     first = values[0]
     if not isinstance(first, (np.ndarray, np.generic)) or first.dtype.kind not in "biuf?c":
@@ -41,6 +48,8 @@ def _stackable(values):
 
 def collate(values):
     """One column of a batch: a stacked array, or a list when the values cannot be stacked."""
+    if values and _same_scalar_type(values):
+        return np.array(values, dtype=values[0].dtype)
     if values and _stackable(values):
         if not values[0].shape:
             return np.array(values, dtype=values[0].dtype)
