@@ -1,0 +1,67 @@
+"""The README's main job (examples/main_job.py), end to end in a reduced size, in its own process."""
+
+import json
+import re
+import subprocess
+import sys
+
+import cv2
+import pytest
+
+import recordio
+from conftest import ROOT
+
+SMALL = ["--per-class", "80", "--val-per-class", "20", "--epochs", "4", "--shards", "2", "--device", "cpu"]
+
+
+@pytest.fixture(scope="module")
+def job(tmp_path_factory):
+    out = tmp_path_factory.mktemp("main-job")
+    done = subprocess.run([sys.executable, "examples/main_job.py", "--out", str(out), *SMALL], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return out, done.stdout
+
+
+def test_records_are_converted_and_checked(job):
+    out, stdout = job
+    train = out / "records" / "train" / "photos.mindrecord0"
+    assert "$ recordio convert imagefolder" in stdout and "rows: 480 in 2 shard(s)" in stdout
+    assert re.search(r"^\$ recordio count .*\n480$", stdout, re.M)
+    assert re.search(r"photos.mindrecord0: 2 shard\(s\), 480 rows, \d+ checksummed regions checked\nOK", stdout)
+    assert recordio.count_rows(str(train)) == 6 * 80
+    assert recordio.count_rows(str(out / "records" / "val" / "photos.mindrecord0")) == 6 * 20
+    label_map = json.loads(recordio.describe(str(train))["desc"])["label_map"]
+    assert sorted(label_map.values()) == list(range(6)) and "chelsea" in label_map
+
+
+def test_contact_sheet_is_written(job):
+    out, _ = job
+    sheet = cv2.imread(str(out / "sheet.png"))
+    assert sheet is not None and sheet.shape[0] > 100 and sheet.shape[1] > 300 and sheet.std() > 20
+
+
+def test_training_reports_every_sink_epoch_and_learns(job):
+    _, stdout = job
+    epochs = re.findall(r"sink epoch (\d)/4: loss ([\d.]+), ([\d,]+) samples/s, data wait ([\d.]+)%", stdout)
+    assert [int(e[0]) for e in epochs] == [1, 2, 3, 4]
+    losses = [float(e[1]) for e in epochs]
+    assert losses[-1] < losses[0] / 2
+    assert all(0 <= float(e[3]) <= 100 for e in epochs)
+    assert "offloaded ops" in stdout and "RandomHorizontalFlip, RandomColorAdjust, Normalize, HWC2CHW" in stdout
+    accuracy = float(re.search(r"held-out accuracy: ([\d.]+)% on 120 images \(6 classes", stdout).group(1))
+    assert accuracy >= 50.0                                          # chance is 16.7%
+
+
+def test_photos_split_uses_disjoint_parts_of_each_photo(tmp_path):
+    sys.path.insert(0, str(ROOT / "examples"))
+    try:
+        import photos
+    finally:
+        sys.path.remove(str(ROOT / "examples"))
+    splits = photos.build_image_folder(str(tmp_path), 3, 2, size=32, classes=("coffee", "rocket"))
+    for split, count in (("train", 3), ("val", 2)):
+        for name in ("coffee", "rocket"):
+            files = sorted((tmp_path / split / name).iterdir())
+            assert len(files) == count and all(cv2.imread(str(f)).shape == (32, 32, 3) for f in files)
+    assert splits == {"train": str(tmp_path / "train"), "val": str(tmp_path / "val")}
