@@ -151,14 +151,17 @@ def read_sequential(path, verify=False):
             pass
 
 
-def read_random(path, count):
+def random_reader(path, count):
+    """An open reader and a function doing ``count`` random ``reader[i]`` (the open is not timed)."""
     from recordio import FileReader
 
-    with FileReader(path) as reader:
-        order = np.random.default_rng(0).permutation(len(reader))[:count].tolist()
+    reader = FileReader(path)
+    order = np.random.default_rng(0).permutation(len(reader))[:count].tolist()
+
+    def run():
         for i in order:
             reader[i]
-        return len(order)
+    return reader, run, len(order)
 
 
 # --- MindSpore (subprocess) ----------------------------------------------------------------------------
@@ -268,12 +271,15 @@ def measure_reads(path, flat, repeats):
     """Best seconds of sequential reads (with and without verify), the flat read and random reads."""
     read_sequential(path)                                # warm: page cache and imports
     read_flat(flat)
-    tasks = {"sequential": (lambda: read_sequential(path), None),
-             "verify": (lambda: read_sequential(path, verify=True), None),
-             "flat": (lambda: read_flat(flat), None),
-             "random": (lambda: read_random(path, RANDOM_READS), None)}
-    times = interleaved_best(tasks, repeats)
-    times["random_rows"] = read_random(path, RANDOM_READS)
+    reader, random_reads, count = random_reader(path, RANDOM_READS)
+    with reader:
+        random_reads()
+        tasks = {"sequential": (lambda: read_sequential(path), None),
+                 "verify": (lambda: read_sequential(path, verify=True), None),
+                 "flat": (lambda: read_flat(flat), None),
+                 "random": (random_reads, None)}
+        times = interleaved_best(tasks, repeats)
+    times["random_rows"] = count
     return times
 
 
