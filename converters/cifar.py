@@ -116,7 +116,10 @@ def label_names(folder, kind, layout):
         meta = os.path.join(folder, "batches.meta" if kind == "cifar10" else "meta")
         if not os.path.isfile(meta):
             return {}
-        data = {k.decode() if isinstance(k, bytes) else k: v for k, v in load_pickle(meta).items()}
+        try:
+            data = {k.decode() if isinstance(k, bytes) else k: v for k, v in load_pickle(meta).items()}
+        except Exception as exc:  # a damaged metadata file is named, not half-used
+            raise ValueError(f"{meta}: unreadable label names: {type(exc).__name__}: {exc}") from exc
         keys = {"label": "label_names"} if kind == "cifar10" else {
             "label": "fine_label_names", "coarse_label": "coarse_label_names"}
         return {field: [_text(n) for n in data[key]] for field, key in keys.items() if key in data}

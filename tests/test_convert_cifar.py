@@ -97,3 +97,10 @@ def test_pickle_that_would_run_code_is_refused(tmp_path, pixels):
     (folder / "train").write_bytes(b"cos\nsystem\n(S'echo pwned'\ntR.")
     with pytest.raises(recordio.FormatError, match="refusing to load global os.system"):
         convert_cifar100(tmp_path, tmp_path / "c.mindrecord", workers=1)
+
+
+def test_damaged_metadata_is_named(tmp_path, pixels):
+    build(tmp_path, "cifar10", "python", "test", pixels)
+    (tmp_path / "cifar-10-batches-py" / "batches.meta").write_bytes(b"\x80\x02}q\x00(X")
+    with pytest.raises(ValueError, match="batches.meta: unreadable label names"):
+        convert_cifar10(tmp_path, tmp_path / "c.mindrecord", split="test")
