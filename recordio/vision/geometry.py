@@ -85,18 +85,19 @@ def resized_crop_box(keys, height, width, scale, ratio, attempts):
     """(y, x, h, w) of a random crop with area fraction in ``scale`` and aspect ratio in ``ratio``.
 
     Attempt k draws area = ``uniform(4k, *scale)``, log ratio = ``uniform(4k+1, ...)`` and, when the
-    box fits, y = ``integers(4k+2, ...)``, x = ``integers(4k+3, ...)`` (areas and ratios of all
-    attempts are evaluated in one vectorised call each: same values).
+    box fits, y = ``integers(4k+2, 0, H-h+1)``, x = ``integers(4k+3, 0, W-w+1)``. All draws are
+    evaluated in one vectorised call (the same values as the scalar calls).
     """
-    draws = 4 * np.arange(attempts)
-    targets = height * width * keys.uniform(draws, *scale)
-    aspects = np.exp(keys.uniform(draws + 1, math.log(ratio[0]), math.log(ratio[1])))
-    for k, (target, aspect) in enumerate(zip(targets, aspects)):
-        w = int(round(math.sqrt(target * aspect)))
-        h = int(round(math.sqrt(target / aspect)))
+    u = keys.uniform(4 * np.arange(attempts)[:, None] + np.arange(4))       # (attempts, 4), one row
+    targets = height * width * (scale[0] + (scale[1] - scale[0]) * u[:, 0])
+    lr = math.log(ratio[0]), math.log(ratio[1])
+    aspects = np.exp(lr[0] + (lr[1] - lr[0]) * u[:, 1])
+    for k in range(attempts):
+        w = int(round(math.sqrt(targets[k] * aspects[k])))
+        h = int(round(math.sqrt(targets[k] / aspects[k])))
         if 0 < w <= width and 0 < h <= height:
-            y = int(keys.integers(4 * k + 2, 0, height - h + 1)[0])
-            x = int(keys.integers(4 * k + 3, 0, width - w + 1)[0])
+            y = int(np.floor(u[k, 2] * (height - h + 1)))
+            x = int(np.floor(u[k, 3] * (width - w + 1)))
             return y, x, h, w
     return _fallback_box(height, width, ratio)
 
