@@ -98,3 +98,15 @@ def test_process_workers_inside_dataloader_workers_become_threads(dataset):
                                                               num_parallel_workers=2, python_multiprocessing=True)
     order, rows = collect(DataLoader(TorchDataset(ds.batch(5)), batch_size=None, num_workers=2))
     assert sorted(order) == list(range(N))
+
+
+def test_an_iterable_source_is_split_between_workers():
+    from recordio.dataset import GeneratorDataset
+
+    def rows():
+        for i in range(21):
+            yield (np.int64(i),)
+
+    loader = DataLoader(TorchDataset(GeneratorDataset(rows, ["id"]).batch(2)), batch_size=None, num_workers=2)
+    seen = [i for batch in loader for i in batch["id"].tolist()]
+    assert sorted(seen) == list(range(21))

@@ -6,7 +6,9 @@ Two kinds of source:
   shuffled (the default, as in MindSpore), sharded and sampled, and the row id is the index;
 * **iterable** (an iterable, or a callable returning an iterator): rows come in the source's
   order, the row id is the count. Asking to shuffle, shard or sample it raises ``PipelineError``
-  instead of being silently ignored.
+  instead of being silently ignored. Under DataLoader workers or torch.distributed, shard ``s`` of
+  ``W`` keeps items ``s, s + W, ...`` (every process reads the whole source; counts may differ
+  by one, as the length is unknown).
 
 Each item is a tuple with one value per column (a single value is accepted for one column).
 """
@@ -108,6 +110,8 @@ class GeneratorDataset(SampledSource):
         start = ctx.start_of(epoch)
         if start is None:
             return
+        num, sid = self._split(ctx)          # DataLoader workers or torch.distributed ranks
         values = itertools.islice(self._iterable(), start, self.num_samples)
         for k, value in enumerate(values, start):
-            yield Item(self._to_cols(value, f"item {k} of the source"), k, epoch, (epoch, k + 1))
+            if (k - start) % num == sid:
+                yield Item(self._to_cols(value, f"item {k} of the source"), k, epoch, (epoch, k + 1))
