@@ -19,6 +19,7 @@ fixture, which then hands each test its results:
 * a dataset MindSpore wrote still reads in MindSpore after ``add_checksums``.
 """
 
+import json
 import math
 import os
 import pathlib
@@ -692,6 +693,27 @@ def test_bad_page_shard_ids_still_read_where_mindspore_ignores_them(oracle):
         for k in kept:
             source, answer, _ = oracle.reads[case][k]
             check_read(source, answer)
+
+
+def _header(path):
+    with open(path, "rb") as f:
+        length = int.from_bytes(f.read(8), "little")
+        return json.loads(f.read(length))
+
+
+@pytest.mark.parametrize("case", [_case_param(c) for c in sorted(CASES)])
+def test_page_shard_ids_match_shard_addresses(tmp_path, case):
+    """What MindSpore needs to file pages (FORMAT.md §4); needs no MindSpore, so it runs everywhere."""
+    try:
+        sources = CASES[case](tmp_path)
+    except NotImplementedError as exc:
+        pytest.skip(str(exc))
+    for path in {s for src in sources for s in (src if isinstance(src, list) else [src])}:
+        header = _header(path)
+        position = header["shard_addresses"].index(os.path.basename(path))
+        assert {p["shard_id"] for p in header["page"] or []} <= {position}, \
+            f"{os.path.basename(path)}: pages name shard {sorted({p['shard_id'] for p in header['page']})}, " \
+            f"the file is shard {position} of {header['shard_addresses']}"
 
 
 @pytest.mark.xfail(strict=True, reason=PAGE_SHARD_ID["parallel"])
