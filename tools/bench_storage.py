@@ -380,13 +380,26 @@ def run(args):
     folder = tempfile.mkdtemp(prefix="storage-", dir=args.workdir)
     try:
         results = []
-        for name in ("cifar", "jpeg", "arrays"):
+        parts = _parts(getattr(args, "parts", None))
+        for name in [p for p in parts if p in SIZES]:
             results += bench_workload(folder, name, sizes[name], repeats, args.mindspore_python)
-        results += bench_count(folder, QUICK_COUNT_ROWS if args.quick else COUNT_ROWS, args.mindspore_python)
+        if "count" in parts:
+            results += bench_count(folder, QUICK_COUNT_ROWS if args.quick else COUNT_ROWS, args.mindspore_python)
         print(f"  load average after: {os.getloadavg()[0]:.1f}", file=sys.stderr)
         return results
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+PARTS = ("cifar", "jpeg", "arrays", "count")
+
+
+def _parts(text):
+    names = PARTS if not text else [p.strip() for p in text.split(",") if p.strip()]
+    unknown = [p for p in names if p not in PARTS]
+    if unknown:
+        raise ValueError(f"unknown part(s) {unknown}; choose from {', '.join(PARTS)}")
+    return names
 
 
 def _format(r):
@@ -404,9 +417,15 @@ def main(argv=None):
                         help="a Python with MindSpore 2.10 for the baselines (default: $RECORDIO_MINDSPORE_PYTHON)")
     parser.add_argument("--repeats", type=int, default=None,
                         help="timed runs per measurement, the best kept (default 5; 1 with --quick)")
+    parser.add_argument("--parts", default=None,
+                        help=f"comma-separated parts to run (default: all of {', '.join(PARTS)})")
     parser.add_argument("--device", default="cpu", help="unused by this suite (accepted for the dispatcher)")
     parser.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
     args = parser.parse_args(argv)
+    try:
+        _parts(args.parts)
+    except ValueError as exc:
+        parser.error(str(exc))
     results = run(args)
     for r in results:
         print(_format(r))
