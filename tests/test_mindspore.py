@@ -80,19 +80,22 @@ def run_oracle(python, jobs, folder):
 
 
 def _run_once(python, jobs, folder):
+    """One oracle process over ``jobs``: (the completed process, the results it flushed)."""
     request, response = folder / "request.pkl", folder / "response.pkl"
     with open(request, "wb") as f:
         pickle.dump({"jobs": jobs}, f, protocol=4)
+    if response.exists():
+        response.unlink()
     done = subprocess.run([python, str(ORACLE), str(request), str(response)],
                           capture_output=True, text=True, timeout=600)
     answers = []
-    with open(response, "rb") as f:
-        while True:
-            try:
-                answers.append(pickle.load(f))
-            except (EOFError, pickle.UnpicklingError):
-                break
-    assert answers or done.returncode != 0, f"MindSpore oracle wrote nothing:\n{done.stderr[-4000:]}"
+    if response.exists():
+        with open(response, "rb") as f:
+            while True:
+                try:
+                    answers.append(pickle.load(f))
+                except (EOFError, pickle.UnpicklingError):
+                    break
     if not answers:
         raise AssertionError(f"MindSpore oracle died before its first job (rc {done.returncode}):\n"
                              f"{done.stderr[-4000:]}")
