@@ -8,8 +8,9 @@ in a model that calls the module itself. Parameters are computed on the host for
 frozen into a graph.
 
 ``rounding="per_op"`` (default) reproduces the host ops' uint8 rounding between colour ops;
-``rounding="none"`` computes in float32 throughout (faster, not bit-equal to the host ops, output
-float32). Consecutive Rescale/Normalize ops are fused into one multiply-add per channel.
+``rounding="none"`` computes colour ops in float32 throughout (the host ops' float-input semantics:
+fewer passes, not bit-equal to the host ops on uint8, float32 output). Consecutive Rescale/Normalize
+ops are fused into one multiply-add per channel.
 """
 
 import numpy as np
@@ -27,8 +28,6 @@ ROUNDING = ("per_op", "none")
 
 class DeviceOp:
     """One offloaded op: ``op`` is the host op (its parameters and draws), ``uid`` its op id."""
-
-    name = "op"
 
     def __init__(self, uid, op, rounding="per_op"):
         self.uid, self.op, self.rounding = uid, op, rounding
