@@ -66,8 +66,12 @@ def _result(future, shard):
 
 
 def _drain(reports, progress):
+    """Move the workers' row counts into the progress bar (it only draws; failures end the drain)."""
     while True:
         try:
-            progress.update(reports.get_nowait())
+            rows = reports.get_nowait()
         except queue_module.Empty:
             return
+        except Exception:  # a worker killed while its queue feeder was writing leaves a torn message
+            return
+        progress.update(rows)
