@@ -4,6 +4,8 @@
 values and returns one list per output column, as in MindSpore.
 """
 
+import itertools
+
 import numpy as np
 
 from recordio.dataset.node import Dataset, Item
@@ -58,14 +60,15 @@ class BatchDataset(Dataset):
         return n // self.batch_size if self.drop_remainder else -(-n // self.batch_size)
 
     def _items(self, ctx, epoch):
-        group, number = [], 0
-        for item in self.children[0]._items(ctx, epoch):
-            group.append(item)
-            if len(group) == self.batch_size:
+        items = self.children[0]._items(ctx, epoch)
+        try:
+            for number in itertools.count():
+                group = list(itertools.islice(items, self.batch_size))
+                if len(group) < self.batch_size and (self.drop_remainder or not group):
+                    return
                 yield self._make(group, number, epoch)
-                group, number = [], number + 1
-        if group and not self.drop_remainder:
-            yield self._make(group, number, epoch)
+        finally:
+            getattr(items, "close", lambda: None)()
 
     def _columns_of(self, group, number, epoch):
         names = list(group[0].cols)

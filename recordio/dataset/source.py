@@ -5,6 +5,7 @@ MindDataset); with several workers the chunks are fetched in parallel and delive
 """
 
 import collections
+import itertools
 import sys
 
 import numpy as np
@@ -108,8 +109,8 @@ class SampledSource(Dataset):
     _scan_rows = None      # a source that can stream all its rows in order faster than by id
 
     def _scan(self, epoch):
-        for rid, cols in enumerate(self._scan_rows()):
-            yield Item(cols, rid, epoch, (epoch, rid + 1))
+        positions = zip(itertools.repeat(epoch), itertools.count(1))      # (epoch, rows consumed)
+        return map(Item, self._scan_rows(), itertools.count(), itertools.repeat(epoch), positions)
 
 
 def check_sampler_args(sampler, shuffle, num_shards):
