@@ -95,11 +95,14 @@ class SampledSource(Dataset):
                 sent.append(ids[positions[i:i + CHUNK]])
                 yield sent[-1]
 
-        consumed = start
+        delivered = 0
         for rows in self._fetch_runner(ctx).imap(chunks()):
-            for rid, cols in zip(sent.popleft().tolist(), rows):
-                consumed += num          # = consumed_after(start, num, rows delivered, total)
-                yield Item(cols, rid, epoch, (epoch, consumed if consumed < total else total))
+            rids = sent.popleft().tolist()
+            # rows of the epoch consumed across all shards after each of these rows
+            consumed = np.minimum(total, start + num * np.arange(delivered + 1, delivered + len(rids) + 1))
+            delivered += len(rids)
+            yield from map(Item, rows, rids, itertools.repeat(epoch),
+                           zip(itertools.repeat(epoch), consumed.tolist()))
 
     def _reads_everything_in_order(self, ids, positions):
         n = self._num_rows()
