@@ -289,6 +289,13 @@ def case_parallel(d):
     return files + [files]
 
 
+def case_digit_field(d):
+    """A field name starting with a digit: MindSpore refuses to index it, our writer indexes it."""
+    schema = {"1a": {"type": "int32"}, "img": {"type": "bytes"}, "b2": {"type": "string"}}
+    rows = [{"1a": i, "img": bytes([i]) * 3, "b2": f"r{i}"} for i in range(6)]
+    return write(d / "digit_field.mindrecord", schema, [rows])
+
+
 def case_appended(d):
     """A dataset grown with FileWriter.open_for_append (when the writer has it)."""
     if not hasattr(rio.FileWriter, "open_for_append"):
@@ -450,7 +457,8 @@ class Oracle:
 # MindSpore then reads from the .db alone (FORMAT.md §6.3) - so our .db values must be right.
 COLUMN_READS = {"multi_blob": (["name", "img1", "emb"], ["id"]),
                 "scalar_types": (["b", "f64", "i32"], ["id", "i32", "i64", "s"]),
-                "shards4": (["label"], ["vec", "img"])}
+                "shards4": (["label"], ["vec", "img"]),
+                "digit_field": (["b2", "img"], ["1a"])}
 APPEND_SEEDS = (0, 3, 6, 9)
 
 
@@ -642,7 +650,7 @@ def test_known_mindspore_bugs_are_the_ones_hit(oracle):
     """The allowances above are used, and only by the cases that have those values."""
     hits = {case: {} for case in oracle.reads}
     for case, reads in oracle.reads.items():
-        if case in PAGE_SHARD_ID:
+        if case in PAGE_SHARD_ID or case in KNOWN_READ_FAILURES:
             continue
         for source, answer, columns in reads:
             hits[case].update(check_read(source, answer, columns))
@@ -659,8 +667,21 @@ def test_mindspore_reads_random_dataset(oracle, seed):
     check_read(source, answer)
 
 
-@pytest.mark.parametrize("case,columns", [(c, cols) for c, sel in COLUMN_READS.items() for cols in sel],
-                         ids=lambda v: ",".join(v) if isinstance(v, list) else v)
+# MindSpore builds "SELECT 1a_0 FROM INDEXES" unquoted for an index-only read; it refuses to
+# write such an index itself ("Index field: 1a can't start with a number"), recordio writes it.
+DIGIT_INDEX = ("recordio indexes a field whose name starts with a digit (MindSpore's writer refuses to); "
+               "MindSpore's index-only read of it fails with an SQL error")
+KNOWN_READ_FAILURES = {("columns", "digit_field", ("1a",)): DIGIT_INDEX}
+
+
+def _columns_param(case, columns):
+    reason = KNOWN_READ_FAILURES.get(("columns", case, tuple(columns)))
+    marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+    return pytest.param(case, columns, marks=marks, id=f"{case}-{','.join(columns)}")
+
+
+@pytest.mark.parametrize("case,columns", [_columns_param(c, cols) for c, sel in COLUMN_READS.items()
+                                          for cols in sel])
 def test_mindspore_reads_selected_columns(oracle, case, columns):
     """Raw and blob subsets, and index-only selections that MindSpore answers from our .db."""
     ((source, answer, _),) = oracle.reads[("columns", case, tuple(columns))]
