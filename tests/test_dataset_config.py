@@ -30,7 +30,8 @@ def test_default_workers_apply_to_map():
     config.set_num_parallel_workers(3)
     try:
         ds = GeneratorDataset([(i,) for i in range(200)], "x", shuffle=False).map(record, "x")
-        assert [int(r["x"]) for r in ds.create_dict_iterator(num_epochs=1, output_numpy=True)] == list(range(200))
+        got = [int(r["x"]) for r in ds.create_dict_iterator(num_epochs=1, output_numpy=True)]
+        assert got == list(range(200))
     finally:
         config.set_num_parallel_workers(old)
     assert all(name.startswith("recordio-map") for name in seen) and len(seen) >= 2

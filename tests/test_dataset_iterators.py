@@ -8,7 +8,8 @@ import torch
 from recordio import vision
 from recordio.dataset import GeneratorDataset, HostBatch
 
-IMAGES = [(np.random.default_rng(i).integers(0, 255, (6, 8, 3), dtype=np.uint8), np.int32(i)) for i in range(10)]
+IMAGES = [(np.random.default_rng(i).integers(0, 255, (6, 8, 3), dtype=np.uint8), np.int32(i))
+          for i in range(10)]
 
 
 def pipeline(offload, batch=4):

@@ -73,7 +73,8 @@ def test_explicit_file_list_reads_those_files():
 
 
 def test_a_pipeline_pickles_and_runs_in_the_other_process():
-    ds = MindDataset(first_file("arrays_fixed"), shuffle=False).map(np.negative, input_columns="af32").batch(5)
+    ds = MindDataset(first_file("arrays_fixed"), shuffle=False)
+    ds = ds.map(np.negative, input_columns="af32").batch(5)
     list(ds.create_dict_iterator(num_epochs=1))          # opened and used before pickling
     clone = pickle.loads(pickle.dumps(ds))
     a = [b["af32"] for b in ds.create_dict_iterator(num_epochs=1, output_numpy=True)]

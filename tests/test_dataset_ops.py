@@ -107,7 +107,8 @@ def test_filter():
 
 
 def test_take_and_skip():
-    assert ids_of(numbered(10).skip(3).take(4).create_dict_iterator(num_epochs=1, output_numpy=True)) == [3, 4, 5, 6]
+    ds = numbered(10).skip(3).take(4)
+    assert ids_of(ds.create_dict_iterator(num_epochs=1, output_numpy=True)) == [3, 4, 5, 6]
     assert numbered(10).skip(3).take(4).get_dataset_size() == 4
 
 
@@ -172,7 +173,8 @@ def test_save_then_read_back(tmp_path):
 
 def test_save_of_a_mindrecord_pipeline(tmp_path):
     src = write_numbered(tmp_path / "src.mindrecord", 7)
-    MindDataset(src, shuffle=False).filter(lambda i: i % 2 == 0, ["id"]).save(str(tmp_path / "even.mindrecord"))
+    even = MindDataset(src, shuffle=False).filter(lambda i: i % 2 == 0, ["id"])
+    even.save(str(tmp_path / "even.mindrecord"))
     back = MindDataset(str(tmp_path / "even.mindrecord"), shuffle=False)
     assert ids_of(back.create_dict_iterator(num_epochs=1, output_numpy=True)) == [0, 2, 4, 6]
 

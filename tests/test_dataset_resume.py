@@ -165,7 +165,9 @@ def check_resume(build, epochs=2):
             pipeline.load_state_dict(state)
         it = pipeline.create_dict_iterator(num_epochs=epochs, output_numpy=True)
         first = 0 if state is None else state["epoch"]
-        return [[{k: np.asarray(v).tolist() for k, v in row.items()} for row in it] for _ in range(first, epochs)]
+        plain = [[{k: np.asarray(v).tolist() for k, v in row.items()} for row in it]
+                 for _ in range(first, epochs)]
+        return plain
 
     reference = flat(build())
     per_epoch = len(reference[0])

@@ -94,8 +94,8 @@ def test_an_offloaded_tail_runs_in_the_workers():
 
 
 def test_process_workers_inside_dataloader_workers_become_threads(dataset):
-    ds = MindDataset(dataset, columns_list=["id", "vec"]).map(Jitter(), input_columns="vec",
-                                                              num_parallel_workers=2, python_multiprocessing=True)
+    ds = MindDataset(dataset, columns_list=["id", "vec"])
+    ds = ds.map(Jitter(), input_columns="vec", num_parallel_workers=2, python_multiprocessing=True)
     order, rows = collect(DataLoader(TorchDataset(ds.batch(5)), batch_size=None, num_workers=2))
     assert sorted(order) == list(range(N))
 

@@ -41,7 +41,8 @@ print(n / (time.perf_counter() - t))
 
 def add_arguments(parser):
     parser.add_argument("--rows", type=int, default=50_000, help="rows of the cifar workload (default 50000)")
-    parser.add_argument("--dir", default=None, help="where to write the dataset (default: a temporary folder)")
+    parser.add_argument("--dir", default=None,
+                        help="where to write the dataset (default: a temporary folder)")
     parser.add_argument("--repeats", type=int, default=3, help="timed passes; the best is kept (default 3)")
     parser.add_argument("--mindspore-python", default=os.environ.get("RECORDIO_MINDSPORE_PYTHON"),
                         help="a Python with MindSpore 2.10, to measure its MindDataset on the same files")
@@ -187,6 +188,16 @@ def run(args):
     ]
 
 
+def _line(r):
+    text = f"{r['name']:<46} {r['value']:>8.0f} {r['unit']}"
+    if r["baseline"] is not None:
+        text += f"  baseline {r['baseline']:>8.0f}  ratio {r['ratio']:.2f}"
+    if "cpu_value" in r:
+        cpu_ratio = f", ratio {r['cpu_ratio']:.2f}" if "cpu_ratio" in r else ""
+        text += f"  (per CPU s: {r['cpu_value']:.0f}{cpu_ratio})"
+    return f"{text}  {r['note']}"
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_arguments(parser)
@@ -198,9 +209,7 @@ def main(argv=None):
         print()
     else:
         for r in rows:
-            base = "" if r["baseline"] is None else f"  baseline {r['baseline']:>8.0f}  ratio {r['ratio']:.2f}"
-            cpu = f"  (per CPU s: {r['cpu_value']:.0f}" + (f", ratio {r['cpu_ratio']:.2f})" if "cpu_ratio" in r else ")")
-            print(f"{r['name']:<46} {r['value']:>8.0f} {r['unit']}{base}{cpu if 'cpu_value' in r else ''}  {r['note']}")
+            print(_line(r))
     return 0
 
 

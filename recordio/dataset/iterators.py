@@ -140,7 +140,8 @@ class ItemStream:
         kind, epoch, payload = self._get()
         if kind == "item":
             self.delivered += 1
-            self.source = None if payload.pos is None else {"epoch": payload.pos[0], "consumed": payload.pos[1]}
+            pos = payload.pos
+            self.source = None if pos is None else {"epoch": pos[0], "consumed": pos[1]}
             return payload
         if kind == "end":
             self.epoch, self.delivered, self.source = epoch + 1, 0, None

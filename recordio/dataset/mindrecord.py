@@ -27,9 +27,10 @@ def _padding_args(padded_sample, num_padded, num_shards, columns_list):
     if columns_list is None:
         raise PipelineError("padded_sample needs columns_list (the padded row's columns)")
     if not isinstance(padded_sample, dict) or sorted(padded_sample) != sorted(columns_list):
+        found = sorted(padded_sample) if isinstance(padded_sample, dict) else padded_sample
         raise PipelineError(f"padded_sample must be a dict with exactly the columns {sorted(columns_list)}, "
-                            f"got {padded_sample if not isinstance(padded_sample, dict) else sorted(padded_sample)}")
-    if num_padded is None or isinstance(num_padded, bool) or not isinstance(num_padded, int) or num_padded < 0:
+                            f"got {found}")
+    if isinstance(num_padded, bool) or not isinstance(num_padded, int) or num_padded < 0:
         raise PipelineError(f"num_padded must be an int >= 0 with padded_sample, got {num_padded!r}")
     return num_padded
 

@@ -87,6 +87,10 @@ class SampledSource(Dataset):
         return self._by_id(ctx, epoch, ids, positions, start, num)
 
     def _by_id(self, ctx, epoch, ids, positions, start, num):
+        """Rows read by id, a chunk at a time; per row, items are built without a Python loop."""
+        return itertools.chain.from_iterable(self._chunk_items(ctx, epoch, ids, positions, start, num))
+
+    def _chunk_items(self, ctx, epoch, ids, positions, start, num):
         total = len(ids)
         sent = collections.deque()
 
@@ -101,8 +105,8 @@ class SampledSource(Dataset):
             # rows of the epoch consumed across all shards after each of these rows
             consumed = np.minimum(total, start + num * np.arange(delivered + 1, delivered + len(rids) + 1))
             delivered += len(rids)
-            yield from map(Item, rows, rids, itertools.repeat(epoch),
-                           zip(itertools.repeat(epoch), consumed.tolist()))
+            positions_after = zip(itertools.repeat(epoch), consumed.tolist())
+            yield map(Item, rows, rids, itertools.repeat(epoch), positions_after)
 
     def _reads_everything_in_order(self, ids, positions):
         n = self._num_rows()
