@@ -94,10 +94,11 @@ def _rate(batches, warmup):
     return {"images_per_s": images / wall, "cpu_ms_per_image": 1e3 * cpu / images}
 
 
-def host_pipeline(path, warmup):
+def host_pipeline(path, warmup, processes=False):
     from recordio import MindDataset
     data = MindDataset(path, columns_list=["image", "label"], shuffle=False, num_parallel_workers=WORKERS)
-    data = data.map(_host_ops(), input_columns="image", num_parallel_workers=WORKERS)
+    data = data.map(_host_ops(), input_columns="image", num_parallel_workers=WORKERS,
+                    python_multiprocessing=processes)
     data = data.batch(BATCH, drop_remainder=True)
     return _rate(data.create_dict_iterator(num_epochs=1, output_numpy=True), warmup)
 
@@ -183,27 +184,33 @@ def _best(measurements):
 
 
 def pipeline_rows(args, n, repeats):
-    """Ours and MindSpore's host pipeline on the same file, alternating, best of ``repeats``."""
+    """Ours (worker threads, worker processes) and MindSpore's host pipeline on the same file,
+    alternating, best of ``repeats``."""
     with tempfile.TemporaryDirectory(prefix="recordio-bench-vision-") as tmp:
         path = os.path.join(getattr(args, "workdir", None) or tmp, "jpeg.mindrecord")
         _write(path, n)
         python = getattr(args, "mindspore_python", None)
-        ours, theirs = [], []
+        runs = {"threads": [], "processes": [], "mindspore": []}
         for _ in range(repeats):
             if python:
-                theirs.append(mindspore_pipeline(python, path, 2))
-            ours.append(host_pipeline(path, 2))
-    ours = _best(ours)
-    name = "vision host pipeline (jpeg, batch 64, 2 workers)"
-    if not python:
-        return [_row(name, ours["images_per_s"], baseline="MindSpore 2.10 (recorded)",
-                     baseline_value=RECORDED_MINDSPORE),
-                _row(name + ", CPU per image", ours["cpu_ms_per_image"], "ms")]
-    theirs = _best(theirs)
-    label = "MindSpore 2.10, same file and ops"
-    cpu = _row(name + ", CPU per image", ours["cpu_ms_per_image"], "ms", label, theirs["cpu_ms_per_image"])
-    cpu["ratio"] = theirs["cpu_ms_per_image"] / ours["cpu_ms_per_image"]      # > 1: we use less CPU
-    return [_row(name, ours["images_per_s"], baseline=label, baseline_value=theirs["images_per_s"]), cpu]
+                runs["mindspore"].append(mindspore_pipeline(python, path, 2))
+            runs["threads"].append(host_pipeline(path, 2))
+            runs["processes"].append(host_pipeline(path, 2, processes=True))
+    if python:
+        label, theirs = "MindSpore 2.10, same file and ops", _best(runs["mindspore"])
+    else:
+        label, theirs = "MindSpore 2.10 (recorded)", {"images_per_s": RECORDED_MINDSPORE, "cpu_ms_per_image": None}
+    rows = []
+    for kind in ("threads", "processes"):
+        ours = _best(runs[kind])
+        name = f"vision host pipeline (jpeg, batch 64, 2 worker {kind})"
+        rows.append(_row(name, ours["images_per_s"], baseline=label, baseline_value=theirs["images_per_s"]))
+        if kind == "threads":       # process workers' CPU is not counted in this process
+            cpu = _row(name + ", CPU per image", ours["cpu_ms_per_image"], "ms", label, theirs["cpu_ms_per_image"])
+            if theirs["cpu_ms_per_image"]:
+                cpu["ratio"] = theirs["cpu_ms_per_image"] / ours["cpu_ms_per_image"]   # > 1: we use less CPU
+            rows.append(cpu)
+    return rows
 
 
 def run(args):
