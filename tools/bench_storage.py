@@ -167,36 +167,46 @@ def random_reader(path, count):
 # --- MindSpore (subprocess) ----------------------------------------------------------------------------
 
 _MS_SCRIPT = r"""
-import json, pickle, sys, time
+import glob, json, os, pickle, sys, time
 import numpy as np
-path, rows_file, name, batch = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+path, rows_file, name, batch, repeats = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[6])
 schema = json.loads(sys.argv[5])
 from mindspore.mindrecord import FileReader, FileWriter
 import mindspore.dataset as ds
 with open(rows_file, "rb") as f:
     rows = [{k: (np.frombuffer(v[2], v[0]).reshape(v[1]) if isinstance(v, tuple) else v)
              for k, v in r.items()} for r in pickle.load(f)]
-out = {}
-start = time.perf_counter()
-writer = FileWriter(path, shard_num=1, overwrite=True)
-writer.add_schema(schema, name)
-for i in range(0, len(rows), batch):
-    writer.write_raw_data(rows[i:i + batch])
-writer.commit()
-out["write_s"] = time.perf_counter() - start
-start = time.perf_counter()
-reader = FileReader(path)
-n = sum(1 for _ in reader.get_next())
-reader.close()
-out["filereader_s"], out["filereader_rows"] = time.perf_counter() - start, n
-best = float("inf")
-for _ in range(2):
+
+def write():
+    for old in glob.glob(glob.escape(path) + "*"):
+        os.unlink(old)
+    start = time.perf_counter()
+    writer = FileWriter(path, shard_num=1, overwrite=True)
+    writer.add_schema(schema, name)
+    for i in range(0, len(rows), batch):
+        writer.write_raw_data(rows[i:i + batch])
+    writer.commit()
+    return time.perf_counter() - start, len(rows)
+
+def filereader():
+    start = time.perf_counter()
+    reader = FileReader(path)
+    n = sum(1 for _ in reader.get_next())
+    reader.close()
+    return time.perf_counter() - start, n
+
+def minddataset():
     start = time.perf_counter()
     n = sum(1 for _ in ds.MindDataset(path, shuffle=False).create_dict_iterator(num_epochs=1, output_numpy=True))
-    best = min(best, time.perf_counter() - start)
-out["minddataset_s"], out["minddataset_rows"] = best, n
+    return time.perf_counter() - start, n
+
+out = {}
+for label, fn in (("write", write), ("filereader", filereader), ("minddataset", minddataset)):
+    runs = [fn() for _ in range(repeats)]
+    out[label + "_s"], out[label + "_rows"] = min(runs)
 print(json.dumps(out))
 """
+MINDSPORE_REPEATS = 2
 
 
 def _plain_rows(rows):
@@ -208,7 +218,7 @@ def _plain_rows(rows):
     return [{k: plain(v) for k, v in row.items()} for row in rows]
 
 
-def mindspore_storage(python, folder, name, rows):
+def mindspore_storage(python, folder, name, rows, repeats):
     """MindSpore's write / FileReader / MindDataset seconds on ``rows``, in its own Python."""
     rows_file = os.path.join(folder, f"{name}.rows.pkl")
     with open(rows_file, "wb") as f:
@@ -216,7 +226,8 @@ def mindspore_storage(python, folder, name, rows):
     path = os.path.join(folder, f"{name}.ms.mindrecord")
     try:
         done = subprocess.run([python, "-c", _MS_SCRIPT, path, rows_file, name, str(BATCH[name]),
-                               json.dumps(SCHEMAS[name])], capture_output=True, text=True, timeout=3600)
+                               json.dumps(SCHEMAS[name]), str(repeats)], capture_output=True, text=True,
+                              timeout=3600)
     finally:
         os.unlink(rows_file)
         remove_dataset(path)
@@ -319,7 +330,9 @@ def bench_workload(folder, name, n, repeats, mindspore_python):
     r = measure_reads(path, flat, repeats)
     remove_dataset(path)
     os.unlink(flat)
-    ms = mindspore_storage(mindspore_python, folder, name, rows) if mindspore_python else None
+    ms = None
+    if mindspore_python:
+        ms = mindspore_storage(mindspore_python, folder, name, rows, min(repeats, MINDSPORE_REPEATS))
     return workload_rows_out(name, len(rows), mb, w, r, ms)
 
 
@@ -360,7 +373,7 @@ _MS_COUNT = "import sys; from mindspore.mindrecord import FileReader; print(File
 def bench_count(folder, n, mindspore_python):
     path = os.path.join(folder, "count.mindrecord")
     build_count_dataset(path, n)
-    ours = time_process(count_command(path), 5, n)
+    ours = time_process(count_command(path), 10, n)
     if mindspore_python:
         theirs, label = time_process([mindspore_python, "-c", _MS_COUNT, path], 2, n), "MindSpore FileReader.len()"
     else:
