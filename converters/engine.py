@@ -82,8 +82,7 @@ def plan_shards(units, shard_num):
 def write_shard(job, shard_id, units, report=None):
     """Write shard ``shard_id`` from ``units``; returns ``(shard_id, rows, skipped)``."""
     source, skipped, chunk = job.source, [], []
-    with recordio.ShardWriter(job.destination, shard_id, job.shard_num, source.schema, source.desc,
-                              source.index_fields or None) as writer:
+    with _open_part(job, shard_id) as writer:
         size = 0
         for unit, rows in _read_all(source, units):
             rows = _rows_or_skip(job, unit, rows, skipped)
@@ -95,6 +94,16 @@ def write_shard(job, shard_id, units, report=None):
         _flush(writer, chunk, report)
         state.save_skipped(job.destination, shard_id, skipped)
     return shard_id, writer.rows, skipped
+
+
+def _open_part(job, shard_id):
+    """The shard's writer, its staging files already open (opened one task at a time: state.opening)."""
+    source = job.source
+    with state.opening(job.destination):
+        writer = recordio.ShardWriter(job.destination, shard_id, job.shard_num, source.schema, source.desc,
+                                      source.index_fields or None)
+        writer.write_raw_data([])
+    return writer
 
 
 def _flush(writer, chunk, report):

@@ -7,6 +7,8 @@ A rerun with the same fingerprint writes only the missing shards; a rerun of a d
 conversion discards the leftover parts first. The folder goes when the dataset is published.
 """
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -14,7 +16,7 @@ import shutil
 
 from recordio.shards import parts_dir
 
-__all__ = ["fingerprint", "load_skipped", "prepare", "remove", "save_skipped"]
+__all__ = ["fingerprint", "load_skipped", "opening", "prepare", "remove", "save_skipped"]
 
 
 def _folder(destination):
@@ -55,6 +57,22 @@ def load_skipped(destination, shard_id):
             return [tuple(s) for s in json.load(f)["skipped"]]
     except (FileNotFoundError, ValueError, KeyError):
         return []
+
+
+@contextlib.contextmanager
+def opening(destination):
+    """Hold the conversion's ``open.lock`` (one shard task at a time opens its part).
+
+    A writer's first write removes stale staging files of dead writers in its folder, and a
+    writer that is creating its own lock file at that moment can lose it. Opening the parts
+    one at a time closes that window; the writing itself runs in parallel.
+    """
+    fd = os.open(os.path.join(_folder(destination), "open.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def remove(destination):
