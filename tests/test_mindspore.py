@@ -59,7 +59,8 @@ def mindspore_python():
     except (OSError, subprocess.TimeoutExpired) as exc:
         pytest.skip(f"RECORDIO_MINDSPORE_PYTHON={python} cannot run: {exc}")
     if done.returncode != 0:
-        pytest.skip(f"RECORDIO_MINDSPORE_PYTHON={python} cannot import mindspore: {done.stderr[-500:]}")
+        last = (done.stderr.strip().splitlines() or ["?"])[-1]
+        pytest.skip(f"RECORDIO_MINDSPORE_PYTHON={python} cannot import mindspore: {last}")
     return python
 
 
