@@ -4,7 +4,8 @@ Protocol (see docs/atomic-commit.md for the argument):
 
 1. Every file is written under a hidden staging name in the target directory,
    ``.<name>.rio-<token>.tmp`` (data) and ``.<name>.db.rio-<token>.tmp`` (index), while
-   the writer holds an exclusive ``flock`` on ``.rio-<token>.lock``.
+   the writer holds an exclusive ``flock`` on ``.rio-<token>.lock`` (locked before it becomes
+   visible under that name, and before any staging file exists).
 2. At commit all staged files are completed and fsync-ed, then the directory.
 3. Publish: (a) every target ``.db`` that exists is removed — from here on no old
    shard opens, since a shard needs its ``.db``; (b) the data files are renamed into
@@ -90,8 +91,12 @@ class Staging:
         self._lock_path = os.path.join(self.directory, f".rio-{self.token}.lock")
         self._data = [self.staged(t) for t in self.targets]
         self._dbs = [self.staged(t + ".db") for t in self.targets]
-        self._lock_fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+        # The lock is taken under a name cleaners ignore, then renamed into view, so that no
+        # cleaner can ever see this writer's lock file unlocked.
+        fresh = self._lock_path + ".new"
+        self._lock_fd = os.open(fresh, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
         fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+        os.rename(fresh, self._lock_path)
 
     def staged(self, target):
         return os.path.join(os.path.dirname(target), f".{os.path.basename(target)}.rio-{self.token}.tmp")

@@ -114,3 +114,23 @@ def test_live_writer_files_are_not_cleaned(tmp_path):
     live.write_raw_data([{"a": 3}])
     live.commit()
     assert [int(r["a"]) for r in recordio.FileReader(str(tmp_path / "live.mr"))] == [1, 3]
+
+
+def _write_many(folder, worker):
+    for k in range(15):
+        w = recordio.FileWriter(f"{folder}/w{worker}_{k}.mr", 2, fsync=False)
+        w.add_schema({"a": {"type": "int32"}})
+        w.write_raw_data([{"a": j} for j in range(10)])
+        w.commit()
+        assert recordio.count_rows(f"{folder}/w{worker}_{k}.mr0") == 10
+
+
+def test_concurrent_writers_in_one_directory_never_clean_each_other(tmp_path):
+    import multiprocessing as mp
+    procs = [mp.get_context("fork").Process(target=_write_many, args=(str(tmp_path), i)) for i in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+    assert [p.exitcode for p in procs] == [0] * 4
+    assert not [n for n in os.listdir(tmp_path) if "rio-" in n]
