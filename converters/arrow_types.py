@@ -98,13 +98,17 @@ def _first_null(array):
     return int(np.flatnonzero(pc.is_null(array).to_numpy(zero_copy_only=False))[0])
 
 
-def column_values(name, array, spec, where):
-    """The values of Arrow ``array`` as the writer takes them for ``spec``; SchemaError on nulls."""
+def column_values(name, array, spec, where, first_row=0):
+    """The values of Arrow ``array`` as the writer takes them for ``spec``; SchemaError on nulls.
+
+    ``first_row`` is the row of the file where ``array`` starts (for messages).
+    """
     if pa.types.is_dictionary(array.type):
         array = array.dictionary_decode()
     if array.null_count:
-        raise SchemaError(f"{where}: column {name!r} row {_first_null(array)} is null; MindRecord cannot "
-                          f"hold nulls: fill them (pyarrow.compute.fill_null) or drop the rows first")
+        raise SchemaError(f"{where}: column {name!r} row {first_row + _first_null(array)} of the file is null; "
+                          f"MindRecord cannot hold nulls: fill them (pyarrow.compute.fill_null) or drop the "
+                          f"rows first")
     if "shape" in spec:
         return _arrays(name, array, spec, where)
     if spec["type"] in ("string", "bytes"):

@@ -1,7 +1,7 @@
 """Parquet / Arrow <-> MindRecord.
 
-:func:`convert_parquet` turns Parquet files (or a folder of them) into records, one
-conversion unit per row group, with the schema mapped from the Arrow types
+:func:`convert_parquet` turns Parquet files, Arrow IPC (Feather) files or a folder of
+them into records, one conversion unit per row group or record batch, with the schema mapped from the Arrow types
 (:mod:`arrow_types`); the original Arrow types go into ``desc`` so that :func:`to_arrow`
 can give them back. :func:`to_arrow` is the reverse: a dataset's scalar columns (and,
 when asked for, bytes and 1-D array columns) as a ``pyarrow.Table`` for pandas, Polars
@@ -16,6 +16,8 @@ import numpy as np
 from recordio.converters import engine
 from recordio.errors import SchemaError
 
+EXTENSIONS = (".parquet", ".pq", ".arrow", ".feather", ".ipc")   # arrow_files.EXTENSIONS, without pyarrow
+
 __all__ = ["ParquetSource", "convert_parquet", "to_arrow", "write_arrow"]
 
 
@@ -24,9 +26,9 @@ def _parquet_files(paths):
     files = []
     for path in paths:
         if os.path.isdir(path):
-            found = sorted(os.path.join(path, n) for n in os.listdir(path) if n.endswith((".parquet", ".pq")))
+            found = sorted(os.path.join(path, n) for n in os.listdir(path) if n.lower().endswith(EXTENSIONS))
             if not found:
-                raise FileNotFoundError(f"{path}: no .parquet files in this folder")
+                raise FileNotFoundError(f"{path}: no {', '.join(EXTENSIONS)} files in this folder")
             files.extend(found)
         elif os.path.isfile(path):
             files.append(path)
@@ -36,18 +38,17 @@ def _parquet_files(paths):
 
 
 def _schema(files, columns):
-    import pyarrow.parquet as pq
-
+    from recordio.converters.arrow_files import read_schema
     from recordio.converters.arrow_types import field_spec
 
-    first = pq.read_schema(files[0])
+    first = read_schema(files[0])
     names = list(columns) if columns else first.names
     unknown = [c for c in names if c not in first.names]
     if unknown:
         raise SchemaError(f"{files[0]}: no column(s) {', '.join(map(repr, unknown))} "
                           f"(columns: {', '.join(first.names)})")
     for path in files[1:]:
-        other = pq.read_schema(path)
+        other = read_schema(path)
         for name in names:
             if name not in other.names or other.field(name).type != first.field(name).type:
                 found = other.field(name).type if name in other.names else "no such column"
@@ -58,7 +59,7 @@ def _schema(files, columns):
 
 
 class ParquetSource:
-    """Parquet files as conversion units of one row group each."""
+    """Parquet (or Arrow IPC) files as conversion units of one row group (record batch) each."""
 
     kind = "parquet"
     chunk_rows = 4096
@@ -71,32 +72,36 @@ class ParquetSource:
         self.desc = json.dumps({"source": "parquet", "arrow_types": types})
 
     def units(self):
-        import pyarrow.parquet as pq
+        from recordio.converters.arrow_files import pieces
 
         units = []
         for path in self.files:
-            meta = pq.ParquetFile(path).metadata
-            units.extend((path, g, meta.row_group(g).num_rows) for g in range(meta.num_row_groups))
-        return [u for u in units if u[2]]
+            first = 0
+            for i, rows in pieces(path):
+                if rows:
+                    units.append((path, i, rows, first))
+                first += rows
+        return units
 
     def unit_rows(self, unit):
         return unit[2]
 
     def where(self, unit):
-        return f"{unit[0]} [row group {unit[1]}]"
+        from recordio.converters.arrow_files import piece_name
+
+        return f"{unit[0]} [{piece_name(unit[0])} {unit[1]}]"
 
     def facts(self):
         return {"columns": self.columns, "index_fields": self.index_fields,
                 "files": [[f, os.path.getsize(f)] for f in self.files]}
 
     def read(self, unit):
-        import pyarrow.parquet as pq
-
+        from recordio.converters.arrow_files import read_piece
         from recordio.converters.arrow_types import column_values
 
-        table = pq.ParquetFile(unit[0]).read_row_group(unit[1], columns=self.columns)
-        values = [column_values(name, table.column(name).combine_chunks(), self.schema[name], self.where(unit))
-                  for name in self.columns]
+        table = read_piece(unit[0], unit[1], self.columns)
+        values = [column_values(name, table.column(name).combine_chunks(), self.schema[name], self.where(unit),
+                                unit[3]) for name in self.columns]
         return [dict(zip(self.columns, row)) for row in zip(*values)]
 
 

@@ -107,7 +107,7 @@ def test_types_mindrecord_cannot_hold(tmp_path, column, message):
 
 
 @pytest.mark.parametrize("column,message", [
-    (pa.array([1, None, 3]), "column 'x' row 1 is null"),
+    (pa.array([1, None, 3]), "column 'x' row 1 of the file is null"),
     (pa.array([[1.0], [2.0, None], []]), "column 'x' has a null inside a list"),
 ])
 def test_nulls_are_refused_with_file_and_row(tmp_path, column, message):
@@ -129,3 +129,23 @@ def test_bad_names(tmp_path):
         convert_parquet(tmp_path / "a.parquet", tmp_path / "t.mindrecord")
     with pytest.raises(recordio.SchemaError, match="no column.*'nope'"):
         convert_parquet(tmp_path / "a.parquet", tmp_path / "t.mindrecord", columns=["nope"])
+
+
+def test_arrow_ipc_files_convert_like_parquet(parquet_dir, tmp_path):
+    import pyarrow.feather as feather
+
+    _, table = parquet_dir
+    (tmp_path / "ipc").mkdir()
+    feather.write_feather(table, tmp_path / "ipc" / "t.feather", chunksize=200)   # 3 record batches
+    a = convert_parquet(tmp_path / "ipc", tmp_path / "a.mindrecord", shard_num=3, workers=1)
+    b = convert_parquet(parquet_dir[0], tmp_path / "b.mindrecord", workers=1)
+    assert a.shards == 3 and a.rows == N
+    assert to_arrow(a.files[0], ["i8", "name", "blob", "vec"]).equals(to_arrow(b.files[0], ["i8", "name", "blob", "vec"]))
+
+
+def test_null_in_an_ipc_record_batch_names_it(tmp_path):
+    import pyarrow.feather as feather
+
+    feather.write_feather(pa.table({"x": [1, 2, None, 4]}), tmp_path / "t.arrow", chunksize=2)
+    with pytest.raises(recordio.FormatError, match=r"t.arrow \[record batch 1\].*column 'x' row 2 of the file is null"):
+        convert_parquet(tmp_path / "t.arrow", tmp_path / "t.mindrecord", workers=1)

@@ -18,7 +18,7 @@ FORMATS = {
                  "recordio convert cifar100 cifar-100-python out/cifar100.mindrecord"),
     "mnist": ("MNIST / Fashion-MNIST idx files (.gz or not) -> {image (PNG or --raw), label}",
               "recordio convert mnist /usr/share/datasets/fashion-mnist out/fmnist.mindrecord"),
-    "parquet": ("Parquet files or a folder of them -> records (schema from the Arrow types)",
+    "parquet": ("Parquet or Arrow IPC/Feather files, or a folder of them -> records (schema from the Arrow types)",
                 "recordio convert parquet table.parquet out/table.mindrecord --index label"),
 }
 
@@ -43,7 +43,8 @@ def add_arguments(parser):
         cmd = sub.add_parser(name, help=text, description=text, allow_abbrev=False,
                              epilog=f"example:\n  {example}", formatter_class=argparse.RawDescriptionHelpFormatter)
         if name == "parquet":
-            cmd.add_argument("source", nargs="+", help="Parquet files or folders of them")
+            cmd.add_argument("source", nargs="+", help="Parquet (.parquet) or Arrow IPC (.arrow, .feather) files, "
+                                                       "or folders of them")
         else:
             cmd.add_argument("source", help="the source folder")
         cmd.add_argument("out", help="the dataset to write (shards get 0, 1, ... appended)")
