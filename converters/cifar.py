@@ -106,7 +106,10 @@ def _load_binary(path, kind):
 
 def _rows_in(path, kind, layout):
     if layout == "binary":
-        return os.path.getsize(path) // ((1 if kind == "cifar10" else 2) + PIXELS)
+        size, record = os.path.getsize(path), (1 if kind == "cifar10" else 2) + PIXELS
+        if size % record:
+            raise ValueError(f"size {size} is not a multiple of the {record}-byte record")
+        return size // record
     return len(load_batch(path, kind, layout)[0])
 
 
