@@ -94,3 +94,16 @@ def test_api_reference_covers_the_namespaces():
     text = (ROOT / "docs" / "api" / "recordio.html").read_text()
     for name in importlib.import_module("recordio").__all__:
         assert name in text, f"docs/api/recordio.html does not mention {name}: run python tools/build_docs.py"
+
+
+def test_build_docs_writes_the_reference(tmp_path):
+    pytest.importorskip("pdoc")
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        import build_docs
+    finally:
+        sys.path.remove(str(ROOT / "tools"))
+    pages = build_docs.build(tmp_path / "api")
+    assert {"index.html", "recordio.html", "recordio/vision.html", "recordio/converters.html"} <= set(pages)
+    text = (tmp_path / "api" / "recordio.html").read_text()
+    assert "FileWriter" in text and "write_raw_data" in text and "count_rows" in text
