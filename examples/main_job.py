@@ -70,8 +70,19 @@ def prepare_data(args):
     cli("info", train)
     cli("count", train)
     cli("verify", train)
-    cli("head", train, "-n", "8", "--columns", "label,file_name", "--grid", os.path.join(args.out, "sheet.png"))
+    cli("head", train, "-n", "3", "--columns", "label,file_name")
+    contact_sheet(train, os.path.join(args.out, "sheet.png"))
     return train, val
+
+
+def contact_sheet(path, png, count=24):
+    """A contact sheet of ``count`` rows spread over the dataset (``recordio head --grid`` draws the first ones)."""
+    from recordio.tools.grid import class_names, draw_sheet
+
+    with rio.FileReader(path) as reader:
+        rows = [reader[k * len(reader) // count] for k in range(count)]
+    draw_sheet(rows, png, names=class_names(path, "label"))
+    print(f"wrote a contact sheet of {count} training images to {png}")
 
 
 def train_pipeline(path, crop, batch_size):

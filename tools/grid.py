@@ -103,18 +103,27 @@ def read_rows(path, n, image_column, label_column):
         return [{c: row[c] for c in columns} for row in reader[:n]]
 
 
-def write_grid(path, png, n, image_column="image", label_column="label"):
-    """Write a contact sheet of the first ``n`` rows of the dataset ``path`` to the PNG file ``png``."""
+def draw_sheet(rows, png, image_column="image", label_column="label", names=None):
+    """Write the contact sheet of ``rows`` (dicts from a :class:`recordio.FileReader`) to ``png``.
+
+    ``names``: ``{label: class name}`` for the captions (see :func:`class_names`).
+    """
     import cv2
 
-    if n < 1:
-        raise ValueError(f"the grid needs at least one image, got n={n}")
-    rows = read_rows(path, n, image_column, label_column)
+    if not rows:
+        raise ValueError("the grid needs at least one image, got no rows")
     height, width, columns = sheet_shape(len(rows))
     sheet = np.full((height, width, 3), BACKGROUND, np.uint8)
-    names = class_names(path, label_column)
     for i, row in enumerate(rows):
-        draw_cell(sheet, i, columns, to_rgb(row[image_column]), caption(i, row, label_column, names))
+        draw_cell(sheet, i, columns, to_rgb(row[image_column]), caption(i, row, label_column, names or {}))
     if not cv2.imwrite(png, cv2.cvtColor(sheet, cv2.COLOR_RGB2BGR)):
         raise OSError(f"could not write the PNG file {png}")
     return len(rows)
+
+
+def write_grid(path, png, n, image_column="image", label_column="label"):
+    """Write a contact sheet of the first ``n`` rows of the dataset ``path`` to the PNG file ``png``."""
+    if n < 1:
+        raise ValueError(f"the grid needs at least one image, got n={n}")
+    rows = read_rows(path, n, image_column, label_column)
+    return draw_sheet(rows, png, image_column, label_column, class_names(path, label_column))
