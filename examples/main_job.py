@@ -5,7 +5,8 @@ one, else on the CPU, in a few minutes on two cores:
 
 1. crops of six scikit-image photos, one class per photo, as an ImageFolder (train/ and val/);
 2. ``recordio convert imagefolder`` of each split into sharded records;
-3. ``recordio info``, ``count``, ``verify`` and ``head --grid`` (a contact sheet) on the training set;
+3. ``recordio info``, ``count``, ``verify`` and ``head`` on the training set, and a contact sheet
+   of its images (``sheet.png``);
 4. training: ``MindDataset -> map(vision ops, offload=True) -> batch -> DataSink``, printing the
    loss of every sink epoch, samples/s and the share of time spent waiting for data;
 5. the accuracy on the held-out split.
