@@ -86,6 +86,8 @@ def ensure_descriptors(count):
 def header_bytes(header_size, page_size, header, shard, names, i, independent=False):
     """The header of shard ``i`` (``independent``: a one-file dataset, as parallel_writer writes)."""
     addresses, shard_id = ([names[i]], 0) if independent else (names, i)
+    for page in shard.pages:
+        page.shard_id = shard_id       # MindSpore files pages under this id when it opens one file
     return fmt.encode_header(header_size, page_size, header["index_fields"], shard.pages,
                              header["compression_size"], header["schema"], header["blob_fields"],
                              header["desc"], addresses, shard_id)

@@ -170,6 +170,8 @@ def _stage_parts(folder, staging, targets, compression, moved):
         elif meta != first:
             raise FormatError(f"{part}: schema, sizes or index fields differ from those of shard 0")
         schema = header["schema"][0]
+        for page in header["page"]:
+            page.shard_id = i          # MindSpore files pages under this id when it opens one shard
         blob = fmt.encode_header(header["header_size"], header["page_size"],
                                  [f["index_field"] for f in header["index_fields"] or []], header["page"],
                                  compression, schema["schema"], schema["blob_fields"], schema["desc"],

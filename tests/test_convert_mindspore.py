@@ -56,13 +56,7 @@ def assert_same_rows(ours, theirs, reader):
         assert {k: plain(v) for k, v in mine.items()} == {k: plain(v) for k, v in other.items()}, (reader, i)
 
 
-FINALIZE_BUG = pytest.mark.xfail(strict=True, reason=(
-    "recordio.finalize_shards keeps each part's page.shard_id (0) in the published headers; MindSpore "
-    "files pages under page.shard_id, so it loses the rows of shards 1..N-1 (FORMAT.md, page objects). "
-    "Remove this mark when finalize_shards sets page.shard_id to the shard's index."))
-
-
-@pytest.mark.parametrize("shard_num", [1, pytest.param(3, marks=FINALIZE_BUG)])
+@pytest.mark.parametrize("shard_num", [1, 3])
 @pytest.mark.parametrize("kind", ["imagefolder", "cifar100"])
 def test_mindspore_reads_converted_datasets(mindspore_python, tmp_path, kind, shard_num):
     if kind == "imagefolder":
