@@ -11,16 +11,24 @@ import pytest
 import recordio
 from conftest import ROOT
 
-SMALL = ["--per-class", "80", "--val-per-class", "20", "--epochs", "4", "--shards", "2", "--device", "cpu"]
+SMALL = ["--per-class", "80", "--val-per-class", "20", "--epochs", "4", "--shards", "2"]
+
+
+def run_job(out, device):
+    done = subprocess.run([sys.executable, "examples/main_job.py", "--out", str(out), *SMALL, "--device", device],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done.stdout
+
+
+def accuracy_of(stdout):
+    return float(re.search(r"held-out accuracy: ([\d.]+)% on 120 images \(6 classes", stdout).group(1))
 
 
 @pytest.fixture(scope="module")
 def job(tmp_path_factory):
     out = tmp_path_factory.mktemp("main-job")
-    done = subprocess.run([sys.executable, "examples/main_job.py", "--out", str(out), *SMALL], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return out, done.stdout
+    return out, run_job(out, "cpu")
 
 
 def test_records_are_converted_and_checked(job):
@@ -49,8 +57,14 @@ def test_training_reports_every_sink_epoch_and_learns(job):
     assert losses[-1] < losses[0] / 2
     assert all(0 <= float(e[3]) <= 100 for e in epochs)
     assert "offloaded ops" in stdout and "RandomHorizontalFlip, RandomColorAdjust, Normalize, HWC2CHW" in stdout
-    accuracy = float(re.search(r"held-out accuracy: ([\d.]+)% on 120 images \(6 classes", stdout).group(1))
-    assert accuracy >= 50.0                                          # chance is 16.7%
+    assert accuracy_of(stdout) >= 50.0                               # chance is 16.7%
+
+
+@pytest.mark.gpu
+def test_main_job_on_cuda(tmp_path):
+    stdout = run_job(tmp_path, "cuda")
+    assert "training on cuda" in stdout and len(re.findall(r"^sink epoch \d/4", stdout, re.M)) == 4
+    assert accuracy_of(stdout) >= 50.0
 
 
 def test_photos_split_uses_disjoint_parts_of_each_photo(tmp_path):
