@@ -66,6 +66,9 @@ def prepare_data(args):
     shutil.rmtree(os.path.join(args.out, "photos"), ignore_errors=True)
     splits = photos.build_image_folder(os.path.join(args.out, "photos"), args.per_class,
                                        args.val_per_class, args.size)
+    classes = len(photos.CLASSES)
+    print(f"  {classes * args.per_class} training and {classes * args.val_per_class} held-out JPEGs of "
+          f"{args.size}x{args.size} pixels, {classes} classes: {', '.join(photos.CLASSES)}")
     train = convert(splits["train"], os.path.join(args.out, "records", "train", "photos.mindrecord"), args.shards)
     val = convert(splits["val"], os.path.join(args.out, "records", "val", "photos.mindrecord"), args.shards)
     cli("info", train)
