@@ -174,8 +174,9 @@ def _rows(rows):
 class OffloadTail(torch.nn.Module):
     """The offloaded ops of every column; columns without offloaded ops pass through."""
 
-    def __init__(self, tail, rounding="per_op"):
+    def __init__(self, tail, rounding="per_op", cpu_chunk=8):
         super().__init__()
+        self.cpu_chunk = cpu_chunk
         if rounding not in ROUNDING:
             raise ValueError(f"rounding must be one of {ROUNDING}, got {rounding!r}")
         self.rounding = rounding
@@ -191,15 +192,25 @@ class OffloadTail(torch.nn.Module):
             x = _as_tensor(col, columns[col])
             if x.shape[0] != len(rows):
                 raise PipelineError(f"offloaded column {col!r}: batch of {x.shape[0]} but {len(rows)} row ids")
-            for op in ops:
-                x = op(x, rows, epoch, seed)
-            out[col] = x
+            out[col] = self._run(ops, x, rows, epoch, seed)
         return out
+
+    def _run(self, ops, x, rows, epoch, seed):
+        """Run a column's ops; on a CPU in chunks of ``cpu_chunk`` samples, so that temporaries stay
+        small and cached (the values do not depend on the chunking: every op is per sample)."""
+        step = self.cpu_chunk if x.device.type == "cpu" else len(rows)
+        parts = []
+        for start in range(0, max(len(rows), 1), max(step, 1)):
+            part, part_rows = x[start:start + step], rows[start:start + step]
+            for op in ops:
+                part = op(part, part_rows, epoch, seed)
+            parts.append(part)
+        return parts[0] if len(parts) == 1 else torch.cat(parts)
 
     def extra_repr(self):
         return "\n".join(f"{col}: {ops}" for col, ops in self.columns.items()) + f"\nrounding={self.rounding!r}"
 
 
-def build_tail(plan, rounding="per_op"):
+def build_tail(plan, rounding="per_op", cpu_chunk=8):
     """The torch module that runs ``plan.tail`` (a plan, or its ``tail`` dict)."""
-    return OffloadTail(getattr(plan, "tail", plan), rounding)
+    return OffloadTail(getattr(plan, "tail", plan), rounding, cpu_chunk)

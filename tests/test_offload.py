@@ -177,3 +177,11 @@ def test_cuda_chain_equals_cpu_chain():
     cpu = device_chain(ops, NOISE, ROWS, uids)
     cuda = device_chain(ops, NOISE, ROWS, uids, device="cuda")
     assert np.abs(cpu - cuda).max() <= 1.0 / 57.0 + 1e-4
+
+
+def test_cpu_chunking_does_not_change_values():
+    ops = [(1, OPS["hflip"]), (2, OPS["jitter"]), (3, OPS["sharpness"]), (4, OPS["normalize"])]
+    x = torch.from_numpy(NOISE)
+    whole = OffloadTail({"image": ops}, cpu_chunk=100)({"image": x}, ROWS, EPOCH, SEED)["image"]
+    chunked = OffloadTail({"image": ops}, cpu_chunk=2)({"image": x}, ROWS, EPOCH, SEED)["image"]
+    assert torch.equal(whole, chunked)
