@@ -185,3 +185,13 @@ def test_cpu_chunking_does_not_change_values():
     whole = OffloadTail({"image": ops}, cpu_chunk=100)({"image": x}, ROWS, EPOCH, SEED)["image"]
     chunked = OffloadTail({"image": ops}, cpu_chunk=2)({"image": x}, ROWS, EPOCH, SEED)["image"]
     assert torch.equal(whole, chunked)
+
+
+@pytest.mark.parametrize("rounding", ["per_op", "none"])
+def test_every_op_keeps_tensors_on_the_batch_device(rounding):
+    """On the meta device any tensor left on the cpu would raise a device mismatch (the CUDA hazard)."""
+    ops = [OPS["hflip"], OPS["vflip"], OPS["jitter"], OPS["sharpness"], OPS["rescale"], OPS["normalize"],
+           OPS["hwc2chw"], vision.Normalize([1], [2]), transforms.TypeCast("float16")]
+    x = torch.empty((9, 13, 17, 3), dtype=torch.uint8, device="meta")
+    out = OffloadTail({"image": list(enumerate(ops))}, rounding)({"image": x}, ROWS, EPOCH, SEED)["image"]
+    assert out.device.type == "meta" and out.shape == (9, 3, 13, 17) and out.dtype == torch.float16
