@@ -127,3 +127,17 @@ def test_compose_fuses_decode_with_the_following_crop(jpegs):
 def test_bad_parameters(make):
     with pytest.raises((TypeError, ValueError)):
         make()
+
+
+def test_fused_decode_falls_back_when_the_header_gives_no_size(jpegs):
+    data = bytearray(jpegs[0])
+    sof = data.index(b"\xff\xc0")
+    data[sof + 5:sof + 7] = b"\x00\x00"                    # height 0 in the frame header
+    assert image_size(as_buffer("t", bytes(data))) == (0, 640)
+    with row_scope(1, 0, 0), op_scope(4):
+        try:
+            out = vision.RandomCropDecodeResize(32)(bytes(data))
+        except FormatError as exc:                          # OpenCV may refuse the frame: a clear error
+            assert "cannot decode image" in str(exc)
+        else:
+            assert out.shape == (32, 32, 3)

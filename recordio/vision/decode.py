@@ -91,7 +91,7 @@ def decode_region(image, region, interpolation, op="Decode"):
     """Decode ``image`` (EncodedImage) cropped and resized as ``region(h, w) -> (box, (oh, ow))`` asks."""
     buf = image.buffer
     size = image_size(buf)
-    if size is None:                                  # not a JPEG/PNG header: full decode, plain path
+    if size is None or 0 in size:                     # no usable JPEG/PNG header: full decode, plain path
         img = decode(op, buf)
         size = img.shape[:2]
     (y, x, h, w), (oh, ow) = region(*size)
