@@ -111,16 +111,17 @@ def adjust(x, factors, order, enabled):
     ``factors`` (B, 4) and ``order`` (B, 4) are numpy arrays; each step runs once per adjustment on
     the sub-batch that has it at that position (16 sub-batch calls, about 4 full-batch ops of work).
     """
+    out = x.clone()                       # the caller's batch is never modified
     for pos in range(4):
         for k in range(4):
             chosen = (order[:, pos] == k).nonzero()[0] if enabled[k] else ()
             if len(chosen) == 0:
                 continue
             index = torch.as_tensor(chosen).to(x.device, non_blocking=True)
-            sub = x.index_select(0, index)
+            sub = out.index_select(0, index)
             a = per_sample(factors[chosen, k], sub)
-            x = x.index_copy(0, index, ADJUST[k](sub, a).to(x.dtype))
-    return x
+            out.index_copy_(0, index, ADJUST[k](sub, a).to(out.dtype))
+    return out
 
 
 def blur_sum(x):

@@ -195,3 +195,11 @@ def test_every_op_keeps_tensors_on_the_batch_device(rounding):
     x = torch.empty((9, 13, 17, 3), dtype=torch.uint8, device="meta")
     out = OffloadTail({"image": list(enumerate(ops))}, rounding)({"image": x}, ROWS, EPOCH, SEED)["image"]
     assert out.device.type == "meta" and out.shape == (9, 3, 13, 17) and out.dtype == torch.float16
+
+
+def test_tail_never_modifies_the_callers_batch():
+    x = torch.from_numpy(NOISE.copy())
+    before = x.clone()
+    OffloadTail({"image": [(1, OPS["hflip"]), (2, OPS["jitter"]), (3, OPS["sharpness"])]}, cpu_chunk=100)(
+        {"image": x}, ROWS, EPOCH, SEED)
+    assert torch.equal(x, before)
