@@ -188,7 +188,8 @@ class OffloadTail(torch.nn.Module):
         out = dict(columns)
         for col, ops in self.columns.items():
             if col not in columns:
-                raise PipelineError(f"offloaded column {col!r} is not in the batch (columns: {sorted(columns)})")
+                raise PipelineError(f"offloaded column {col!r} is not in the batch (columns passed to the tail: "
+                                    f"{sorted(columns)}); was it renamed or projected away after its map?")
             x = _as_tensor(col, columns[col])
             if x.shape[0] != len(rows):
                 raise PipelineError(f"offloaded column {col!r}: batch of {x.shape[0]} but {len(rows)} row ids")
