@@ -136,7 +136,7 @@ def test_offload_plan_prints_what_runs_where():
 def test_cuda_offloaded_pipeline_equals_host(chain):
     host = rows_of(pipeline(chain, offload=False))
     cuda = rows_of(pipeline(chain, offload=True, label_offload=True), device="cuda")
-    assert_same(host, cuda, tol=1.0 / 57.0 + 1e-4 if chain != "cast" else 1.0)   # hue: <= 1 LSB on CUDA
+    assert_same(host, cuda, tol=2.0 / 57.0 + 1e-4 if chain != "cast" else 2.0)   # hue: <= 2 LSB on CUDA
 
 
 def test_pipeline_decodes_fused_before_a_resize():
