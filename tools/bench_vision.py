@@ -2,15 +2,17 @@
 
 1. **Host pipeline** on the ``jpeg`` workload (500x375 JPEGs written to a MindRecord file):
    Decode -> RandomResizedCrop(224) -> RandomHorizontalFlip -> RandomColorAdjust(0.4, 0.4, 0.4, 0.1)
-   -> Normalize -> HWC2CHW, batch 64, 2 workers; images/s. Compared side by side, on the same file,
-   with MindSpore 2.10 when a MindSpore python is given (``--mindspore-python`` or
-   ``$RECORDIO_MINDSPORE_PYTHON``); otherwise with the figure recorded on the reference machine
-   (245 images/s).
+   -> Normalize -> HWC2CHW, batch 64, 2 workers (threads, and separately processes); images/s and
+   process CPU time per image. Compared side by side, on the same file, with MindSpore 2.10 when a
+   MindSpore python is given (``--mindspore-python`` or ``$RECORDIO_MINDSPORE_PYTHON``), runs
+   alternating; otherwise with the figure recorded on the reference machine (245 images/s).
 2. **Augmentation tail** on 224x224 uint8 batches of 64 (RandomHorizontalFlip, RandomColorAdjust,
    Normalize, HWC2CHW): the host path (map with 2 workers, then batch) against the offloaded
    ``OffloadTail`` on cpu and, when CUDA is present, on cuda (target there: >= 10x the host path).
 
-    python tools/bench_vision.py [--images 1024] [--device cuda] [--mindspore-python PY] [--json]
+Every measurement runs ``--repeat`` times and keeps the best run (the machine may be shared).
+
+    python tools/bench_vision.py [--images 2048] [--repeat 3] [--device cuda] [--mindspore-python PY] [--json]
 """
 
 import argparse
