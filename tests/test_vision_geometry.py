@@ -40,7 +40,7 @@ def test_center_crop_and_padding():
     assert np.array_equal(out, IMG[10:20, 10:30])
     small = np.ones((2, 3, 3), np.uint8)
     padded = vision.CenterCrop(5)(small)
-    assert padded.shape == (5, 5, 3) and padded.sum() == small.sum() and np.all(padded[1:3, 1:4] == 1)
+    assert padded.shape == (5, 5, 3) and padded.sum() == small.sum() and np.all(padded[2:4, 1:4] == 1)
 
 
 def test_random_crop_is_a_window_of_the_image_and_varies_by_row():

@@ -204,7 +204,8 @@ class RandomCrop:
 
 
 class CenterCrop:
-    """Crop the centre ``size`` window; an image smaller than ``size`` is zero-padded first."""
+    """Crop the centre ``size`` window (offset ``(H - h) // 2``); a smaller image is zero-padded,
+    the odd pixel of padding going to the top/left as in MindSpore."""
 
     def __init__(self, size):
         self.size = pair(check_size("size", size))
@@ -213,7 +214,7 @@ class CenterCrop:
         img = check_image("CenterCrop", img)
         h, w = self.size
         dh, dw = max(0, h - img.shape[0]), max(0, w - img.shape[1])
-        img = pad(img, dh // 2, dh - dh // 2, dw // 2, dw - dw // 2)
+        img = pad(img, dh - dh // 2, dh // 2, dw - dw // 2, dw // 2)      # the odd pixel top/left (MindSpore)
         y, x = (img.shape[0] - h) // 2, (img.shape[1] - w) // 2
         return img[y:y + h, x:x + w].copy()
 
