@@ -52,6 +52,13 @@ for k, p in enumerate(V.SlicePatches(2, 3, V.SliceMode.PAD, 7)(img)):
 for k, p in enumerate(V.SlicePatches(2, 3, V.SliceMode.DROP)(img)):
     out[f"drop{k}"] = p
 out["decode"] = V.Decode()(jpeg)
+for mode in ("CONSTANT", "EDGE", "REFLECT", "SYMMETRIC"):
+    out[f"pad4_{mode}"] = V.RandomCrop((37 + 2 + 4, 45 + 1 + 3), padding=[1, 2, 3, 4], fill_value=(5, 6, 7),
+                                       padding_mode=getattr(V.Border, mode))(img)
+out["pad2"] = V.RandomCrop((37 + 6, 45 + 4), padding=[2, 3])(img)
+out["resize_tall"] = V.Resize(20)(np.ascontiguousarray(img.transpose(1, 0, 2)))
+out["normalize_chw"] = V.Normalize([10.0, 20.0, 30.0], [2.0, 3.0, 4.0], is_hwc=False)(
+    np.ascontiguousarray(img.transpose(2, 0, 1)))
 np.savez(sys.argv[2], **out)
 '''
 
@@ -119,10 +126,22 @@ def test_slice_patches_exact(mindspore):
             assert np.array_equal(p, ms[f"{prefix}{k}"]), (prefix, k)
 
 
+@pytest.mark.parametrize("mode", ["CONSTANT", "EDGE", "REFLECT", "SYMMETRIC"])
+def test_random_crop_padding_exact(mindspore, mode):
+    img, _, ms = mindspore
+    op = vision.RandomCrop((43, 49), padding=[1, 2, 3, 4], fill_value=(5, 6, 7),
+                           padding_mode=getattr(vision.Border, mode))
+    assert np.array_equal(ours(op, img), ms[f"pad4_{mode}"])
+    assert np.array_equal(ours(vision.RandomCrop((43, 49), padding=[2, 3]), img), ms["pad2"])
+
+
 def test_resize_normalize_rescale(mindspore):
     img, _, ms = mindspore
     assert diff(vision.Resize((20, 31))(img), ms["resize"]) <= 1
     assert diff(vision.Resize(25)(img), ms["resize_short"]) <= 1
+    assert diff(vision.Resize(20)(np.ascontiguousarray(img.transpose(1, 0, 2))), ms["resize_tall"]) <= 1
+    chw = np.ascontiguousarray(img.transpose(2, 0, 1))
+    assert diff(vision.Normalize([10, 20, 30], [2, 3, 4], is_hwc=False)(chw), ms["normalize_chw"]) <= 1e-4
     assert diff(vision.Normalize([10, 20, 30], [2, 3, 4])(img), ms["normalize"]) <= 1e-4
     assert diff(vision.Rescale(1 / 255, -0.5)(img), ms["rescale"]) <= 1e-5
 
