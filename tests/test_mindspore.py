@@ -622,17 +622,7 @@ def check_read(source, answer, columns=None):
 
 # Storage bugs this tier found (reported to the storage engineer): MindSpore files a data file's
 # pages under page["shard_id"], which must be the file's position in its own shard_addresses.
-PAGE_SHARD_ID = {
-    "parallel": "parallel_writer=True leaves page.shard_id = file index in files whose shard_addresses "
-                "name only themselves; MindSpore segfaults opening files 1..N-1",
-    "per_shard": "finalize_shards keeps page.shard_id = 0 (from the part) in every shard; MindSpore "
-                 "segfaults opening the dataset by one file (an explicit file list works)",
-}
-
-
 def _case_param(case):
-    if case in PAGE_SHARD_ID:
-        return pytest.param(case, marks=pytest.mark.xfail(strict=True, reason=PAGE_SHARD_ID[case]))
     return case
 
 
@@ -651,7 +641,7 @@ def test_known_mindspore_bugs_are_the_ones_hit(oracle):
     """The allowances above are used, and only by the cases that have those values."""
     hits = {case: {} for case in oracle.reads}
     for case, reads in oracle.reads.items():
-        if case in PAGE_SHARD_ID or case in KNOWN_READ_FAILURES:
+        if case in KNOWN_READ_FAILURES:
             continue
         for source, answer, columns in reads:
             hits[case].update(check_read(source, answer, columns))
@@ -741,7 +731,6 @@ def test_page_shard_ids_match_shard_addresses(tmp_path, case):
             f"the file is shard {position} of {header['shard_addresses']}"
 
 
-@pytest.mark.xfail(strict=True, reason=PAGE_SHARD_ID["parallel"])
 def test_parallel_writer_files_are_independent(oracle):
     """MindSpore opens each parallel-written file alone and sees only that file's calls."""
     reads = oracle.reads["parallel"]
@@ -795,7 +784,6 @@ def test_same_bytes_as_mindspore_after_open_for_append(oracle, seed):
     assert_same_files(_written(oracle, ("append", seed)), oracle.folder / "ms_append")
 
 
-@pytest.mark.xfail(strict=True, reason=PAGE_SHARD_ID["parallel"])
 def test_same_bytes_as_mindspore_parallel_writer(oracle):
     assert_same_files(_written(oracle, "parallel"), oracle.folder / "ms_parallel")
 
