@@ -33,6 +33,7 @@ are random but reproducible per process.
 
 import contextlib
 import contextvars
+import functools
 import itertools
 
 import numpy as np
@@ -58,17 +59,52 @@ def _u64(value):
     return np.asarray(value, dtype=np.int64).astype(np.uint64)
 
 
+_MASK = (1 << 64) - 1
+
+
+def _mix_int(x):
+    """``_mix`` on one Python int in [0, 2**64) (the same bits, without numpy's per-call cost)."""
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9 & _MASK
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EB & _MASK
+    return x ^ (x >> 31)
+
+
+def _scalar_word(w):
+    """``w`` as an int when it is one integer word (int, numpy integer, or a 0-d/1-element 1-d integer array)."""
+    if isinstance(w, np.ndarray):
+        if w.size != 1 or w.ndim > 1 or w.dtype.kind not in "iu":
+            return None
+        w = w.reshape(())[()]
+    if isinstance(w, (int, np.integer)) and -2 ** 63 <= w < 2 ** 63:
+        return int(w)
+    return None
+
+
 def hash_words(*words):
-    """Mix integer words (scalars or equal-length arrays) into uint64 random bits."""
+    """Mix integer words (scalars or equal-length arrays) into uint64 random bits.
+
+    The leading scalar words are folded with Python ints (the host draws one sample at a time, and
+    this is the hot path); the rest, if any, in numpy. Both give the same bits.
+    """
+    h, i = 0x243F6A8885A308D3, 0
+    while i < len(words) and (w := _scalar_word(words[i])) is not None:
+        h, i = _mix_int((h + 0x9E3779B97F4A7C15 + (w & _MASK)) & _MASK), i + 1
+    h = np.array([h], np.uint64)
     with np.errstate(over="ignore"):
-        h = np.atleast_1d(np.uint64(0x243F6A8885A308D3))
-        for w in words:
+        for w in words[i:]:
             h = _mix(h + _GOLDEN + _u64(w))
         return h
 
 
+@functools.lru_cache(maxsize=4096)
+def _derive_uid(parent, child):
+    return int(hash_words(parent, child)[0] >> np.uint64(1))
+
+
 def derive_uid(parent, child):
     """A stable op id for ``child`` nested inside op ``parent`` (e.g. a Compose member)."""
+    if isinstance(parent, (int, np.integer)) and isinstance(child, (int, np.integer)):
+        return _derive_uid(int(parent), int(child))       # a pure function, called per row and op
     return int(hash_words(parent, child)[0] >> np.uint64(1))
 
 
