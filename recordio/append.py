@@ -133,11 +133,8 @@ class AppendFiles:
         fd = self.fds[i]
         size = max([os.fstat(fd).st_size] + [at + n for at, _, n in self.deferred[i]])   # the final size
         old = self.old_checksums[i] or {}
-        last_old = self.old_pages[i] - 1
-        touched = {sums.HEADER_SLOT, last_old} | {p.page_id for p in shard.pages if p.page_id >= self.old_pages[i]}
-        touched |= {(at - self.header_size) // self.page_size for at, _, _ in self.deferred[i]}
-        if not old:
-            touched = {sums.HEADER_SLOT} | {p.page_id for p in shard.pages}
+        touched = {sums.HEADER_SLOT} | set(shard.extents) if old else {sums.HEADER_SLOT} | {
+            p.page_id for p in shard.pages}
         rows = []
         total = sum(p.end_row - p.start_row for p in shard.pages if p.kind == fmt.BLOB)
         for page in [None] + shard.pages:
@@ -147,10 +144,20 @@ class AppendFiles:
                 rows.append((slot, old[slot][1], *row_range, old[slot][4]))
                 continue
             start, end = sums.slot_range(self.header_size, self.page_size, slot, size)
-            data = bytearray(os.pread(fd, end - start, start).ljust(end - start, b"\x00"))
+            n = self._extent(i, slot, page, start, end, old, shard.extents, header_blob)
+            data = bytearray(os.pread(fd, n, start).ljust(n, b"\x00"))
             self._overlay(i, data, start, header_blob)
-            rows.append((slot, end - start, *row_range, sums.digest_bytes(bytes(data))))
+            rows.append((slot, n, *row_range, sums.digest_bytes(bytes(data))))
         return rows
+
+    def _extent(self, i, slot, page, start, end, old, extents, header_blob):
+        """Bytes of a slot that hold data once the append is applied."""
+        if slot == sums.HEADER_SLOT:
+            return len(header_blob.rstrip(b"\x00"))
+        known = old[slot][1] if slot in old else 0
+        if slot not in old and page.page_id < self.old_pages[i]:
+            known = sums.scan_extent(self.fds[i], start, min(end, start + self.page_size), 0)
+        return max(known, extents.get(slot, 0), page.size)
 
     def _overlay(self, i, data, start, header_blob):
         end = start + len(data)

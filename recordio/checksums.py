@@ -1,10 +1,12 @@
 """Checksums of every byte of a data file: the header region and each page slot.
 
-A page *slot* is ``[HS + p*PS, HS + (p+1)*PS)`` cut at the end of the file, so it covers
-the page's used bytes, stale bytes left by a raw-page shift and the zero hole after
-them; slot ``-1`` is the header region ``[0, HS)``. Together the slots cover the whole
-file, so any changed byte changes a digest. Digests are xxh3-64 (the ``xxhash``
-package), named in the table so that another algorithm can be added later.
+A page *slot* is ``[HS + p*PS, HS + (p+1)*PS)`` cut at the end of the file; slot ``-1``
+is the header region ``[0, HS)``. Together the slots cover the whole file. Each slot's
+digest covers its *extent* — every byte ever written there: the used bytes, and stale
+bytes a raw-page shift left behind — and the rest of the slot is a hole that must read
+as zeros (``verify`` checks it). So any changed byte is caught, and neither the writer
+nor a reader with ``verify=True`` ever reads the holes. Digests are xxh3-64 (the
+``xxhash`` package), named in the table so that another algorithm can be added later.
 """
 
 import os
@@ -56,18 +58,36 @@ def row_range(page, pages, total_rows):
     return (min(s for s, _ in spans), max(e for _, e in spans)) if spans else (0, 0)
 
 
-def compute(fd, header_size, page_size, pages, only=None):
+def scan_extent(fd, start, end, at_least=0):
+    """Bytes from ``start`` up to the last non-zero byte before ``end`` (for files whose writer is unknown)."""
+    pos = end
+    while pos > start + at_least:
+        lo = max(start + at_least, pos - _CHUNK)
+        chunk = os.pread(fd, pos - lo, lo)
+        stripped = len(chunk.rstrip(b"\x00"))
+        if stripped:
+            return lo + stripped - start
+        pos = lo
+    return at_least
+
+
+def compute(fd, header_size, page_size, pages, header_length, extents=None, only=None):
     """Rows ``(page_id, nbytes, row_start, row_end, digest)`` for the header and every page slot.
 
-    ``only``: a set of slot ids to compute (others are left out), for appends.
+    ``extents``: ``{slot: bytes written}`` known to the writer; other slots are scanned for
+    their last non-zero byte. ``header_length``: bytes of the header (prefix and JSON).
+    ``only``: a set of slot ids to compute (others are left out).
     """
     size = os.fstat(fd).st_size
     total = sum(p.end_row - p.start_row for p in pages if p.kind == BLOB)
+    extents = extents or {}
     out = []
     for page in [None] + list(pages):
         slot = HEADER_SLOT if page is None else page.page_id
         if only is not None and slot not in only:
             continue
+        used = header_length if page is None else page.size
         start, end = slot_range(header_size, page_size, slot, size)
-        out.append((slot, end - start, *row_range(page, pages, total), digest_range(fd, start, end)))
+        n = max(used, extents[slot]) if slot in extents else scan_extent(fd, start, end, used)
+        out.append((slot, n, *row_range(page, pages, total), digest_range(fd, start, start + n)))
     return out

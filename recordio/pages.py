@@ -26,6 +26,7 @@ class ShardPages:
         self.last_blob = blobs[-1] if blobs else None
         self.last_raw = raws[-1] if raws else None
         self.raw_tail = bytearray(raw_tail)   # used bytes of last_raw
+        self.extents = {}                     # page_id -> bytes of its slot written (checksum coverage)
 
     @property
     def rows(self):
@@ -63,6 +64,8 @@ class ShardPages:
         blob_pages = self._place_blobs(groups, blobs, rb, writes)
         self._shift_if_needed(groups[0], rr, writes)
         self._place_raws(groups, blob_pages, raws, rr, writes)
+        for page_id, offset, data in writes:
+            self.extents[page_id] = max(self.extents.get(page_id, 0), offset + len(data))
         return writes
 
     def _place_blobs(self, groups, blobs, rb, writes):

@@ -237,10 +237,7 @@ class FileReader:
         shard = self._shards[k]
         _, nbytes, row_start, row_end, digest = shard.checksums[slot]
         start, end = slot_range(shard.header["header_size"], shard.header["page_size"], slot, shard.size)
-        # While an append is open its new pages grow the file past the last slot, so the last
-        # slot may be longer now than when its checksum was recorded.
-        grown = slot == len(shard.pages) - 1 and nbytes < end - start
-        if (nbytes != end - start and not grown) or digest_bytes(self._map(k)[start:start + nbytes]) != digest:
+        if start + nbytes > end or digest_bytes(self._map(k)[start:start + nbytes]) != digest:
             what = "header" if slot == HEADER_SLOT else f"page {slot}"
             raise ChecksumError(f"{shard.path}: {what} (rows {row_start}..{row_end - 1}) does not match its "
                                 f"checksum: the file is corrupt")

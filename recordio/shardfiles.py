@@ -59,7 +59,8 @@ class ShardFiles:
         for i, (fd, shard) in enumerate(zip(self.fds, shards)):
             blob = header_bytes(self.header_size, self.page_size, header, shard, names, i, independent)
             os.pwrite(fd, blob, 0)
-            rows = checksums_of(fd, self.header_size, self.page_size, shard.pages) if self.checksums else None
+            rows = checksums_of(fd, self.header_size, self.page_size, shard.pages, len(blob),
+                                shard.extents) if self.checksums else None
             build_index(self.staging.db_paths()[i], names[i], shard, index_values[i], index_fields, blob, rows)
         warn_encrypt_tail(self.fds, self.staging.targets)
         self._close_fds()

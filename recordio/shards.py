@@ -183,7 +183,7 @@ def _stage_parts(folder, staging, targets, compression, moved):
             f.write(blob + b"\x00" * max(0, len(old) - len(blob)))
             f.flush()
             header_sum = sums.compute(f.fileno(), header["header_size"], header["page_size"], header["page"],
-                                      only={sums.HEADER_SLOT})
+                                      len(blob), extents={sums.HEADER_SLOT: len(blob)}, only={sums.HEADER_SLOT})
         _rename_index(db, names[i], xxhash.xxh3_64_hexdigest(blob), header_sum)
 
 

@@ -249,8 +249,11 @@ def _compare_checksums(fd, shard, table, report):
         start, end = sums.slot_range(hs, ps, slot, shard.size)
         if algorithm != sums.ALGORITHM:
             report.problem(shard.path, f"{what}: unknown checksum algorithm {algorithm!r}")
-        elif nbytes != end - start or sums.digest_range(fd, start, end) != digest:
+        elif start + nbytes > end or sums.digest_range(fd, start, start + nbytes) != digest:
             report.problem(shard.path, f"{what} (rows {row_start}..{row_end - 1}) does not match its checksum")
+        elif sums.scan_extent(fd, start + nbytes, end):
+            report.problem(shard.path, f"{what}: bytes after its checksummed {nbytes} bytes are not zero "
+                                       f"(rows {row_start}..{row_end - 1})")
         report.checked_slots += 1
 
 
@@ -267,7 +270,8 @@ def add_checksums(path):
         header, _, _ = read_header(p)
         fd = os.open(p, os.O_RDONLY)
         try:
-            rows = sums.compute(fd, header["header_size"], header["page_size"], header["page"])
+            rows = sums.compute(fd, header["header_size"], header["page_size"], header["page"],
+                                len(read_header(p)[1]))
         finally:
             os.close(fd)
         db = index.db_path(p)
