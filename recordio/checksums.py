@@ -43,6 +43,10 @@ def digest_range(fd, start, end):
     return h.hexdigest()
 
 
+def new_hasher():
+    return xxhash.xxh3_64()
+
+
 def digest_bytes(data):
     return xxhash.xxh3_64_hexdigest(data)
 
@@ -71,13 +75,15 @@ def scan_extent(fd, start, end, at_least=0):
     return at_least
 
 
-def compute(fd, header_size, page_size, pages, header_length, extents=None, only=None):
+def compute(fd, header_size, page_size, pages, header_length, extents=None, only=None, digests=None):
     """Rows ``(page_id, nbytes, row_start, row_end, digest)`` for the header and every page slot.
 
     ``extents``: ``{slot: bytes written}`` known to the writer; other slots are scanned for
     their last non-zero byte. ``header_length``: bytes of the header (prefix and JSON).
-    ``only``: a set of slot ids to compute (others are left out).
+    ``only``: a set of slot ids to compute (others are left out). ``digests``: ``{slot: digest}``
+    already computed while writing (those slots are not read back).
     """
+    digests = digests or {}
     size = os.fstat(fd).st_size
     total = sum(p.end_row - p.start_row for p in pages if p.kind == BLOB)
     extents = extents or {}
@@ -89,5 +95,6 @@ def compute(fd, header_size, page_size, pages, header_length, extents=None, only
         used = header_length if page is None else page.size
         start, end = slot_range(header_size, page_size, slot, size)
         n = max(used, extents[slot]) if slot in extents else scan_extent(fd, start, end, used)
-        out.append((slot, n, *row_range(page, pages, total), digest_range(fd, start, start + n)))
+        digest = digests[slot] if slot in digests and n == extents.get(slot) else digest_range(fd, start, start + n)
+        out.append((slot, n, *row_range(page, pages, total), digest))
     return out

@@ -118,6 +118,13 @@ def decompress_ints(data, dtype):
     if 4 + nmap + n > buf.size:
         raise FormatError(f"compressed int array claims {n} elements but holds only {buf.size} bytes")
     codes = ((buf[4:4 + nmap, None] >> _SHIFTS) & 3).ravel()[:n]
+    if n and (codes == codes[0]).all():          # one width for every element: a plain view
+        width = int(_WIDTH_OF_CODE[codes[0]])
+        if 4 + nmap + n * width != buf.size:
+            raise FormatError(f"compressed int array: {n} elements of {width} bytes do not fill "
+                              f"{buf.size - 4 - nmap} bytes")
+        out = buf[4 + nmap:].view(f"<i{width}").astype(np.int64)
+        return _narrow(out, dtype)
     widths = _WIDTH_OF_CODE[codes]
     ends = 4 + nmap + np.cumsum(widths)
     if n and ends[-1] != buf.size:
@@ -131,7 +138,11 @@ def decompress_ints(data, dtype):
         if sel.size:
             raw = buf[starts[sel, None] + np.arange(width)]
             out[sel] = np.ascontiguousarray(raw).view(f"<i{width}").ravel()
-    if dtype == np.int32 and n and (out.min() < -(1 << 31) or out.max() >= (1 << 31)):
+    return _narrow(out, dtype)
+
+
+def _narrow(out, dtype):
+    if dtype == np.int32 and out.size and (out.min() < -(1 << 31) or out.max() >= (1 << 31)):
         raise FormatError("compressed int32 array holds a value outside the int32 range")
     return out.astype(dtype, copy=False)
 

@@ -23,7 +23,6 @@ import fcntl
 import glob
 import os
 import re
-import secrets
 
 __all__ = ["Staging", "clean_stale", "fsync_dir"]
 
@@ -87,7 +86,7 @@ class Staging:
     def __init__(self, targets):
         self.targets = [os.path.abspath(t) for t in targets]
         self.directory = os.path.dirname(self.targets[0])
-        self.token = secrets.token_hex(8)
+        self.token = os.urandom(8).hex()
         self._lock_path = os.path.join(self.directory, f".rio-{self.token}.lock")
         self._data = [self.staged(t) for t in self.targets]
         self._dbs = [self.staged(t + ".db") for t in self.targets]

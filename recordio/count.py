@@ -30,7 +30,7 @@ def _shard_count(path, header):
     db = index.db_path(path)
     conn = index.connect_ro(db)
     try:
-        found = index.count_index_rows(conn, db)
+        found = index.row_id_span(conn, db)
     finally:
         conn.close()
     if found != expected:

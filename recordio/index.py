@@ -169,6 +169,13 @@ def count_index_rows(conn, path):
     return _query(conn, path, "SELECT COUNT(*) FROM INDEXES")[0][0]
 
 
+def row_id_span(conn, path):
+    """``MAX(ROW_ID) + 1`` (0 when empty): the row count of a well-formed index, from its primary key
+    without a table scan. Readers check every ROW_ID; counting needs only this."""
+    value = _query(conn, path, "SELECT MAX(ROW_ID) FROM INDEXES")[0][0]
+    return 0 if value is None else int(value) + 1
+
+
 def read_column(conn, path, field):
     return [r[0] for r in _query(conn, path, f"SELECT {column_name(field)} FROM INDEXES ORDER BY ROW_ID")]
 

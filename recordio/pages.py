@@ -9,6 +9,7 @@ generator does (§4.3) to give every row's entry offsets for the ``.db``.
 
 import numpy as np
 
+from recordio.checksums import new_hasher
 from recordio.format import BLOB, ENTRY_PREFIX, RAW, Page, entry_prefix
 
 __all__ = ["ShardPages"]
@@ -27,6 +28,7 @@ class ShardPages:
         self.last_raw = raws[-1] if raws else None
         self.raw_tail = bytearray(raw_tail)   # used bytes of last_raw
         self.extents = {}                     # page_id -> bytes of its slot written (checksum coverage)
+        self.hashers = {}                     # page_id -> running digest of pages made here (from byte 0)
 
     @property
     def rows(self):
@@ -35,6 +37,7 @@ class ShardPages:
     def _new_page(self, kind, type_id, **kw):
         page = Page(len(self.pages), kind, type_id, self.shard_id, **kw)
         self.pages.append(page)
+        self.hashers[page.page_id] = new_hasher()
         return page
 
     def _cut_groups(self, rb, rr):
@@ -65,8 +68,18 @@ class ShardPages:
         self._shift_if_needed(groups[0], rr, writes)
         self._place_raws(groups, blob_pages, raws, rr, writes)
         for page_id, offset, data in writes:
+            hasher = self.hashers.get(page_id)
+            if hasher is not None:       # each slot is written once, front to back: hash as we go
+                if offset == self.extents.get(page_id, 0):
+                    hasher.update(data)
+                else:
+                    del self.hashers[page_id]
             self.extents[page_id] = max(self.extents.get(page_id, 0), offset + len(data))
         return writes
+
+    def digests(self):
+        """``{page_id: digest}`` of the pages whose every byte passed through :meth:`add`."""
+        return {page_id: h.hexdigest() for page_id, h in self.hashers.items()}
 
     def _place_blobs(self, groups, blobs, rb, writes):
         pages = [self.last_blob]

@@ -237,7 +237,7 @@ class FileReader:
         shard = self._shards[k]
         _, nbytes, row_start, row_end, digest = shard.checksums[slot]
         start, end = slot_range(shard.header["header_size"], shard.header["page_size"], slot, shard.size)
-        if start + nbytes > end or digest_bytes(self._map(k)[start:start + nbytes]) != digest:
+        if start + nbytes > end or _digest_view(self._map(k), start, start + nbytes) != digest:
             what = "header" if slot == HEADER_SLOT else f"page {slot}"
             raise ChecksumError(f"{shard.path}: {what} (rows {row_start}..{row_end - 1}) does not match its "
                                 f"checksum: the file is corrupt")
@@ -266,6 +266,12 @@ class FileReader:
 
     def __repr__(self):
         return f"FileReader({self._shards[0].path!r}, files={len(self._shards)}, rows={len(self)})"
+
+
+def _digest_view(mm, start, end):
+    """Digest of ``mm[start:end]`` without copying it out of the map."""
+    with memoryview(mm) as view:
+        return digest_bytes(view[start:end])
 
 
 def _require_checksums(shards):

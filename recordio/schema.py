@@ -161,7 +161,7 @@ class Schema:
             return value, 0
         if not isinstance(value, np.ndarray):
             raise _type_error(index, field, f"np.ndarray of {field.type}", value)
-        if value.dtype.name != field.type:
+        if value.dtype != field.dtype and value.dtype.name != field.type:
             raise SchemaError(f"row {index}: field {field.name!r}: expected dtype {field.type}, "
                               f"found {value.dtype.name}")
         _check_shape(field, value, index)

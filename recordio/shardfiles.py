@@ -60,7 +60,7 @@ class ShardFiles:
             blob = header_bytes(self.header_size, self.page_size, header, shard, names, i, independent)
             os.pwrite(fd, blob, 0)
             rows = checksums_of(fd, self.header_size, self.page_size, shard.pages, len(blob),
-                                shard.extents) if self.checksums else None
+                                shard.extents, digests=shard.digests()) if self.checksums else None
             build_index(self.staging.db_paths()[i], names[i], shard, index_values[i], index_fields, blob, rows)
         warn_encrypt_tail(self.fds, self.staging.targets)
         self._close_fds()

@@ -109,8 +109,12 @@ class FileWriter:
         if fields[name].is_blob:
             raise SchemaError(f"index field {name!r} is a {fields[name].type} "
                               f"{'array' if fields[name].shape else 'field'}; only scalar fields can be indexed")
+        if name[0].isdigit():
+            raise SchemaError(f"index field {name!r} starts with a digit; MindSpore cannot query such a "
+                              f".db column, so it cannot be indexed (it is still stored and read)")
         if name in self._index_fields:
             raise SchemaError(f"index field {name!r} is added repeatedly")
+        _check_index_columns(self._index_fields + [name])
 
     def set_header_size(self, header_size):
         """Bytes reserved for each file's header (16 KiB..128 MiB, multiple of 4; default 16 MiB)."""
@@ -140,7 +144,7 @@ class FileWriter:
     def index_fields(self):
         if self._index_set:
             return list(self._index_fields)
-        return list(self._schema.raw_fields)
+        return [f for f in self._schema.raw_fields if not f[0].isdigit()]   # see _check_index_field
 
     def _start(self):
         if self._schema is None:
@@ -148,6 +152,7 @@ class FileWriter:
         if self._committed:
             raise RuntimeError("the dataset is committed; use FileWriter.open_for_append to add rows")
         if self._files is None:
+            _check_index_columns(self.index_fields)
             self._check_targets()
             recover(self._targets)
             clean_stale(os.path.dirname(self._targets[0]))
@@ -260,3 +265,13 @@ class FileWriter:
         files = getattr(self, "_files", None)
         if files is not None and not getattr(self, "_committed", True):
             files.abort()
+
+
+def _check_index_columns(fields):
+    """SQLite column names ignore case: two index fields may not differ only in case."""
+    seen = {}
+    for name in fields:
+        other = seen.setdefault(name.lower(), name)
+        if other != name:
+            raise SchemaError(f"fields {other!r} and {name!r} differ only in case, so their .db index columns "
+                              f"would clash; index one of them with add_index([...])")

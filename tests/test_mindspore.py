@@ -291,7 +291,7 @@ def case_parallel(d):
 
 
 def case_digit_field(d):
-    """A field name starting with a digit: MindSpore refuses to index it, our writer indexes it."""
+    """A field name starting with a digit: stored and read, but (as in MindSpore) never indexed."""
     schema = {"1a": {"type": "int32"}, "img": {"type": "bytes"}, "b2": {"type": "string"}}
     rows = [{"1a": i, "img": bytes([i]) * 3, "b2": f"r{i}"} for i in range(6)]
     return write(d / "digit_field.mindrecord", schema, [rows])
@@ -652,11 +652,9 @@ def test_mindspore_reads_random_dataset(oracle, seed):
     check_read(source, answer)
 
 
-# MindSpore builds "SELECT 1a_0 FROM INDEXES" unquoted for an index-only read; it refuses to
-# write such an index itself ("Index field: 1a can't start with a number"), recordio writes it.
-DIGIT_INDEX = ("recordio indexes a field whose name starts with a digit (MindSpore's writer refuses to); "
-               "MindSpore's index-only read of it fails with an SQL error")
-KNOWN_READ_FAILURES = {("columns", "digit_field", ("1a",)): DIGIT_INDEX}
+# (case, columns) reads MindSpore is known to fail on, with the reason; none at present. (Fields whose
+# name starts with a digit are never indexed: MindSpore's index-only read builds unquoted SQL for them.)
+KNOWN_READ_FAILURES = {}
 
 
 def _columns_param(case, columns):

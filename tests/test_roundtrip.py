@@ -21,7 +21,7 @@ FLOAT_EDGES = [0.0, -0.0, 0.1, 1.5, 1e-45, 1e300, -1e300, math.inf, -math.inf, m
 @st.composite
 def schemas(draw):
     names = draw(st.lists(st.text(string.ascii_letters + string.digits + "_", min_size=1, max_size=6),
-                          min_size=1, max_size=7, unique=True))
+                          min_size=1, max_size=7, unique_by=str.lower))
     schema = {}
     for name in names:
         if draw(st.booleans()):

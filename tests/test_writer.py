@@ -131,6 +131,17 @@ def test_schema_twice_and_index_rules(tmp_path):
             w.add_index(fields)
 
 
+def test_index_fields_differing_only_in_case(tmp_path):
+    w = FileWriter(str(tmp_path / "x.mr"))
+    w.add_schema({"H": {"type": "int32"}, "h": {"type": "int32"}})
+    with pytest.raises(SchemaError, match="differ only in case"):
+        w.write_raw_data([{"H": 1, "h": 2}])
+    w.add_index(["h"])
+    w.write_raw_data([{"H": 1, "h": 2}])
+    w.commit()
+    assert FileReader(str(tmp_path / "x.mr"))[0] == {"H": 1, "h": 2}
+
+
 @pytest.mark.parametrize("setter,value,message", [
     ("set_page_size", 1000, "should be in range"), ("set_header_size", 16386, "divided by four"),
     ("set_page_size", 1 << 29, "should be in range"), ("set_header_size", 1 << 13, "should be in range"),
@@ -268,3 +279,14 @@ def test_uncommitted_writer_leaves_nothing(tmp_path):
     import gc
     gc.collect()
     assert os.listdir(tmp_path) == []
+
+
+def test_field_starting_with_a_digit_is_stored_but_not_indexed(tmp_path):
+    w = FileWriter(str(tmp_path / "x.mr"))
+    w.add_schema({"1a": {"type": "int32"}, "b": {"type": "int32"}})
+    with pytest.raises(SchemaError, match="starts with a digit"):
+        w.add_index(["1a"])
+    w.write_raw_data([{"1a": 1, "b": 2}])
+    w.commit()
+    reader = FileReader(str(tmp_path / "x.mr"))
+    assert reader.index_fields == ["b"] and reader[0] == {"1a": 1, "b": 2}
