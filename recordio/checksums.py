@@ -92,9 +92,11 @@ def compute(fd, header_size, page_size, pages, header_length, extents=None, only
         slot = HEADER_SLOT if page is None else page.page_id
         if only is not None and slot not in only:
             continue
-        used = header_length if page is None else page.size
         start, end = slot_range(header_size, page_size, slot, size)
-        n = max(used, extents[slot]) if slot in extents else scan_extent(fd, start, end, used)
+        if page is None:              # the header padding is zero by definition (verify checks it)
+            n = header_length
+        else:
+            n = max(page.size, extents[slot]) if slot in extents else scan_extent(fd, start, end, page.size)
         digest = digests[slot] if slot in digests and n == extents.get(slot) else digest_range(fd, start, start + n)
         out.append((slot, n, *row_range(page, pages, total), digest))
     return out
