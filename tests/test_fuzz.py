@@ -98,3 +98,11 @@ def test_mutated_files(tmp_path_factory, edits):
         assert len(rows) == 15
     except RecordIOError:
         pass
+
+
+@FAST
+@given(st.lists(st.integers(-(2 ** 63), 2 ** 63 - 1), min_size=65, max_size=130))
+def test_compression_small_and_bulk_paths_agree(values):
+    small = codec._compress_small(values)
+    assert codec.compress_ints(np.array(values, dtype=np.int64)) == small
+    assert np.array_equal(codec.decompress_ints(small, np.dtype(np.int64)), np.array(values, dtype=np.int64))
