@@ -27,10 +27,17 @@ def finish(out, is_uint8):
     ``out`` is a float32 temporary and is modified in place.
     """
     if is_uint8:
-        np.rint(out, out=out)
-        np.clip(out, 0, 255, out=out)
-        return out.astype(np.uint8)
+        return round_u8(out)
     return np.clip(out, 0, 255, out=out)
+
+
+def round_u8(x):
+    """float32 -> uint8, rounded half to even and saturated (``rint``, ``clip``, ``astype``) in one
+    OpenCV pass: its saturating conversion rounds with the FPU's default mode, half to even."""
+    if x.size == 0 or x.dtype != F32:
+        return np.clip(np.rint(x), 0, 255).astype(np.uint8)
+    flat = np.ascontiguousarray(x).reshape(-1, x.shape[-1] if x.ndim > 1 else x.size)
+    return cv2.add(flat, 0.0, dtype=cv2.CV_8U).reshape(x.shape)
 
 
 def grey_formula(img):
@@ -90,10 +97,20 @@ def adjust_contrast(img, factor):
 
 def adjust_saturation(img, factor):
     a = F32(factor)
+    if img.dtype == np.uint8 and img.ndim == 3 and img.shape[2] == 3:
+        return _saturation_u8(img, a)
     x = img.astype(F32)
     x *= a
     x += (grey(img) * (ONE - a))[..., None]
     return finish(x, img.dtype == np.uint8)
+
+
+def _saturation_u8(img, a):
+    """uint8 RGB: ``x * a`` and ``grey * (1 - a)`` read from float32 tables (the same products),
+    added and rounded to uint8 by one OpenCV call that adds in float32."""
+    scaled = cv2.LUT(img, LEVELS * a)
+    rest = cv2.LUT(grey_u8(img), LEVELS * (ONE - a))
+    return cv2.add(scaled, cv2.cvtColor(rest, cv2.COLOR_GRAY2RGB), dtype=cv2.CV_8U)
 
 
 TINY = F32(np.finfo(np.float32).tiny)
@@ -130,6 +147,33 @@ def hue_sector(r, g, b):
     return num, cr, maxc
 
 
+_SECTOR_OFFSET = np.zeros(256, F32)
+_SECTOR_OFFSET[[0, 1, 2]] = 4.0, 2.0, 0.0       # code 0: blue is the max, 1: green, 2: red
+
+
+def hue_sector_u8(img):
+    """uint8 RGB -> ``hue_sector`` of its float32 planes, the same values: max, min, the masks and
+    the numerator are small integers, found exactly with OpenCV in uint8/int16 (masked copies, not
+    numpy's slow boolean selection); only the division runs in float32."""
+    r, g, b = cv2.split(img)
+    hi = cv2.max(cv2.max(r, g), b)
+    cr = cv2.subtract(hi, cv2.min(cv2.min(r, g), b))
+    is_r = cv2.compare(hi, r, cv2.CMP_EQ)                            # 255 where red is the max
+    is_g = cv2.bitwise_and(cv2.compare(hi, g, cv2.CMP_EQ), cv2.bitwise_not(is_r))
+    num = cv2.subtract(r, g, dtype=cv2.CV_16S)                       # blue is the max
+    num = cv2.copyTo(cv2.subtract(b, r, dtype=cv2.CV_16S), is_g, num)
+    num = cv2.copyTo(cv2.subtract(g, b, dtype=cv2.CV_16S), is_r, num)
+    code = cv2.bitwise_or(cv2.bitwise_and(is_r, 2), cv2.bitwise_and(is_g, 1))
+    crf = cr.astype(F32)
+    sector = num.astype(F32)
+    sector /= np.maximum(crf, TINY)
+    sector += cv2.LUT(code, _SECTOR_OFFSET)
+    return sector, crf, hi.astype(F32)
+
+
+_BELOW_SIX = float(np.nextafter(F32(6.0), F32(0.0)))     # k > this  <=>  k >= 6 for float32 k
+
+
 def hsv_to_rgb(h, cr, v):
     """Hue h in turns [0, 1), chroma and value -> r, g, b: channel n in (5, 3, 1) is
     v - cr * clip(min(k, 4 - k), 0, 1) with k = (n + 6h) mod 6."""
@@ -137,10 +181,11 @@ def hsv_to_rgb(h, cr, v):
     out = []
     for n in (5.0, 3.0, 1.0):
         k = h6 + F32(n)
-        k -= (k >= F32(6.0)) * F32(6.0)         # k < 12: one exact subtraction is the mod
+        k -= cv2.threshold(k, _BELOW_SIX, 6.0, cv2.THRESH_BINARY)[1]    # k < 12: minus 6 where k >= 6 is the mod
         t = F32(4.0) - k
         np.minimum(k, t, out=t)
-        np.clip(t, F32(0.0), ONE, out=t)
+        np.minimum(t, ONE, out=t)               # clip to [0, 1] (no NaN here; the sign of 0 is lost in v - t)
+        np.maximum(t, F32(0.0), out=t)
         t *= cr
         out.append(np.subtract(v, t, out=t))
     return out
@@ -149,9 +194,10 @@ def hsv_to_rgb(h, cr, v):
 def adjust_hue(img, factor):
     """Rotate the hue by ``factor`` of a full turn in exact float HSV, on the 0..255 scale."""
     is_uint8 = img.dtype == np.uint8
-    planes = cv2.split(img if is_uint8 or img.dtype == F32 else img.astype(F32))
-    r, g, b = (p.astype(F32) for p in planes)
-    h, cr, v = hue_sector(r, g, b)
+    if is_uint8:
+        h, cr, v = hue_sector_u8(img)
+    else:
+        h, cr, v = hue_sector(*cv2.split(img if img.dtype == F32 else img.astype(F32)))
     h /= F32(6.0)
     h += F32(factor) + ONE
     return cv2.merge([finish(c, is_uint8) for c in hsv_to_rgb(frac(h), cr, v)])
