@@ -174,21 +174,25 @@ def hue_sector_u8(img):
 _BELOW_SIX = float(np.nextafter(F32(6.0), F32(0.0)))     # k > this  <=>  k >= 6 for float32 k
 
 
+_CHANNEL_N = np.array([5.0, 3.0, 1.0], F32).reshape(3, 1, 1)
+
+
 def hsv_to_rgb(h, cr, v):
-    """Hue h in turns [0, 1), chroma and value -> r, g, b: channel n in (5, 3, 1) is
-    v - cr * clip(min(k, 4 - k), 0, 1) with k = (n + 6h) mod 6."""
-    h6 = h * F32(6.0)
-    out = []
-    for n in (5.0, 3.0, 1.0):
-        k = h6 + F32(n)
-        k -= cv2.threshold(k, _BELOW_SIX, 6.0, cv2.THRESH_BINARY)[1]    # k < 12: minus 6 where k >= 6 is the mod
-        t = F32(4.0) - k
-        np.minimum(k, t, out=t)
-        np.minimum(t, ONE, out=t)               # clip to [0, 1] (no NaN here; the sign of 0 is lost in v - t)
-        np.maximum(t, F32(0.0), out=t)
-        t *= cr
-        out.append(np.subtract(v, t, out=t))
-    return out
+    """Hue h in turns [0, 1), chroma and value (planes) -> r, g, b stacked on a first axis of 3:
+    channel n in (5, 3, 1) is v - cr * clip(min(k, 4 - k), 0, 1) with k = (n + 6h) mod 6.
+
+    The three channels are computed as one array, so each step is one call."""
+    k = np.multiply(h, F32(6.0))[None] + _CHANNEL_N
+    t = np.empty_like(k)                    # the one other temporary (large fresh buffers cost page faults)
+    cols = k.shape[-1] if k.ndim > 1 else 1
+    cv2.threshold(k.reshape(-1, cols), _BELOW_SIX, 6.0, cv2.THRESH_BINARY, dst=t.reshape(-1, cols))
+    k -= t                                  # minus 6 where k >= 6: the mod (k < 12)
+    np.subtract(F32(4.0), k, out=t)
+    np.minimum(k, t, out=t)
+    np.minimum(t, ONE, out=t)               # clip to [0, 1] (no NaN here; the sign of 0 is lost in v - t)
+    np.maximum(t, F32(0.0), out=t)
+    t *= cr
+    return np.subtract(v, t, out=t)
 
 
 def adjust_hue(img, factor):
@@ -200,7 +204,8 @@ def adjust_hue(img, factor):
         h, cr, v = hue_sector(*cv2.split(img if img.dtype == F32 else img.astype(F32)))
     h /= F32(6.0)
     h += F32(factor) + ONE
-    return cv2.merge([finish(c, is_uint8) for c in hsv_to_rgb(frac(h), cr, v)])
+    rgb = finish(hsv_to_rgb(frac(h), cr, v), is_uint8)
+    return cv2.merge(list(rgb))
 
 
 ADJUST = (adjust_brightness, adjust_contrast, adjust_saturation, adjust_hue)
