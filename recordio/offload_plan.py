@@ -160,22 +160,23 @@ class _AllColumns(frozenset):
         return self
 
 
-def _fuse_decode(ops):
-    """Host ops with a Decode before a crop/resize deferred into it (``recordio.vision.fuse_decode``).
+def _fuse_host(ops):
+    """Host ops with adjacent recordio vision ops fused (``recordio.vision.fusion``: a Decode deferred
+    into the crop/resize after it, a Normalize writing channels-first for the HWC2CHW after it).
 
-    Only looked up when a recordio Decode is present, so the planner itself never imports OpenCV.
+    Only looked up when a recordio vision op is present, so the planner itself never imports OpenCV.
     """
-    if not any(op_name(op) == "Decode" and type(op).__module__ == "recordio.vision.decode" for op in ops):
+    if not any(type(op).__module__.startswith("recordio.vision.") for op in ops):
         return ops
-    from recordio.vision.decode import fuse_decode
-    return fuse_decode(ops)
+    from recordio.vision.fusion import fuse_ops
+    return fuse_ops(ops)
 
 
 def _build(decisions, auto_offload):
     host_maps, tail = [], {}
     for d in decisions:
         if d.host_ops:
-            ops = _fuse_decode(d.host_ops)
+            ops = _fuse_host(d.host_ops)
             same = not d.offloaded_ops and all(a is b for a, b in zip(ops, d.map.operations))
             host_maps.append(d.map if same else dataclasses.replace(d.map, operations=ops))
         if d.offloaded_ops:

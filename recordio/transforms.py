@@ -53,7 +53,8 @@ class Compose:
     """Run ops in sequence; member ``i`` draws its randomness under its own nested op id.
 
     An op returning a tuple passes its items as the next op's arguments. A Decode right before a
-    Resize/RandomResizedCrop is fused (decoded at reduced scale); see ``vision.fuse_decode``.
+    Resize/RandomResizedCrop is fused (decoded at reduced scale), and a Normalize right before
+    HWC2CHW writes channels-first directly; see ``recordio.vision.fusion``.
     """
 
     def __init__(self, transforms):
@@ -64,9 +65,9 @@ class Compose:
                 raise TypeError(f"transforms[{i}] is not callable: {op!r}")
         self.transforms = list(transforms)
         self._ops = self.transforms
-        if any(type(op).__name__ == "Decode" for op in self.transforms):
-            from recordio.vision import fuse_decode
-            self._ops = fuse_decode(self.transforms)
+        if any(type(op).__module__.startswith("recordio.vision.") for op in self.transforms):
+            from recordio.vision.fusion import fuse_ops
+            self._ops = fuse_ops(self.transforms)
 
     def __call__(self, *args):
         for i, op in enumerate(self._ops):

@@ -123,12 +123,17 @@ class Normalize:
         std = np.asarray(self.std, F32).reshape(shape)
         return (img.astype(F32) - mean) / std
 
-    def _lookup(self, img, channels):
-        """uint8 fast path: a per-channel table of the same float32 values, applied by OpenCV."""
+    def tables(self, channels):
+        """(channels, 256) float32: the normalised value of each uint8 level, per channel (the same
+        float32 operations as the formula)."""
         mean = np.broadcast_to(np.asarray(self.mean, F32), (channels,))
         std = np.broadcast_to(np.asarray(self.std, F32), (channels,))
-        table = (np.arange(256, dtype=F32)[:, None] - mean) / std
-        return cv2.LUT(img, np.ascontiguousarray(table.reshape(1, 256, channels))).reshape(img.shape)
+        return np.ascontiguousarray(((np.arange(256, dtype=F32)[:, None] - mean) / std).T)
+
+    def _lookup(self, img, channels):
+        """uint8 fast path: a per-channel table of the same float32 values, applied by OpenCV."""
+        table = np.ascontiguousarray(self.tables(channels).T.reshape(1, 256, channels))
+        return cv2.LUT(img, table).reshape(img.shape)
 
     def __repr__(self):
         return f"Normalize(mean={list(self.mean)}, std={list(self.std)}, is_hwc={self.is_hwc})"

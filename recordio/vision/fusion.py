@@ -1,0 +1,66 @@
+"""Host-side fusion of adjacent ops into cheaper equivalents, keeping every op's index.
+
+* a Decode right before Resize/RandomResizedCrop decodes only what the crop needs
+  (``decode.fuse_decode``);
+* a channels-last ``Normalize`` right before ``HWC2CHW`` writes the channel-first float32 image
+  directly, one table lookup per channel plane, instead of normalising and then transposing
+  (the same values: the same float32 tables; anything but a uint8 <H,W,C> image runs both ops as
+  written). The ``HWC2CHW`` slot then passes its input on.
+
+The op list keeps its length, so each op keeps its op id and hence its random draws.
+"""
+
+import cv2
+import numpy as np
+
+from recordio.vision.color import Normalize
+from recordio.vision.decode import fuse_decode
+from recordio.vision.geometry import HWC2CHW
+
+__all__ = ["fuse_ops"]
+
+
+class _NormalizeToCHW:
+    """``Normalize`` then ``HWC2CHW`` in one pass for uint8 <H,W,C> images (C <= 4)."""
+
+    __name__ = "Normalize"                  # as the pipeline names the op in its error notes
+
+    def __init__(self, normalize):
+        self.normalize = normalize
+        self.hwc2chw = HWC2CHW()
+
+    def __call__(self, img):
+        if not (isinstance(img, np.ndarray) and img.dtype == np.uint8 and img.ndim == 3
+                and 1 <= img.shape[2] <= 4 and len(self.normalize.mean) in (1, img.shape[2])):
+            return self.hwc2chw(self.normalize(img))
+        tables = self.normalize.tables(img.shape[2])
+        out = np.empty((img.shape[2],) + img.shape[:2], np.float32)
+        for c, plane in enumerate(cv2.split(img)):
+            cv2.LUT(plane, tables[c], dst=out[c])
+        return out
+
+    def __repr__(self):
+        return f"{self.normalize!r} + HWC2CHW()"
+
+
+class _Passed:
+    """The slot of an op that a fused neighbour already applied: passes its input on."""
+
+    def __init__(self, op):
+        self.op = op
+        self.__name__ = type(op).__name__
+
+    def __call__(self, value):
+        return value
+
+    def __repr__(self):
+        return f"<{self.op!r}, fused into the previous op>"
+
+
+def fuse_ops(operations):
+    """The op list with the fusions above applied (same length, same op at each index otherwise)."""
+    ops = fuse_decode(operations)
+    for j in range(len(ops) - 1):
+        if type(ops[j]) is Normalize and ops[j].is_hwc and type(ops[j + 1]) is HWC2CHW:
+            ops[j], ops[j + 1] = _NormalizeToCHW(ops[j]), _Passed(ops[j + 1])
+    return ops
