@@ -89,15 +89,15 @@ def resized_crop_box(keys, height, width, scale, ratio, attempts):
     evaluated in one vectorised call (the same values as the scalar calls).
     """
     u = keys.uniform(4 * np.arange(attempts)[:, None] + np.arange(4))       # (attempts, 4), one row
-    targets = height * width * (scale[0] + (scale[1] - scale[0]) * u[:, 0])
+    targets = (height * width * (scale[0] + (scale[1] - scale[0]) * u[:, 0])).tolist()
     lr = math.log(ratio[0]), math.log(ratio[1])
-    aspects = np.exp(lr[0] + (lr[1] - lr[0]) * u[:, 1])
-    for k in range(attempts):
-        w = int(round(math.sqrt(targets[k] * aspects[k])))
-        h = int(round(math.sqrt(targets[k] / aspects[k])))
+    aspects = np.exp(lr[0] + (lr[1] - lr[0]) * u[:, 1]).tolist()
+    for k, (target, aspect) in enumerate(zip(targets, aspects)):     # Python floats: same values, less overhead
+        w = int(round(math.sqrt(target * aspect)))
+        h = int(round(math.sqrt(target / aspect)))
         if 0 < w <= width and 0 < h <= height:
-            y = int(np.floor(u[k, 2] * (height - h + 1)))
-            x = int(np.floor(u[k, 3] * (width - w + 1)))
+            y = math.floor(float(u[k, 2]) * (height - h + 1))
+            x = math.floor(float(u[k, 3]) * (width - w + 1))
             return y, x, h, w
     return _fallback_box(height, width, ratio)
 
