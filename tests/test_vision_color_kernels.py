@@ -77,3 +77,14 @@ def test_hsv_to_rgb_wrap_is_minus_six_at_and_above_six():
     for got, w in zip(ck.hsv_to_rgb(h, cr, v), want):
         np.testing.assert_array_equal(got, w)
     assert cv2.threshold(np.array([[6.0]], F32), ck._BELOW_SIX, 6.0, cv2.THRESH_BINARY)[1][0, 0] == 6.0
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 3), (1, 2, 3), (4, 1, 3), (1, 4, 3), (2, 2, 3), (16, 1, 3)])
+def test_tiny_images_take_the_same_values(shape):
+    """OpenCV reads a 1x1 (or 4x1) array next to a scalar as a scalar: tiny images must still work."""
+    for img in uint8_images(4, count=10, shape=shape):
+        want = plain_round(img.astype(F32) * F32(1.3) + (ck.grey_u8(img).astype(F32) * (F32(1) - F32(1.3)))[..., None])
+        np.testing.assert_array_equal(ck.adjust_saturation(img, 1.3), want)
+        np.testing.assert_array_equal(ck.adjust_hue(img, 0.2), plain_round(ck.adjust_hue(img.astype(F32), 0.2)))
+        x = img.astype(F32) * F32(1.01) - F32(1.5)
+        np.testing.assert_array_equal(ck.round_u8(x.copy()), plain_round(x))

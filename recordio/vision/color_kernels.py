@@ -34,10 +34,9 @@ def finish(out, is_uint8):
 def round_u8(x):
     """float32 -> uint8, rounded half to even and saturated (``rint``, ``clip``, ``astype``) in one
     OpenCV pass: its saturating conversion rounds with the FPU's default mode, half to even."""
-    if x.size == 0 or x.dtype != F32:
+    if x.size < 16 or x.dtype != F32:      # OpenCV would take a tiny array for a scalar
         return np.clip(np.rint(x), 0, 255).astype(np.uint8)
-    flat = np.ascontiguousarray(x).reshape(-1, x.shape[-1] if x.ndim > 1 else x.size)
-    return cv2.add(flat, 0.0, dtype=cv2.CV_8U).reshape(x.shape)
+    return cv2.add(np.ascontiguousarray(x).reshape(1, -1), 0.0, dtype=cv2.CV_8U).reshape(x.shape)
 
 
 def grey_formula(img):
@@ -163,7 +162,7 @@ def hue_sector_u8(img):
     num = cv2.subtract(r, g, dtype=cv2.CV_16S)                       # blue is the max
     num = cv2.copyTo(cv2.subtract(b, r, dtype=cv2.CV_16S), is_g, num)
     num = cv2.copyTo(cv2.subtract(g, b, dtype=cv2.CV_16S), is_r, num)
-    code = cv2.bitwise_or(cv2.bitwise_and(is_r, 2), cv2.bitwise_and(is_g, 1))
+    code = (is_r & 2) | (is_g & 1)         # numpy: OpenCV would take a 1x1 mask for a scalar
     crf = cr.astype(F32)
     sector = num.astype(F32)
     sector /= np.maximum(crf, TINY)
