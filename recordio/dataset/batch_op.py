@@ -5,6 +5,7 @@ values and returns one list per output column, as in MindSpore.
 """
 
 import itertools
+import operator
 
 import numpy as np
 
@@ -60,21 +61,40 @@ class BatchDataset(Dataset):
         return n // self.batch_size if self.drop_remainder else -(-n // self.batch_size)
 
     def _items(self, ctx, epoch):
+        bulk = self.children[0]._epoch_rows(ctx, epoch)
+        if bulk is not None:
+            return self._bulk_batches(bulk)
+        return self._item_batches(ctx, epoch)
+
+    def _bulk_batches(self, bulk):
+        """Batches built column-wise straight from a source's row dicts (no Item per row)."""
+        delivered = 0
+        for number in itertools.count():
+            group = list(itertools.islice(bulk.rows, self.batch_size))
+            if len(group) < self.batch_size and (self.drop_remainder or not group):
+                return
+            end = delivered + len(group)
+            rows = bulk.ids_of(delivered, end)
+            lists = {name: list(map(operator.itemgetter(name), group)) for name in group[0]}
+            yield self._make(lists, rows, bulk.epoch, bulk.position_after(end), number)
+            delivered = end
+
+    def _item_batches(self, ctx, epoch):
         items = self.children[0]._items(ctx, epoch)
         try:
             for number in itertools.count():
                 group = list(itertools.islice(items, self.batch_size))
                 if len(group) < self.batch_size and (self.drop_remainder or not group):
                     return
-                yield self._make(group, number, epoch)
+                lists = {name: [it.cols[name] for it in group] for name in group[0].cols}
+                yield self._make(lists, _row_ids(group), group[0].epoch, group[-1].pos, number)
         finally:
             getattr(items, "close", lambda: None)()
 
-    def _columns_of(self, group, number, epoch):
-        names = list(group[0].cols)
-        lists = {n: [it.cols[n] for it in group] for n in names}
+    def _columns_of(self, lists, first_row, number, epoch):
         if self.per_batch_map is None:
             return lists
+        names = list(lists)
         ins = self.input_columns or names
         outs = self.output_columns or ins
         args = [[to_op_input(v) for v in lists[c]] for c in ins]
@@ -84,18 +104,22 @@ class BatchDataset(Dataset):
             raise PipelineError(f"batch: per_batch_map returned {len(out)} column(s), expected {len(outs)} "
                                 f"(output_columns={outs})")
         from recordio.dataset.map_op import merge_values
-        return merge_values(lists, ins, outs, [list(v) for v in out], "batch", group[0].row)
+        return merge_values(lists, ins, outs, [list(v) for v in out], "batch", first_row)
 
-    def _make(self, group, number, epoch):
+    def _make(self, lists, rows, epoch, pos, number):
+        """One batch :class:`Item` from its columns' value lists and its row ids (int64 array)."""
         cols = {}
-        for name, values in self._columns_of(group, number, epoch).items():
+        for name, values in self._columns_of(lists, int(rows[0]), number, epoch).items():
             if name in self.pad_info:
                 shape, value = self.pad_info[name] if self.pad_info[name] is not None else (None, 0)
                 cols[name] = pad_column(name, values, shape, value)
             else:
                 cols[name] = collate(values)
-        if isinstance(group[0].row, np.ndarray):
-            rows = np.concatenate([np.atleast_1d(it.row) for it in group]).astype(np.int64, copy=False)
-        else:
-            rows = np.fromiter((it.row for it in group), np.int64, len(group))
-        return Item(cols, rows, group[0].epoch, group[-1].pos)
+        return Item(cols, rows, epoch, pos)
+
+
+def _row_ids(group):
+    """The row ids of a group of items (rows, or batches when batching twice) as one int64 array."""
+    if isinstance(group[0].row, np.ndarray):
+        return np.concatenate([np.atleast_1d(it.row) for it in group]).astype(np.int64, copy=False)
+    return np.fromiter((it.row for it in group), np.int64, len(group))

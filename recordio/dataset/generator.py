@@ -103,6 +103,9 @@ class GeneratorDataset(SampledSource):
         src = self.source
         return iter(src()) if callable(src) and not hasattr(src, "__iter__") else iter(src)
 
+    def _epoch_rows(self, ctx, epoch):
+        return super()._epoch_rows(ctx, epoch) if self.random_access else None
+
     def _items(self, ctx, epoch):
         if self.random_access:
             yield from super()._items(ctx, epoch)

@@ -71,6 +71,11 @@ class Dataset:
     def _items(self, ctx, epoch):
         raise NotImplementedError
 
+    def _epoch_rows(self, ctx, epoch):
+        """The rows of an epoch in bulk (a ``source.EpochRows``) where a source can give them
+        without an :class:`Item` per row, else None."""
+        return None
+
     def _columns(self):
         return self.children[0]._columns()
 

@@ -4,7 +4,6 @@ A source fetches rows in chunks of :data:`CHUNK` ids (one ``__getitems__`` call 
 MindDataset); with several workers the chunks are fetched in parallel and delivered in order.
 """
 
-import collections
 import itertools
 import sys
 
@@ -15,7 +14,7 @@ from recordio.dataset import order as _order
 from recordio.dataset.node import Dataset, Item
 from recordio.errors import PipelineError
 
-__all__ = ["CHUNK", "SampledSource", "torch_world"]
+__all__ = ["CHUNK", "EpochRows", "SampledSource", "torch_world"]
 
 CHUNK = 64
 
@@ -74,50 +73,67 @@ class SampledSource(Dataset):
         return ctx.runner(self, self._fetch, workers, processes, 2 * workers)
 
     def _items(self, ctx, epoch):
+        ep = self._epoch_rows(ctx, epoch)
+        return map(Item, ep.rows, ep.row_ids(), itertools.repeat(epoch), ep.positions_after())
+
+    def _epoch_rows(self, ctx, epoch):
+        """This shard's rows of ``epoch`` as an :class:`EpochRows` (no :class:`Item` per row)."""
         start = ctx.start_of(epoch)
         if start is None:
-            return iter(())
+            return EpochRows(epoch, iter(()), np.zeros(0, np.int64), 0, 1, 0)
         ids = self.sampler.order(self._num_rows(), ctx.seed, epoch, self)
         num, sid = self._split(ctx)
         positions = _order.shard_positions(len(ids), num, sid, start)
         if self.sampler.num_samples:
             positions = positions[:self.sampler.num_samples]
-        if self._reads_everything_in_order(ids, positions):
-            return self._scan(epoch)
-        return self._by_id(ctx, epoch, ids, positions, start, num)
+        mine = ids[positions]
+        if self._reads_everything_in_order(mine, len(ids)):
+            return EpochRows(epoch, self._scan_rows(), None, 0, 1, len(ids))
+        return EpochRows(epoch, self._by_id(ctx, mine), mine, start, num, len(ids))
 
-    def _by_id(self, ctx, epoch, ids, positions, start, num):
-        """Rows read by id, a chunk at a time; per row, items are built without a Python loop."""
-        return itertools.chain.from_iterable(self._chunk_items(ctx, epoch, ids, positions, start, num))
+    def _by_id(self, ctx, ids):
+        """Rows read by id, a chunk of :data:`CHUNK` ids at a time."""
+        chunks = (ids[i:i + CHUNK] for i in range(0, len(ids), CHUNK))
+        return itertools.chain.from_iterable(self._fetch_runner(ctx).imap(chunks))
 
-    def _chunk_items(self, ctx, epoch, ids, positions, start, num):
-        total = len(ids)
-        sent = collections.deque()
-
-        def chunks():
-            for i in range(0, len(positions), CHUNK):
-                sent.append(ids[positions[i:i + CHUNK]])
-                yield sent[-1]
-
-        delivered = 0
-        for rows in self._fetch_runner(ctx).imap(chunks()):
-            rids = sent.popleft().tolist()
-            # rows of the epoch consumed across all shards after each of these rows
-            consumed = np.minimum(total, start + num * np.arange(delivered + 1, delivered + len(rids) + 1))
-            delivered += len(rids)
-            positions_after = zip(itertools.repeat(epoch), consumed.tolist())
-            yield map(Item, rows, rids, itertools.repeat(epoch), positions_after)
-
-    def _reads_everything_in_order(self, ids, positions):
+    def _reads_everything_in_order(self, mine, total):
         n = self._num_rows()
-        return (self._scan_rows is not None and len(positions) == n == len(ids)
-                and np.array_equal(ids[positions], np.arange(n)))
+        return (self._scan_rows is not None and len(mine) == n == total
+                and np.array_equal(mine, np.arange(n)))
 
     _scan_rows = None      # a source that can stream all its rows in order faster than by id
 
-    def _scan(self, epoch):
-        positions = zip(itertools.repeat(epoch), itertools.count(1))      # (epoch, rows consumed)
-        return map(Item, self._scan_rows(), itertools.count(), itertools.repeat(epoch), positions)
+
+class EpochRows:
+    """One shard's rows of one data epoch: ``rows`` (an iterator of column dicts), their row ids
+    and the resume point after each, computed in bulk.
+
+    ``ids``: the row ids in delivery order (``None``: ``0, 1, 2, ...``, the sequential scan).
+    After ``d`` rows, the epoch's global order is consumed up to ``min(total, start + num * d)``.
+    """
+
+    def __init__(self, epoch, rows, ids, start, num, total):
+        self.epoch, self.rows, self.ids = epoch, rows, ids
+        self.start, self.num, self.total = start, num, total
+
+    def ids_of(self, first, end):
+        """Row ids of the rows ``first .. end - 1`` delivered, as an int64 array."""
+        if self.ids is None:
+            return np.arange(first, end, dtype=np.int64)
+        return self.ids[first:end]
+
+    def position_after(self, delivered):
+        return self.epoch, _order.consumed_after(self.start, self.num, delivered, self.total)
+
+    def row_ids(self):
+        return itertools.count() if self.ids is None else iter(self.ids.tolist())
+
+    def positions_after(self):
+        if self.ids is None:
+            return zip(itertools.repeat(self.epoch), itertools.count(1))
+        delivered = np.arange(1, len(self.ids) + 1, dtype=np.int64)
+        consumed = np.minimum(self.total, self.start + self.num * delivered)
+        return zip(itertools.repeat(self.epoch), consumed.tolist())
 
 
 def check_sampler_args(sampler, shuffle, num_shards):
