@@ -21,6 +21,12 @@ def dataset(tmp_path_factory):
     return str(path) + "0"
 
 
+@pytest.fixture(autouse=True)
+def default_seed_after():
+    yield
+    config.set_seed(config.DEFAULT_SEED)
+
+
 def _outputs(ds, epochs=2):
     """(columns, state after it) of every batch of ``epochs`` epochs, numpy output."""
     it = ds.create_dict_iterator(num_epochs=epochs, output_numpy=True)
