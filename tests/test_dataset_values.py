@@ -1,0 +1,43 @@
+"""Values at the pipeline's edges: the one-copy conversion of a batch of equal-length bytes
+equals converting each value on its own (the general path)."""
+
+import numpy as np
+import pytest
+
+from recordio.dataset.values import collate, to_numpy
+
+
+def _each(values):
+    return [np.frombuffer(v, np.uint8) if type(v) is bytes else np.asarray(v) for v in values]
+
+
+@pytest.mark.parametrize("values", [
+    [bytes([i]) * 5 for i in range(4)],              # equal lengths: one copy
+    [b"", b"", b""],                                 # equal and empty
+    [b"ab", b"abc", b""],                            # lengths differ: one array each
+    [b"ab", np.arange(2, dtype=np.uint8)],           # not all bytes
+    [b"xyz"],                                        # a single value
+])
+def test_bytes_rows_equal_the_general_path(values):
+    fast, general = to_numpy(list(values)), _each(values)
+    assert isinstance(fast, list) and len(fast) == len(general)
+    for a, b in zip(fast, general):
+        assert a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b)
+
+
+def test_equal_length_rows_do_not_alias_each_other():
+    rows = to_numpy([b"\x01\x02", b"\x03\x04"])
+    assert rows[0].tolist() == [1, 2] and rows[1].tolist() == [3, 4]
+
+
+@pytest.mark.parametrize("values,expected", [
+    ([np.int32(1), np.int32(2)], np.array([1, 2], np.int32)),
+    ([np.int32(1), np.int64(2)], None),              # two scalar types: not stacked by type
+    ([b"a", b"b"], None),
+])
+def test_collate_scalars_of_one_type(values, expected):
+    out = collate(values)
+    if expected is None:
+        assert isinstance(out, list) and out == values
+    else:
+        assert out.dtype == expected.dtype and np.array_equal(out, expected)
