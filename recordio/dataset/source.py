@@ -86,7 +86,7 @@ class SampledSource(Dataset):
         positions = _order.shard_positions(len(ids), num, sid, start)
         if self.sampler.num_samples:
             positions = positions[:self.sampler.num_samples]
-        mine = ids[positions]
+        mine = np.asarray(ids, dtype=np.int64)[positions]
         if self._reads_everything_in_order(mine, len(ids)):
             return EpochRows(epoch, self._scan_rows(), None, 0, 1, len(ids))
         return EpochRows(epoch, self._by_id(ctx, mine), mine, start, num, len(ids))
@@ -120,7 +120,7 @@ class EpochRows:
         """Row ids of the rows ``first .. end - 1`` delivered, as an int64 array."""
         if self.ids is None:
             return np.arange(first, end, dtype=np.int64)
-        return self.ids[first:end]
+        return self.ids[first:end].copy()          # a batch owns its ids
 
     def position_after(self, delivered):
         return self.epoch, _order.consumed_after(self.start, self.num, delivered, self.total)
