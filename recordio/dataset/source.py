@@ -2,6 +2,8 @@
 
 A source fetches rows in chunks of :data:`CHUNK` ids (one ``__getitems__`` call per chunk for a
 MindDataset); with several workers the chunks are fetched in parallel and delivered in order.
+An epoch's rows come as an :class:`EpochRows`: the row dicts, with their row ids and resume
+points computed in bulk, so that ``batch`` can build its columns without an ``Item`` per row.
 """
 
 import itertools
