@@ -1,5 +1,5 @@
-"""Values at the pipeline's edges: the one-copy conversion of a batch of equal-length bytes
-equals converting each value on its own (the general path)."""
+"""Values at the pipeline's edges: a batch's list of bytes converts to one 1-D ``uint8`` array
+per value, whatever the lengths; ``collate`` stacks scalars of one type."""
 
 import numpy as np
 import pytest
@@ -12,13 +12,13 @@ def _each(values):
 
 
 @pytest.mark.parametrize("values", [
-    [bytes([i]) * 5 for i in range(4)],              # equal lengths: one copy
+    [bytes([i]) * 5 for i in range(4)],              # equal lengths
     [b"", b"", b""],                                 # equal and empty
-    [b"ab", b"abc", b""],                            # lengths differ: one array each
+    [b"ab", b"abc", b""],                            # lengths differ
     [b"ab", np.arange(2, dtype=np.uint8)],           # not all bytes
     [b"xyz"],                                        # a single value
 ])
-def test_bytes_rows_equal_the_general_path(values):
+def test_bytes_rows_are_uint8_arrays_of_each_value(values):
     fast, general = to_numpy(list(values)), _each(values)
     assert isinstance(fast, list) and len(fast) == len(general)
     for a, b in zip(fast, general):

@@ -24,17 +24,8 @@ def to_op_input(value):
 def to_numpy(value):
     """A value as ``output_numpy=True`` gives it; lists (unstacked batch columns) stay lists."""
     if isinstance(value, list):
-        if len(value) > 1 and _one_type(value) is bytes and len(set(map(len, value))) == 1:
-            return _byte_rows(value)
         return [np.frombuffer(v, np.uint8) if type(v) is bytes else to_op_input(v) for v in value]
     return to_op_input(value)
-
-
-def _byte_rows(values):
-    """Equal-length ``bytes`` as 1-D ``uint8`` arrays: rows of one array made from one copy (a
-    ``frombuffer`` per value costs twice as much)."""
-    joined = np.frombuffer(b"".join(values), np.uint8).reshape(len(values), len(values[0]))
-    return list(joined)
 
 
 def _one_type(values):
