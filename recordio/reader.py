@@ -100,14 +100,17 @@ class FileReader:
 
     @property
     def files(self):
+        """Paths of the data files, in dataset order."""
         return [s.path for s in self._shards]
 
     @property
     def file_row_counts(self):
+        """Rows in each data file, in dataset order."""
         return [s.count for s in self._shards]
 
     @property
     def index_fields(self):
+        """Names of the fields indexed in the ``.db`` files."""
         return [f["index_field"] for f in self._shards[0].header["index_fields"] or []]
 
     @property

@@ -90,6 +90,7 @@ class ShardWriter:
         fsync_dir(self.folder)
 
     def abort(self):
+        """Drop this part; the shard stays missing."""
         self._writer.abort()
 
     def __enter__(self):

@@ -142,6 +142,7 @@ class FileWriter:
 
     @property
     def index_fields(self):
+        """Fields that get ``.db`` columns: those given to add_index, else every scalar field."""
         if self._index_set:
             return list(self._index_fields)
         return [f for f in self._schema.raw_fields if not f[0].isdigit()]   # see _check_index_field
