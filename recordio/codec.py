@@ -15,7 +15,6 @@ schema has any integer array field, every integer array part is compressed:
 ``[u32 BE count][ceil(count/4) bytes of 2-bit width codes][elements, LE]``.
 """
 
-import math
 import struct
 
 import msgpack
@@ -197,13 +196,3 @@ def split_blob(blob, count):
         parts.append(blob[pos:pos + n])
         pos += n
     return parts
-
-
-def is_float32_exact(value):
-    """True when the float ``value`` is stored as msgpack float32 (exact round trip)."""
-    return _pack_float(value)[0] == 0xCA
-
-
-def finite_or_none(value):
-    """The value an SQLite REAL column gets for a float: NaN becomes NULL."""
-    return None if math.isnan(value) else value

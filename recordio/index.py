@@ -165,8 +165,6 @@ def read_locations(conn, path):
     return table[:, 1:]
 
 
-def count_index_rows(conn, path):
-    return _query(conn, path, "SELECT COUNT(*) FROM INDEXES")[0][0]
 
 
 def row_id_span(conn, path):
@@ -176,8 +174,6 @@ def row_id_span(conn, path):
     return 0 if value is None else int(value) + 1
 
 
-def read_column(conn, path, field):
-    return [r[0] for r in _query(conn, path, f"SELECT {column_name(field)} FROM INDEXES ORDER BY ROW_ID")]
 
 
 def read_checksums(conn, path):

@@ -82,10 +82,9 @@ class Schema:
         self.fields = {n: Field(n, t, s, self.compressed) for n, (t, s) in sorted(checked.items())}
         self.blob_fields = [f.name for f in self.fields.values() if f.is_blob]
         self.raw_fields = [f.name for f in self.fields.values() if not f.is_blob]
-        self._raw_plan = [(f, str if f.type == "string" else int if f.type in INT_RANGE else float,
+        # (field, the plain Python type that needs no conversion, int range): floats always convert
+        self._raw_plan = [(f, str if f.type == "string" else int if f.type in INT_RANGE else None,
                            *INT_RANGE.get(f.type, (None, None))) for f in map(self.fields.get, self.raw_fields)]
-        self._raw_plan = [(f, t, lo, hi) if t is not float else (f, None, None, None)
-                          for f, t, lo, hi in self._raw_plan]
         self._blob_plan = [self.fields[n] for n in self.blob_fields]
 
     def to_json(self):
