@@ -14,7 +14,7 @@ import numpy as np
 
 from recordio.keys import current_keys
 from recordio.vision._checks import check_factor, check_image, check_number, check_range
-from recordio.vision.color_kernels import ADJUST, adjust_sharpness
+from recordio.vision.color_kernels import adjust_all, adjust_sharpness
 
 __all__ = ["Normalize", "RandomColorAdjust", "RandomSharpness", "Rescale"]
 
@@ -54,10 +54,7 @@ class RandomColorAdjust:
     def __call__(self, img):
         img = color_input("RandomColorAdjust", img)
         params = self.draw(current_keys())
-        for k in params["order"][0]:
-            if self.enabled[k]:
-                img = ADJUST[k](img, params["factors"][0, k])
-        return img
+        return adjust_all(img, params["factors"][0], params["order"][0], self.enabled)
 
     def __repr__(self):
         return (f"RandomColorAdjust(brightness={self.brightness}, contrast={self.contrast}, "
@@ -125,10 +122,16 @@ class Normalize:
 
     def tables(self, channels):
         """(channels, 256) float32: the normalised value of each uint8 level, per channel (the same
-        float32 operations as the formula)."""
-        mean = np.broadcast_to(np.asarray(self.mean, F32), (channels,))
-        std = np.broadcast_to(np.asarray(self.std, F32), (channels,))
-        return np.ascontiguousarray(((np.arange(256, dtype=F32)[:, None] - mean) / std).T)
+        float32 operations as the formula). Read-only, computed once per channel count."""
+        key = (self.mean, self.std, channels)
+        cached = self.__dict__.get("_tables")
+        if cached is None or cached[0] != key:
+            mean = np.broadcast_to(np.asarray(self.mean, F32), (channels,))
+            std = np.broadcast_to(np.asarray(self.std, F32), (channels,))
+            table = np.ascontiguousarray(((np.arange(256, dtype=F32)[:, None] - mean) / std).T)
+            table.flags.writeable = False
+            self._tables = cached = (key, table)
+        return cached[1]
 
     def _lookup(self, img, channels):
         """uint8 fast path: a per-channel table of the same float32 values, applied by OpenCV."""

@@ -12,7 +12,12 @@ import functools
 import cv2
 import numpy as np
 
-__all__ = ["ADJUST", "adjust_brightness", "adjust_contrast", "adjust_hue", "adjust_saturation",
+try:                                # the optional C kernels (setup.py); same values, one pass each
+    from recordio.vision import _kernels
+except ImportError:                 # pragma: no cover - built without a C compiler
+    _kernels = None
+
+__all__ = ["ADJUST", "adjust_all", "adjust_brightness", "adjust_contrast", "adjust_hue", "adjust_saturation",
            "adjust_sharpness", "finish", "grey", "grey_mean"]
 
 F32 = np.float32
@@ -154,6 +159,12 @@ def hue_sector_u8(img):
     """uint8 RGB -> ``hue_sector`` of its float32 planes, the same values: max, min, the masks and
     the numerator are small integers, found exactly with OpenCV in uint8/int16 (masked copies, not
     numpy's slow boolean selection); only the division runs in float32."""
+    sector, cr, hi = _hue_sector_planes(img)
+    return sector, cr.astype(F32), hi.astype(F32)
+
+
+def _hue_sector_planes(img):
+    """``hue_sector_u8`` with chroma and max as uint8 planes."""
     r, g, b = cv2.split(img)
     hi = cv2.max(cv2.max(r, g), b)
     cr = cv2.subtract(hi, cv2.min(cv2.min(r, g), b))
@@ -163,11 +174,10 @@ def hue_sector_u8(img):
     num = cv2.copyTo(cv2.subtract(b, r, dtype=cv2.CV_16S), is_g, num)
     num = cv2.copyTo(cv2.subtract(g, b, dtype=cv2.CV_16S), is_r, num)
     code = (is_r & 2) | (is_g & 1)         # numpy: OpenCV would take a 1x1 mask for a scalar
-    crf = cr.astype(F32)
     sector = num.astype(F32)
-    sector /= np.maximum(crf, TINY)
+    sector /= np.maximum(cr.astype(F32), TINY)
     sector += cv2.LUT(code, _SECTOR_OFFSET)
-    return sector, crf, hi.astype(F32)
+    return sector, cr, hi
 
 
 _BELOW_SIX = float(np.nextafter(F32(6.0), F32(0.0)))     # k > this  <=>  k >= 6 for float32 k
@@ -196,18 +206,108 @@ def hsv_to_rgb(h, cr, v):
 
 def adjust_hue(img, factor):
     """Rotate the hue by ``factor`` of a full turn in exact float HSV, on the 0..255 scale."""
-    is_uint8 = img.dtype == np.uint8
-    if is_uint8:
-        h, cr, v = hue_sector_u8(img)
-    else:
-        h, cr, v = hue_sector(*cv2.split(img if img.dtype == F32 else img.astype(F32)))
-    h /= F32(6.0)
-    h += F32(factor) + ONE
-    rgb = finish(hsv_to_rgb(frac(h), cr, v), is_uint8)
-    return cv2.merge(list(rgb))
+    if img.dtype == np.uint8:
+        return _hue_u8(img, factor)
+    h, cr, v = hue_sector(*cv2.split(img if img.dtype == F32 else img.astype(F32)))
+    h = _rotate(h, factor)
+    return cv2.merge(list(finish(hsv_to_rgb(h, cr, v), False)))
+
+
+def _rotate(sector, factor):
+    """Hue in sixths of a turn (``hue_sector``) -> rotated by ``factor`` turns, in turns [0, 1); in place."""
+    sector /= F32(6.0)
+    sector += F32(factor) + ONE
+    return frac(sector)
+
+
+# Hue sector i = floor(6h) (6 only when 6h rounds up to 6, which acts as 0): the one channel of
+# ``hsv_to_rgb`` whose k = (n + 6h) mod 6 can fall strictly inside (0, 1) or (3, 4), and what the
+# other channels are (their k stay in closed intervals where min(k, 4 - k) clips to exactly 0 or 1).
+_MID_N = np.array([3.0, 5.0, 1.0, 3.0, 5.0, 1.0, 3.0] + [0.0] * 249, F32)
+_CHANNEL_PICKS = (("hi", "mid", "lo", "lo", "mid", "hi", "hi"),      # red   (n = 5)
+                  ("mid", "hi", "hi", "mid", "lo", "lo", "mid"),     # green (n = 3)
+                  ("lo", "lo", "mid", "hi", "hi", "mid", "lo"))      # blue  (n = 1)
+_MASKS = tuple(tuple(np.array([255 if p == name else 0 for p in picks] + [0] * 249, np.uint8) for name in ("mid", "lo"))
+               for picks in _CHANNEL_PICKS)
+
+
+def _hue_u8(img, factor):
+    """uint8 hue rotation computing only the one channel per pixel that ``hsv_to_rgb`` does not clip:
+    the others are exactly the max or the min, so they are copied. The same values as
+    ``hsv_to_rgb`` on all three channels (the same float32 operations for the computed one)."""
+    sector, cr, hi = _hue_sector_planes(img)
+    h6 = _rotate(sector, factor)
+    h6 *= F32(6.0)
+    which = h6.astype(np.uint8)                          # floor: h6 >= 0
+    k = cv2.LUT(which, _MID_N)
+    k += h6
+    _wrap(k)
+    t = np.subtract(F32(4.0), k, out=h6)
+    np.minimum(k, t, out=t)
+    np.minimum(t, ONE, out=t)
+    np.maximum(t, F32(0.0), out=t)
+    t *= cr
+    mid = round_u8(np.subtract(hi, t, out=t, dtype=F32))
+    planes = (hi, mid, cv2.subtract(hi, cr))
+    out = []
+    for mid_mask, lo_mask in _MASKS:
+        channel = hi.copy()
+        cv2.copyTo(planes[1], cv2.LUT(which, mid_mask), channel)
+        cv2.copyTo(planes[2], cv2.LUT(which, lo_mask), channel)
+        out.append(channel)
+    return cv2.merge(out)
+
+
+def _wrap(k):
+    """k - 6 where k >= 6 (k < 12), in place."""
+    cols = k.shape[-1] if k.ndim > 1 else 1
+    six = cv2.threshold(k.reshape(-1, cols), _BELOW_SIX, 6.0, cv2.THRESH_BINARY)[1]
+    k -= six.reshape(k.shape)
+    return k
 
 
 ADJUST = (adjust_brightness, adjust_contrast, adjust_saturation, adjust_hue)
+
+
+def _c_brightness(rgb, factor):
+    _kernels.lut(rgb, finish(LEVELS * F32(factor), True))
+
+
+def _c_contrast(rgb, factor):
+    a = F32(factor)
+    mean = F32(np.rint(_kernels.grey_sum(rgb) / (rgb.size // 3)))
+    _kernels.lut(rgb, finish(LEVELS * a + mean * (ONE - a), True))
+
+
+def _c_saturation(rgb, factor):
+    a = F32(factor)
+    _kernels.saturation(rgb, float(a), float(ONE - a))
+
+
+def _c_hue(rgb, factor):
+    _kernels.hue(rgb, float(F32(factor) + ONE))
+
+
+IN_PLACE = (_c_brightness, _c_contrast, _c_saturation, _c_hue)
+
+
+def has_c_kernels(img):
+    """Whether the C kernels take ``img``: a uint8 <H,W,3> array, when they are built."""
+    return _kernels is not None and img.dtype == np.uint8 and img.ndim == 3 and img.shape[2] == 3
+
+
+def adjust_all(img, factors, order, enabled=(True, True, True, True)):
+    """The adjustments ``order`` (indices into ``ADJUST``) with ``factors[k]``, skipping disabled ones;
+    on a copy of a uint8 RGB image in one pass each when the C kernels are built."""
+    steps = [k for k in order if enabled[k]]
+    if not has_c_kernels(img):
+        for k in steps:
+            img = ADJUST[k](img, factors[k])
+        return img
+    out = np.array(img, order="C")
+    for k in steps:
+        IN_PLACE[k](out, factors[k])
+    return out
 
 
 def blur_sum(x):

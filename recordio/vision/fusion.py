@@ -14,6 +14,7 @@ import cv2
 import numpy as np
 
 from recordio.vision.color import Normalize
+from recordio.vision.color_kernels import _kernels
 from recordio.vision.decode import fuse_decode
 from recordio.vision.geometry import HWC2CHW
 
@@ -35,6 +36,9 @@ class _NormalizeToCHW:
             return self.hwc2chw(self.normalize(img))
         tables = self.normalize.tables(img.shape[2])
         out = np.empty((img.shape[2],) + img.shape[:2], np.float32)
+        if _kernels is not None:
+            _kernels.lookup_chw(np.ascontiguousarray(img), img.shape[2], tables, out)
+            return out
         for c, plane in enumerate(cv2.split(img)):
             cv2.LUT(plane, tables[c], dst=out[c])
         return out

@@ -1,0 +1,278 @@
+/* One-pass C versions of the uint8 colour kernels in color_kernels.py.
+ *
+ * Each function repeats, pixel by pixel, the float32 operation sequence of its numpy counterpart
+ * (the same tables, the same order of float32 operations, rounding half to even and saturating),
+ * so both give the same bytes; tests/test_vision_kernels_c.py checks it on every RGB colour.
+ * Build flags forbid contracting a * b + c into a fused multiply-add (it would round once, not twice);
+ * -fno-trapping-math only lets the compiler turn selects into branch-free code (results unchanged).
+ *
+ * Images are flat, C-contiguous uint8 RGB buffers (pixels of 3 bytes), changed in place. The Python
+ * side checks dtype, layout and sizes; these functions check lengths again and never read past a
+ * buffer. The loops run without the GIL.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+
+/* Round half to even and saturate, as numpy's rint + clip and OpenCV's saturate_cast. Adding and
+ * subtracting 1.5 * 2**23 rounds a float in (0, 255) to an integer in the default rounding mode
+ * (to nearest, ties to even) without a libm call. */
+static inline uint8_t round_u8(float x)
+{
+    const float magic = 12582912.0f;
+    x = x > 0.0f ? x : 0.0f; /* NaN -> 0 */
+    x = x < 255.0f ? x : 255.0f;
+    return (uint8_t)(int32_t)((x + magic) - magic);
+}
+
+static inline int grey_of(const uint8_t *p)
+{
+    return (p[0] * 9798 + p[1] * 19235 + p[2] * 3735 + 16384) >> 15;
+}
+
+static int get_pixels(PyObject *obj, Py_buffer *view, int writable)
+{
+    int flags = PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, view, flags) < 0)
+        return -1;
+    if (view->len % 3) {
+        PyErr_Format(PyExc_ValueError, "expected whole RGB pixels, got %zd bytes", view->len);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+static int get_table(PyObject *obj, Py_buffer *view, Py_ssize_t size, const char *what)
+{
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS) < 0)
+        return -1;
+    if (view->len != size) {
+        PyErr_Format(PyExc_ValueError, "%s: expected %zd bytes, got %zd", what, size, view->len);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+/* Hue sector i = floor(6h) (6 acts as 0): for red, green and blue, which value each takes:
+ * 0 the max, 1 the one channel computed by the formula, 2 the min. */
+static const uint8_t PICK[7][3] = {{0, 1, 2}, {1, 0, 2}, {2, 0, 1}, {2, 1, 0}, {1, 2, 0}, {0, 2, 1}, {0, 1, 2}};
+
+#define CHUNK 256
+
+/* The pixels in chunks, each step a simple loop over the chunk that the compiler can vectorise
+ * (selects, not branches: data-dependent branches mispredict on photographs). */
+static void hue_pixels(uint8_t *p, Py_ssize_t n, float shift)
+{
+    const float below_six = 5.99999952316284f; /* the float32 just below 6 */
+    int32_t R[CHUNK], G[CHUNK], B[CHUNK], hi[CHUNK], lo[CHUNK], which[CHUNK], mid[CHUNK];
+    float sector[CHUNK], chroma[CHUNK];
+    for (Py_ssize_t start = 0; start < n; start += CHUNK, p += 3 * CHUNK) {
+        int m = n - start < CHUNK ? (int)(n - start) : CHUNK;
+        for (int j = 0; j < m; j++) {
+            R[j] = p[3 * j];
+            G[j] = p[3 * j + 1];
+            B[j] = p[3 * j + 2];
+        }
+        for (int j = 0; j < m; j++) { /* hue_sector: sixths of a turn in [-1, 5) */
+            int32_t r = R[j], g = G[j], b = B[j];
+            int32_t h = r > g ? r : g, l = r < g ? r : g;
+            h = h > b ? h : b;
+            l = l < b ? l : b;
+            int32_t is_r = -(h == r), is_g = -(h == g) & ~is_r, is_b = ~(is_r | is_g);
+            int32_t num = ((g - b) & is_r) | ((b - r) & is_g) | ((r - g) & is_b);
+            float cr = (float)(h - l);
+            hi[j] = h;
+            lo[j] = l;
+            chroma[j] = cr;
+            sector[j] = (float)num / (cr > FLT_MIN ? cr : FLT_MIN) + (float)((2 & is_g) | (4 & is_b));
+        }
+        for (int j = 0; j < m; j++) { /* rotate; the unclipped channel of hsv_to_rgb */
+            float h = sector[j] / 6.0f + shift;
+            float whole = (float)(int32_t)h; /* floor, without a libm call (|h| is small) */
+            whole = whole > h ? whole - 1.0f : whole;
+            float h6 = (h - whole) * 6.0f;
+            int32_t w = (int32_t)h6;
+            int32_t s = w - (3 & -(w >= 3)) - (3 & -(w >= 6));
+            float k = h6 + (s == 0 ? 3.0f : (s == 1 ? 5.0f : 1.0f));
+            k = k > below_six ? k - 6.0f : k;
+            float t = 4.0f - k;
+            t = k < t ? k : t;
+            t = t < 1.0f ? t : 1.0f;
+            t = t > 0.0f ? t : 0.0f;
+            mid[j] = round_u8((float)hi[j] - t * chroma[j]);
+            which[j] = w;
+        }
+        for (int j = 0; j < m; j++) {
+            const uint8_t *pick = PICK[which[j]];
+            uint8_t values[3] = {(uint8_t)hi[j], (uint8_t)mid[j], (uint8_t)lo[j]};
+            p[3 * j] = values[pick[0]];
+            p[3 * j + 1] = values[pick[1]];
+            p[3 * j + 2] = values[pick[2]];
+        }
+    }
+}
+
+static PyObject *hue(PyObject *self, PyObject *args)
+{
+    PyObject *obj;
+    float shift;
+    Py_buffer img;
+    if (!PyArg_ParseTuple(args, "Of", &obj, &shift) || get_pixels(obj, &img, 1) < 0)
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    hue_pixels((uint8_t *)img.buf, img.len / 3, shift);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&img);
+    Py_RETURN_NONE;
+}
+
+static void saturation_pixels(uint8_t *p, Py_ssize_t n, float a, float rest)
+{
+    int32_t R[CHUNK], G[CHUNK], B[CHUNK];
+    for (Py_ssize_t start = 0; start < n; start += CHUNK, p += 3 * CHUNK) {
+        int m = n - start < CHUNK ? (int)(n - start) : CHUNK;
+        for (int j = 0; j < m; j++) {
+            R[j] = p[3 * j];
+            G[j] = p[3 * j + 1];
+            B[j] = p[3 * j + 2];
+        }
+        for (int j = 0; j < m; j++) {
+            float g = (float)((R[j] * 9798 + G[j] * 19235 + B[j] * 3735 + 16384) >> 15) * rest;
+            R[j] = round_u8((float)R[j] * a + g);
+            G[j] = round_u8((float)G[j] * a + g);
+            B[j] = round_u8((float)B[j] * a + g);
+        }
+        for (int j = 0; j < m; j++) {
+            p[3 * j] = (uint8_t)R[j];
+            p[3 * j + 1] = (uint8_t)G[j];
+            p[3 * j + 2] = (uint8_t)B[j];
+        }
+    }
+}
+
+static PyObject *saturation(PyObject *self, PyObject *args)
+{
+    PyObject *obj;
+    float a, rest;
+    Py_buffer img;
+    if (!PyArg_ParseTuple(args, "Off", &obj, &a, &rest) || get_pixels(obj, &img, 1) < 0)
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    saturation_pixels((uint8_t *)img.buf, img.len / 3, a, rest);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&img);
+    Py_RETURN_NONE;
+}
+
+static PyObject *lut(PyObject *self, PyObject *args)
+{
+    PyObject *obj, *table_obj;
+    Py_buffer img, table;
+    if (!PyArg_ParseTuple(args, "OO", &obj, &table_obj))
+        return NULL;
+    if (get_table(table_obj, &table, 256, "table") < 0)
+        return NULL;
+    if (PyObject_GetBuffer(obj, &img, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+        PyBuffer_Release(&table);
+        return NULL;
+    }
+    const uint8_t *t = (const uint8_t *)table.buf;
+    uint8_t *p = (uint8_t *)img.buf;
+    Py_ssize_t n = img.len;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++)
+        p[i] = t[p[i]];
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&img);
+    PyBuffer_Release(&table);
+    Py_RETURN_NONE;
+}
+
+static PyObject *grey_sum(PyObject *self, PyObject *args)
+{
+    PyObject *obj;
+    Py_buffer img;
+    if (!PyArg_ParseTuple(args, "O", &obj) || get_pixels(obj, &img, 0) < 0)
+        return NULL;
+    const uint8_t *p = (const uint8_t *)img.buf;
+    Py_ssize_t n = img.len / 3;
+    long long total = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++, p += 3)
+        total += grey_of(p);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&img);
+    return PyLong_FromLongLong(total);
+}
+
+/* uint8 <H,W,C> -> float32 <C,H,W> through one 256-entry table per channel. */
+static PyObject *lookup_chw(PyObject *self, PyObject *args)
+{
+    PyObject *obj, *tables_obj, *out_obj;
+    Py_ssize_t channels;
+    Py_buffer img, tables, out;
+    if (!PyArg_ParseTuple(args, "OnOO", &obj, &channels, &tables_obj, &out_obj))
+        return NULL;
+    if (channels < 1 || channels > 4) {
+        PyErr_Format(PyExc_ValueError, "expected 1 to 4 channels, got %zd", channels);
+        return NULL;
+    }
+    if (get_table(tables_obj, &tables, channels * 256 * (Py_ssize_t)sizeof(float), "tables") < 0)
+        return NULL;
+    if (PyObject_GetBuffer(obj, &img, PyBUF_C_CONTIGUOUS) < 0) {
+        PyBuffer_Release(&tables);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(out_obj, &out, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+        PyBuffer_Release(&tables);
+        PyBuffer_Release(&img);
+        return NULL;
+    }
+    if (img.len % channels || out.len != img.len * (Py_ssize_t)sizeof(float)) {
+        PyErr_Format(PyExc_ValueError, "image of %zd bytes and %zd channels, output of %zd bytes",
+                     img.len, channels, out.len);
+        PyBuffer_Release(&tables);
+        PyBuffer_Release(&img);
+        PyBuffer_Release(&out);
+        return NULL;
+    }
+    const uint8_t *p = (const uint8_t *)img.buf;
+    const float *t = (const float *)tables.buf;
+    float *o = (float *)out.buf;
+    Py_ssize_t n = img.len / channels;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t c = 0; c < channels; c++) {
+        const float *tc = t + 256 * c;
+        const uint8_t *pc = p + c;
+        float *oc = o + n * c;
+        for (Py_ssize_t i = 0; i < n; i++)
+            oc[i] = tc[pc[i * channels]];
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&tables);
+    PyBuffer_Release(&img);
+    PyBuffer_Release(&out);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"hue", hue, METH_VARARGS, "hue(rgb, shift): rotate the hue in place; shift = float32(factor) + 1."},
+    {"saturation", saturation, METH_VARARGS,
+     "saturation(rgb, a, rest): x = round(x * a + grey * rest) in place (float32 products and sum)."},
+    {"lut", lut, METH_VARARGS, "lut(data, table): data = table[data] in place (uint8 table of 256)."},
+    {"grey_sum", grey_sum, METH_VARARGS, "grey_sum(rgb) -> sum of the rounded fixed-point grey levels."},
+    {"lookup_chw", lookup_chw, METH_VARARGS,
+     "lookup_chw(hwc, channels, tables, out): out[c, i] = tables[c][hwc[i, c]] (float32)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kernels", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__kernels(void)
+{
+    return PyModule_Create(&module);
+}

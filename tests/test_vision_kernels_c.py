@@ -1,0 +1,133 @@
+"""The optional C colour kernels give the bytes of the numpy/OpenCV kernels (on every RGB colour for
+hue and saturation), and the ops give the same values with and without them."""
+
+import os
+
+import numpy as np
+import pytest
+
+from recordio import vision
+from recordio.vision import color_kernels as ck
+from recordio.vision import fusion
+
+F32 = np.float32
+
+needs_c = pytest.mark.skipif(ck._kernels is None, reason="the C kernels are not built")
+
+
+def test_c_kernels_are_built_in_ci():
+    """CI installs with a compiler: a silently failed build would leave only the numpy path tested."""
+    if os.environ.get("CI") and ck._kernels is None:
+        pytest.fail("recordio.vision._kernels did not build (setup.py); the C paths are untested")
+
+
+@pytest.fixture(scope="module")
+def every_colour():
+    c = np.arange(2 ** 24, dtype=np.uint32)
+    return np.stack([(c >> 16) & 255, (c >> 8) & 255, c & 255], -1).astype(np.uint8).reshape(4096, 4096, 3)
+
+
+@pytest.fixture
+def numpy_only(monkeypatch):
+    monkeypatch.setattr(ck, "_kernels", None)
+    monkeypatch.setattr(fusion, "_kernels", None)
+
+
+def _numpy(fn, *args):
+    saved = ck._kernels
+    ck._kernels = None
+    try:
+        return fn(*args)
+    finally:
+        ck._kernels = saved
+
+
+@needs_c
+@pytest.mark.parametrize("factor", [-0.5, -0.1, 0.01, 1 / 6, 0.4999])
+def test_hue_on_every_colour(every_colour, factor):
+    want = np.clip(np.rint(ck.adjust_hue(every_colour.astype(F32), factor)), 0, 255).astype(np.uint8)
+    got = every_colour.copy()
+    ck._c_hue(got, factor)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(_numpy(ck.adjust_hue, every_colour, factor), want)
+
+
+@needs_c
+@pytest.mark.parametrize("factor", [0.0, 0.6, 1.37])
+def test_saturation_on_every_colour(every_colour, factor):
+    a = F32(factor)
+    grey = ck.grey_formula(every_colour).astype(F32)
+    want = np.clip(np.rint(every_colour.astype(F32) * a + (grey * (F32(1) - a))[..., None]), 0, 255)
+    got = every_colour.copy()
+    ck._c_saturation(got, factor)
+    np.testing.assert_array_equal(got, want.astype(np.uint8))
+
+
+@needs_c
+@pytest.mark.parametrize("factor", [0.0, 0.6, 1.0, 1.4])
+@pytest.mark.parametrize("k", [0, 1])
+def test_brightness_and_contrast_equal_numpy(k, factor):
+    rng = np.random.default_rng(k)
+    for shape in [(1, 1, 3), (5, 7, 3), (64, 48, 3)]:
+        img = rng.integers(0, 256, shape, dtype=np.uint8)
+        got = img.copy()
+        ck.IN_PLACE[k](got, factor)
+        np.testing.assert_array_equal(got, _numpy(ck.ADJUST[k], img, factor))
+
+
+@needs_c
+def test_adjust_all_equals_numpy_in_every_order_and_leaves_input_alone():
+    rng = np.random.default_rng(3)
+    img = rng.integers(0, 256, (31, 29, 3), dtype=np.uint8)
+    before = img.copy()
+    factors = np.array([1.3, 0.7, 1.6, -0.2])
+    for order in [(0, 1, 2, 3), (3, 2, 1, 0), (2, 0, 3, 1), (1, 3, 0, 2)]:
+        for enabled in [(True,) * 4, (False, True, True, False)]:
+            got = ck.adjust_all(img, factors, order, enabled)
+            np.testing.assert_array_equal(got, _numpy(ck.adjust_all, img, factors, order, enabled))
+    np.testing.assert_array_equal(img, before)
+
+
+@needs_c
+def test_adjust_all_takes_non_contiguous_views():
+    img = np.random.default_rng(4).integers(0, 256, (40, 40, 3), dtype=np.uint8)[::2, ::-1]
+    got = ck.adjust_all(img, np.array([1.2, 0.8, 1.1, 0.3]), (0, 1, 2, 3))
+    np.testing.assert_array_equal(got, _numpy(ck.adjust_all, np.ascontiguousarray(img),
+                                              np.array([1.2, 0.8, 1.1, 0.3]), (0, 1, 2, 3)))
+
+
+@needs_c
+@pytest.mark.parametrize("channels", [1, 3, 4])
+def test_normalize_to_chw_equals_numpy_path(channels, monkeypatch):
+    img = np.random.default_rng(channels).integers(0, 256, (9, 11, channels), dtype=np.uint8)
+    op = fusion.fuse_ops([vision.Normalize([10.0] * channels, [3.0] * channels), vision.HWC2CHW()])[0]
+    got = op(img)
+    monkeypatch.setattr(fusion, "_kernels", None)
+    np.testing.assert_array_equal(got, op(img))
+    want = ((img.astype(F32) - F32(10.0)) / F32(3.0)).transpose(2, 0, 1)
+    np.testing.assert_array_equal(got, want)
+
+
+@needs_c
+def test_c_kernels_reject_wrong_buffers():
+    k = ck._kernels
+    with pytest.raises(ValueError, match="whole RGB pixels"):
+        k.hue(np.zeros(4, np.uint8), 1.0)
+    with pytest.raises(ValueError, match="table"):
+        k.lut(np.zeros(6, np.uint8), np.zeros(255, np.uint8))
+    with pytest.raises(ValueError, match="whole RGB pixels"):
+        k.saturation(np.zeros(5, np.uint8), 1.0, 0.0)
+    with pytest.raises(ValueError, match="contiguous"):
+        k.hue(np.zeros((4, 4, 3), np.uint8)[:, ::2], 1.0)
+    with pytest.raises((BufferError, TypeError)):
+        k.hue(b"\x00\x01\x02", 1.0)                       # read-only
+    with pytest.raises(ValueError, match="output"):
+        k.lookup_chw(np.zeros((2, 2, 3), np.uint8), 3, np.zeros((3, 256), F32), np.zeros(11, F32))
+
+
+def test_random_color_adjust_same_values_without_c_kernels(numpy_only):
+    """The numpy path alone (as on an install without a compiler) against an independent float reference
+    of one adjustment, so the fallback is covered even where the C kernels are built."""
+    img = np.random.default_rng(5).integers(0, 256, (16, 16, 3), dtype=np.uint8)
+    out = ck.adjust_all(img, np.array([1.5, 1.0, 1.0, 0.0]), (0, 1, 2, 3))
+    np.testing.assert_array_equal(out, np.clip(np.rint(img.astype(F32) * F32(1.5)), 0, 255).astype(np.uint8))
