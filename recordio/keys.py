@@ -80,18 +80,46 @@ def _scalar_word(w):
     return None
 
 
+_START = 0x243F6A8885A308D3
+
+
+def _fold_int(h, w):
+    return _mix_int((h + 0x9E3779B97F4A7C15 + (w & _MASK)) & _MASK)
+
+
+def _fold_small(h, words):
+    """Fold array words (broadcast together, at most ``_SMALL`` values) into the int state ``h``,
+    value by value with Python ints; the bits of ``hash_words``, shaped like its result."""
+    arrays = np.broadcast_arrays(np.zeros(1, np.int64), *(np.asarray(w) for w in words))
+    columns = [a.ravel().tolist() for a in arrays[1:]]
+    out = []
+    for ws in zip(*columns):
+        x = h
+        for w in ws:
+            x = _fold_int(x, int(w))
+        out.append(x)
+    return np.array(out, np.uint64).reshape(arrays[0].shape)
+
+
+_SMALL = 64
+
+
 def hash_words(*words):
     """Mix integer words (scalars or equal-length arrays) into uint64 random bits.
 
     The leading scalar words are folded with Python ints (the host draws one sample at a time, and
     this is the hot path); the rest, if any, in numpy. Both give the same bits.
     """
-    h, i = 0x243F6A8885A308D3, 0
+    h, i = _START, 0
     while i < len(words) and (w := _scalar_word(words[i])) is not None:
-        h, i = _mix_int((h + 0x9E3779B97F4A7C15 + (w & _MASK)) & _MASK), i + 1
+        h, i = _fold_int(h, w), i + 1
+    return _fold_rest(h, words[i:])
+
+
+def _fold_rest(h, words):
     h = np.array([h], np.uint64)
     with np.errstate(over="ignore"):
-        for w in words[i:]:
+        for w in words:
             h = _mix(h + _GOLDEN + _u64(w))
         return h
 
@@ -116,13 +144,14 @@ class Keys:
     ops draw identical parameters.
     """
 
-    __slots__ = ("seed", "epoch", "rows", "op")
+    __slots__ = ("seed", "epoch", "rows", "op", "_prefix")
 
     def __init__(self, seed, epoch, rows, op):
         self.seed = int(seed)
         self.epoch = int(epoch)
         self.rows = np.atleast_1d(np.asarray(rows, dtype=np.int64))
         self.op = int(op)
+        self._prefix = None
 
     def __len__(self):
         return len(self.rows)
@@ -132,10 +161,46 @@ class Keys:
 
     def bits(self, draw, *more):
         """64 random bits per sample for draw number ``draw`` (and optional sub-draws)."""
-        return hash_words(self.seed, self.epoch, self.rows, self.op, draw, *more)
+        if len(self.rows) != 1:
+            return hash_words(self.seed, self.epoch, self.rows, self.op, draw, *more)
+        words = (draw,) + more
+        h = self._one_row()
+        if all(type(w) is int for w in words):             # one sample, scalar draws: Python ints only
+            return np.array([self._scalar_bits(words)], np.uint64)
+        if all(np.size(w) <= _SMALL for w in words):
+            return _fold_small(h, words)
+        return _fold_rest(h, words)
+
+    def _one_row(self):
+        """The hash state after (seed, epoch, row, op) for one sample: shared by all its draws."""
+        if self._prefix is None:
+            h = _START
+            for w in (self.seed, self.epoch, int(self.rows[0]), self.op):
+                h = _fold_int(h, w)
+            self._prefix = h
+        return self._prefix
+
+    def _scalar_bits(self, words):
+        h = self._one_row()
+        for w in words:
+            if not -2 ** 63 <= w < 2 ** 63:
+                raise OverflowError(f"draw word {w} is outside int64")
+            h = _fold_int(h, w)
+        return h
+
+    def unit_floats(self, draws):
+        """For one sample: Python floats in [0, 1), one per tuple of draw words in ``draws`` (the
+        values of ``uniform(*words)``, without numpy's per-call cost; for ops that draw per row)."""
+        if len(self.rows) != 1:
+            raise ValueError(f"unit_floats draws for one sample, these keys hold {len(self.rows)}")
+        return [(self._scalar_bits(words) >> 11) * (1.0 / (1 << 53)) for words in draws]
 
     def uniform(self, draw, low=0.0, high=1.0, *more):
         """Floats in ``[low, high)``, one per sample."""
+        if (len(self.rows) == 1 and type(draw) is int and all(type(w) is int for w in more)
+                and isinstance(low, (int, float)) and isinstance(high, (int, float))):
+            u = (self._scalar_bits((draw,) + more) >> 11) * (1.0 / (1 << 53))     # the same double operations
+            return np.array([low + (high - low) * u])
         u = (self.bits(draw, *more) >> np.uint64(11)).astype(np.float64) * (1.0 / (1 << 53))
         return low + (high - low) * u
 

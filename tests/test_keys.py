@@ -57,3 +57,47 @@ def test_keys_draws_unchanged_by_fast_path():
     bits = numpy_fold(11, 2, np.array([5]), 123, draws)
     want = (bits >> np.uint64(11)).astype(np.float64) * (1.0 / (1 << 53))
     np.testing.assert_array_equal(k.uniform(draws), want)
+
+
+ONE_ROW_DRAWS = [0, 7, -3, 2 ** 63 - 1, np.int64(5), np.array([2]), np.arange(4)[:, None],
+                 4 * np.arange(10)[:, None] + np.arange(4), np.arange(200)]
+
+
+@pytest.mark.parametrize("draw", ONE_ROW_DRAWS, ids=range(len(ONE_ROW_DRAWS)))
+@pytest.mark.parametrize("more", [(), (3,), (np.arange(4)[:, None],)], ids=["none", "scalar", "column"])
+def test_one_row_keys_draw_the_numpy_fold(draw, more):
+    """One-sample keys reuse the (seed, epoch, row, op) state and fold small draws with Python ints:
+    the same bits, floats and shapes as folding every word in numpy."""
+    for seed, epoch, row, op in [(11, 2, 5, 123), (-1, 0, 2 ** 40, 2 ** 62)]:
+        k = keys.Keys(seed, epoch, [row], op)
+        try:
+            bits = numpy_fold(seed, epoch, np.array([row]), op, draw, *more)
+        except ValueError:                  # shapes that do not broadcast are refused on both paths
+            with pytest.raises(ValueError):
+                k.bits(draw, *more)
+            return
+        got = k.bits(draw, *more)
+        assert got.dtype == bits.dtype and got.shape == bits.shape
+        np.testing.assert_array_equal(got, bits)
+        unit = (bits >> np.uint64(11)).astype(np.float64) * (1.0 / (1 << 53))
+        for low, high in [(0.0, 1.0), (0.08, 1.0), (-0.5, 0.5), (1, 3)]:
+            got = k.uniform(draw, low, high, *more)
+            assert got.shape == unit.shape
+            np.testing.assert_array_equal(got, low + (high - low) * unit)
+
+
+def test_unit_floats_are_the_uniform_draws():
+    k = keys.Keys(4, 1, [9], 31)
+    draws = [(0,), (5,), (4, 2), (-1, 2 ** 40)]
+    assert k.unit_floats(draws) == [float(k.uniform(w[0], 0.0, 1.0, *w[1:])[0]) for w in draws]
+    with pytest.raises(ValueError, match="one sample"):
+        keys.Keys(4, 1, [9, 10], 31).unit_floats(draws)
+
+
+def test_one_row_draw_words_outside_int64_are_refused():
+    k = keys.Keys(1, 0, [2], 3)
+    for bad in (2 ** 63, -2 ** 63 - 1):
+        with pytest.raises(OverflowError):
+            k.uniform(bad)
+        with pytest.raises(OverflowError):
+            k.unit_floats([(0, bad)])

@@ -256,8 +256,10 @@ def test_vectorised_draws_equal_the_documented_scalar_draws():
     for k, (lo, hi) in enumerate(op.ranges):
         assert np.array_equal(params["factors"][:, k], keys.uniform(k, lo, hi))
     assert np.array_equal(params["order"], keys.permutation(4, 4))
-    one = op.draw(Keys(3, 2, [7], 17))
-    assert np.array_equal(one["factors"][0], params["factors"][7]) and np.array_equal(one["order"][0], params["order"][7])
+    for row in range(50):                   # the one-row path (Python floats) gives the batched values
+        one = op.draw(Keys(3, 2, [row], 17))
+        assert np.array_equal(one["factors"][0], params["factors"][row])
+        assert np.array_equal(one["order"][0], params["order"][row]) and one["order"].dtype == params["order"].dtype
 
 
 def test_sharpness_many_channels_uses_the_same_formula():

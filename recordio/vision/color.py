@@ -45,6 +45,11 @@ class RandomColorAdjust:
         The draws are evaluated in two vectorised calls (draw numbers as a column), which gives the
         same values as the eight scalar calls.
         """
+        if len(keys) == 1:                  # a host op: the same values from Python floats
+            u = keys.unit_floats([(k,) for k in range(4)] + [(4, k) for k in range(4)])
+            factors = [lo + (hi - lo) * v for (lo, hi), v in zip(self.ranges, u)]
+            order = sorted(range(4), key=u[4:].__getitem__)          # stable, as argsort(kind="stable")
+            return {"factors": np.array([factors]), "order": np.array([order])}
         column = np.arange(4)[:, None]
         low, high = (np.array([r[i] for r in self.ranges])[:, None] for i in (0, 1))
         factors = keys.uniform(column, low, high).T

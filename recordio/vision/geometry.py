@@ -85,20 +85,18 @@ def resized_crop_box(keys, height, width, scale, ratio, attempts):
     """(y, x, h, w) of a random crop with area fraction in ``scale`` and aspect ratio in ``ratio``.
 
     Attempt k draws area = ``uniform(4k, *scale)``, log ratio = ``uniform(4k+1, ...)`` and, when the
-    box fits, y = ``integers(4k+2, 0, H-h+1)``, x = ``integers(4k+3, 0, W-w+1)``. All draws are
-    evaluated in one vectorised call (the same values as the scalar calls).
+    box fits, y = ``integers(4k+2, 0, H-h+1)``, x = ``integers(4k+3, 0, W-w+1)``. Draws are made one
+    attempt at a time (keyed draws do not depend on which others were made).
     """
-    u = keys.uniform(4 * np.arange(attempts)[:, None] + np.arange(4))       # (attempts, 4), one row
-    targets = (height * width * (scale[0] + (scale[1] - scale[0]) * u[:, 0])).tolist()
     lr = math.log(ratio[0]), math.log(ratio[1])
-    aspects = np.exp(lr[0] + (lr[1] - lr[0]) * u[:, 1]).tolist()
-    for k, (target, aspect) in enumerate(zip(targets, aspects)):     # Python floats: same values, less overhead
+    for k in range(attempts):
+        u = keys.unit_floats([(4 * k,), (4 * k + 1,), (4 * k + 2,), (4 * k + 3,)])
+        target = height * width * (scale[0] + (scale[1] - scale[0]) * u[0])
+        aspect = float(np.exp(lr[0] + (lr[1] - lr[0]) * u[1]))        # numpy's exp, as the batched draws
         w = int(round(math.sqrt(target * aspect)))
         h = int(round(math.sqrt(target / aspect)))
         if 0 < w <= width and 0 < h <= height:
-            y = math.floor(float(u[k, 2]) * (height - h + 1))
-            x = math.floor(float(u[k, 3]) * (width - w + 1))
-            return y, x, h, w
+            return math.floor(u[2] * (height - h + 1)), math.floor(u[3] * (width - w + 1)), h, w
     return _fallback_box(height, width, ratio)
 
 
