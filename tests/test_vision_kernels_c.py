@@ -47,7 +47,7 @@ def _numpy(fn, *args):
 def test_hue_on_every_colour(every_colour, factor):
     want = np.clip(np.rint(ck.adjust_hue(every_colour.astype(F32), factor)), 0, 255).astype(np.uint8)
     got = every_colour.copy()
-    ck._c_hue(got, factor)
+    ck._kernels.adjust(got, b"\x03", 1.0, 1.0, 1.0, factor)
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(_numpy(ck.adjust_hue, every_colour, factor), want)
 
@@ -59,7 +59,7 @@ def test_saturation_on_every_colour(every_colour, factor):
     grey = ck.grey_formula(every_colour).astype(F32)
     want = np.clip(np.rint(every_colour.astype(F32) * a + (grey * (F32(1) - a))[..., None]), 0, 255)
     got = every_colour.copy()
-    ck._c_saturation(got, factor)
+    ck._kernels.adjust(got, b"\x02", 1.0, 1.0, factor, 0.0)
     np.testing.assert_array_equal(got, want.astype(np.uint8))
 
 
@@ -71,7 +71,7 @@ def test_brightness_and_contrast_equal_numpy(k, factor):
     for shape in [(1, 1, 3), (5, 7, 3), (64, 48, 3)]:
         img = rng.integers(0, 256, shape, dtype=np.uint8)
         got = img.copy()
-        ck.IN_PLACE[k](got, factor)
+        ck._kernels.adjust(got, bytes([k]), factor, factor, 1.0, 0.0)
         np.testing.assert_array_equal(got, _numpy(ck.ADJUST[k], img, factor))
 
 
@@ -112,17 +112,19 @@ def test_normalize_to_chw_equals_numpy_path(channels, monkeypatch):
 def test_c_kernels_reject_wrong_buffers():
     k = ck._kernels
     with pytest.raises(ValueError, match="whole RGB pixels"):
-        k.hue(np.zeros(4, np.uint8), 1.0)
-    with pytest.raises(ValueError, match="table"):
-        k.lut(np.zeros(6, np.uint8), np.zeros(255, np.uint8))
-    with pytest.raises(ValueError, match="whole RGB pixels"):
-        k.saturation(np.zeros(5, np.uint8), 1.0, 0.0)
+        k.adjust(np.zeros(4, np.uint8), b"\x03", 1.0, 1.0, 1.0, 0.1)
+    with pytest.raises(ValueError, match="not one of 0..3"):
+        k.adjust(np.zeros(6, np.uint8), b"\x04", 1.0, 1.0, 1.0, 0.1)
     with pytest.raises(ValueError, match="contiguous"):
-        k.hue(np.zeros((4, 4, 3), np.uint8)[:, ::2], 1.0)
+        k.adjust(np.zeros((4, 4, 3), np.uint8)[:, ::2], b"\x00", 1.0, 1.0, 1.0, 0.1)
     with pytest.raises((BufferError, TypeError)):
-        k.hue(b"\x00\x01\x02", 1.0)                       # read-only
+        k.adjust(b"\x00\x01\x02", b"\x00", 1.0, 1.0, 1.0, 0.1)          # read-only
     with pytest.raises(ValueError, match="output"):
         k.lookup_chw(np.zeros((2, 2, 3), np.uint8), 3, np.zeros((3, 256), F32), np.zeros(11, F32))
+    with pytest.raises(ValueError, match="tables"):
+        k.lookup_chw(np.zeros((2, 2, 3), np.uint8), 3, np.zeros((2, 256), F32), np.zeros(12, F32))
+    empty = np.zeros((0, 5, 3), np.uint8)
+    k.adjust(empty, b"\x00\x01\x02\x03", 1.0, 1.0, 1.0, 0.1)              # nothing to do, no division by 0
 
 
 def test_random_color_adjust_same_values_without_c_kernels(numpy_only):

@@ -116,20 +116,6 @@ static void hue_pixels(uint8_t *p, Py_ssize_t n, float shift)
     }
 }
 
-static PyObject *hue(PyObject *self, PyObject *args)
-{
-    PyObject *obj;
-    float shift;
-    Py_buffer img;
-    if (!PyArg_ParseTuple(args, "Of", &obj, &shift) || get_pixels(obj, &img, 1) < 0)
-        return NULL;
-    Py_BEGIN_ALLOW_THREADS
-    hue_pixels((uint8_t *)img.buf, img.len / 3, shift);
-    Py_END_ALLOW_THREADS
-    PyBuffer_Release(&img);
-    Py_RETURN_NONE;
-}
-
 static void saturation_pixels(uint8_t *p, Py_ssize_t n, float a, float rest)
 {
     int32_t R[CHUNK], G[CHUNK], B[CHUNK];
@@ -154,59 +140,65 @@ static void saturation_pixels(uint8_t *p, Py_ssize_t n, float a, float rest)
     }
 }
 
-static PyObject *saturation(PyObject *self, PyObject *args)
+static void lut_bytes(uint8_t *p, Py_ssize_t n, const uint8_t *t)
 {
-    PyObject *obj;
-    float a, rest;
-    Py_buffer img;
-    if (!PyArg_ParseTuple(args, "Off", &obj, &a, &rest) || get_pixels(obj, &img, 1) < 0)
-        return NULL;
-    Py_BEGIN_ALLOW_THREADS
-    saturation_pixels((uint8_t *)img.buf, img.len / 3, a, rest);
-    Py_END_ALLOW_THREADS
-    PyBuffer_Release(&img);
-    Py_RETURN_NONE;
-}
-
-static PyObject *lut(PyObject *self, PyObject *args)
-{
-    PyObject *obj, *table_obj;
-    Py_buffer img, table;
-    if (!PyArg_ParseTuple(args, "OO", &obj, &table_obj))
-        return NULL;
-    if (get_table(table_obj, &table, 256, "table") < 0)
-        return NULL;
-    if (PyObject_GetBuffer(obj, &img, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
-        PyBuffer_Release(&table);
-        return NULL;
-    }
-    const uint8_t *t = (const uint8_t *)table.buf;
-    uint8_t *p = (uint8_t *)img.buf;
-    Py_ssize_t n = img.len;
-    Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < n; i++)
         p[i] = t[p[i]];
-    Py_END_ALLOW_THREADS
-    PyBuffer_Release(&img);
-    PyBuffer_Release(&table);
-    Py_RETURN_NONE;
 }
 
-static PyObject *grey_sum(PyObject *self, PyObject *args)
+static long long grey_total(const uint8_t *p, Py_ssize_t n)
 {
-    PyObject *obj;
-    Py_buffer img;
-    if (!PyArg_ParseTuple(args, "O", &obj) || get_pixels(obj, &img, 0) < 0)
-        return NULL;
-    const uint8_t *p = (const uint8_t *)img.buf;
-    Py_ssize_t n = img.len / 3;
     long long total = 0;
-    Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < n; i++, p += 3)
         total += grey_of(p);
-    Py_END_ALLOW_THREADS
+    return total;
+}
+
+/* brightness (0), contrast (1), saturation (2), hue (3) as color_kernels.adjust_all's numpy path:
+ * tables of round(float32(level) * a [+ offset]) for the first two, the contrast offset from the
+ * rounded mean grey level (a float64 quotient, as numpy's). */
+static void adjust_step(uint8_t *p, Py_ssize_t n, int kind, float a)
+{
+    uint8_t table[256];
+    if (kind == 0 || kind == 1) {
+        float offset = 0.0f;
+        if (kind == 1)
+            offset = (float)nearbyint((double)grey_total(p, n) / (double)n) * (1.0f - a);
+        for (int x = 0; x < 256; x++)
+            table[x] = round_u8(kind == 1 ? (float)x * a + offset : (float)x * a);
+        lut_bytes(p, 3 * n, table);
+    } else if (kind == 2) {
+        saturation_pixels(p, n, a, 1.0f - a);
+    } else {
+        hue_pixels(p, n, a + 1.0f);
+    }
+}
+
+static PyObject *adjust(PyObject *self, PyObject *args)
+{
+    PyObject *obj;
+    const char *kinds;
+    Py_ssize_t steps;
+    float f[4];
+    Py_buffer img;
+    if (!PyArg_ParseTuple(args, "Oy#ffff", &obj, &kinds, &steps, &f[0], &f[1], &f[2], &f[3]))
+        return NULL;
+    for (Py_ssize_t i = 0; i < steps; i++)
+        if (kinds[i] < 0 || kinds[i] > 3) {
+            PyErr_Format(PyExc_ValueError, "adjustment %d is not one of 0..3", (int)kinds[i]);
+            return NULL;
+        }
+    if (get_pixels(obj, &img, 1) < 0)
+        return NULL;
+    Py_ssize_t n = img.len / 3;
+    if (n) {
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < steps; i++)
+            adjust_step((uint8_t *)img.buf, n, kinds[i], f[(int)kinds[i]]);
+        Py_END_ALLOW_THREADS
+    }
     PyBuffer_Release(&img);
-    return PyLong_FromLongLong(total);
+    Py_RETURN_NONE;
 }
 
 /* uint8 <H,W,C> -> float32 <C,H,W> through one 256-entry table per channel. */
@@ -260,11 +252,9 @@ static PyObject *lookup_chw(PyObject *self, PyObject *args)
 }
 
 static PyMethodDef methods[] = {
-    {"hue", hue, METH_VARARGS, "hue(rgb, shift): rotate the hue in place; shift = float32(factor) + 1."},
-    {"saturation", saturation, METH_VARARGS,
-     "saturation(rgb, a, rest): x = round(x * a + grey * rest) in place (float32 products and sum)."},
-    {"lut", lut, METH_VARARGS, "lut(data, table): data = table[data] in place (uint8 table of 256)."},
-    {"grey_sum", grey_sum, METH_VARARGS, "grey_sum(rgb) -> sum of the rounded fixed-point grey levels."},
+    {"adjust", adjust, METH_VARARGS,
+     "adjust(rgb, kinds, b, c, s, h): the adjustments in kinds (bytes of 0..3: brightness, contrast, "
+     "saturation, hue) in that order, in place; factors are rounded to float32."},
     {"lookup_chw", lookup_chw, METH_VARARGS,
      "lookup_chw(hwc, channels, tables, out): out[c, i] = tables[c][hwc[i, c]] (float32)."},
     {NULL, NULL, 0, NULL},

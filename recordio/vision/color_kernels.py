@@ -269,28 +269,6 @@ def _wrap(k):
 ADJUST = (adjust_brightness, adjust_contrast, adjust_saturation, adjust_hue)
 
 
-def _c_brightness(rgb, factor):
-    _kernels.lut(rgb, finish(LEVELS * F32(factor), True))
-
-
-def _c_contrast(rgb, factor):
-    a = F32(factor)
-    mean = F32(np.rint(_kernels.grey_sum(rgb) / (rgb.size // 3)))
-    _kernels.lut(rgb, finish(LEVELS * a + mean * (ONE - a), True))
-
-
-def _c_saturation(rgb, factor):
-    a = F32(factor)
-    _kernels.saturation(rgb, float(a), float(ONE - a))
-
-
-def _c_hue(rgb, factor):
-    _kernels.hue(rgb, float(F32(factor) + ONE))
-
-
-IN_PLACE = (_c_brightness, _c_contrast, _c_saturation, _c_hue)
-
-
 def has_c_kernels(img):
     """Whether the C kernels take ``img``: a uint8 <H,W,3> array, when they are built."""
     return _kernels is not None and img.dtype == np.uint8 and img.ndim == 3 and img.shape[2] == 3
@@ -305,8 +283,7 @@ def adjust_all(img, factors, order, enabled=(True, True, True, True)):
             img = ADJUST[k](img, factors[k])
         return img
     out = np.array(img, order="C")
-    for k in steps:
-        IN_PLACE[k](out, factors[k])
+    _kernels.adjust(out, bytes(steps), *(float(f) for f in factors))
     return out
 
 
