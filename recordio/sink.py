@@ -70,17 +70,30 @@ class DataSink:
     dataset. ``prefetch_depth``: batches kept ready on the device. ``timeout``: seconds the
     consumer waits for one batch before :class:`SinkTimeoutError` (None waits forever).
     ``channel_name``: the name in the status report (a fresh uuid by default).
+    ``static_slots``: hand out batches that live in ``prefetch_depth + 2`` fixed device buffers
+    instead of fresh tensors (for CUDA graphs and a steady memory footprint); such a batch stays
+    valid until the next batch is asked for (``.clone()`` what you keep longer).
+    ``warn_after``: while the consumer waits, log the status report as a warning every
+    ``warn_after`` seconds (None: never).
     """
 
     def __init__(self, dataset, device="cuda", sink_size=-1, prefetch_depth=2, timeout=600.0,
-                 channel_name=None):
+                 channel_name=None, static_slots=False, warn_after=60.0):
         _check_args(sink_size, prefetch_depth, timeout)
+        if warn_after is not None and (isinstance(warn_after, bool) or not isinstance(warn_after, (int, float))
+                                       or warn_after <= 0):
+            raise ValueError(f"DataSink: warn_after must be a positive number of seconds or None, "
+                             f"found {warn_after!r}")
+        if not isinstance(static_slots, bool):
+            raise ValueError(f"DataSink: static_slots must be True or False, found {static_slots!r}")
         self._dataset = dataset
         self._backend = make_backend(device)
         self.device = self._backend.device
         self.sink_size = sink_size
         self.prefetch_depth = prefetch_depth
         self.timeout = timeout
+        self.static_slots = static_slots
+        self.warn_after = warn_after
         self.channel_name = channel_name or str(uuid.uuid1())
         self._channel = None
         self._finalizer = None
@@ -128,7 +141,7 @@ class DataSink:
         source = self._dataset._iter_host_batches(num_epochs=None)
         tail = _tail_of(self._dataset, self.device)
         return Channel(self.channel_name, self._backend, source, tail, get_seed(),
-                       self.prefetch_depth, HOST_QUEUE_DEPTH)
+                       self.prefetch_depth, HOST_QUEUE_DEPTH, self.static_slots)
 
     def _next_batch(self, channel):
         """The next batch, safe on the consumer's current stream; None when the data ended."""
@@ -136,7 +149,7 @@ class DataSink:
             raise_failure(channel.failure, self.channel_name)
         if channel.ended:
             return None
-        item = channel.take(self.timeout)
+        item = channel.take(self.timeout, self.warn_after)
         if isinstance(item, DeviceBatch):
             return self._hand_over(item)
         if isinstance(item, Failure):

@@ -15,6 +15,15 @@ slot, status, timeout, error and shutdown code runs on every device:
 ``prepare_thread()``  called once in the feeder thread before its first batch
 ==================  =========================================================
 
+and, for ``static_slots=True`` (fixed device buffers, see ``sink_ring.DeviceSlots``):
+
+======================  =====================================================
+``alloc_device(n)``     an ``n``-byte uint8 buffer on the device
+``copy_into(dst, src)``  copy ``src`` (host or device) into ``dst`` on the side stream
+``consumer_event()``    an event recorded on the consumer's current stream
+``stream_wait(e)``      make the side stream wait for ``e`` (no host block)
+======================  =====================================================
+
 :class:`CudaBackend` follows OFFLOAD.md section 4.3 (pinned ring, side stream,
 per-slot events, ``wait_event`` + ``record_stream``). :class:`CpuBackend` has no
 pinning, streams or events; its "copy" is a real copy (``clone``) so that a batch
@@ -76,6 +85,18 @@ class DeviceBackend:
     def prepare_thread(self):
         return None
 
+    def alloc_device(self, nbytes):
+        return torch.empty(nbytes, dtype=torch.uint8, device=self.device)
+
+    def copy_into(self, dst, src):
+        dst.copy_(src)
+
+    def consumer_event(self):
+        return _Done()
+
+    def stream_wait(self, event):
+        return None
+
 
 class CpuBackend(DeviceBackend):
     """``device="cpu"``: no pinning, no streams; the tail runs in the feeder thread."""
@@ -120,6 +141,19 @@ class CudaBackend(DeviceBackend):
 
     def prepare_thread(self):
         torch.cuda.set_device(self.device)
+
+    def copy_into(self, dst, src):
+        if src.device.type == "cpu" and not src.is_pinned():
+            raise PipelineError("DataSink: a host slot is not pinned; the copy would not be asynchronous")
+        dst.copy_(src, non_blocking=True)
+
+    def consumer_event(self):
+        event = torch.cuda.Event()
+        event.record(torch.cuda.current_stream(self.device))
+        return event
+
+    def stream_wait(self, event):
+        self._stream.wait_event(event)
 
 
 def make_backend(device):

@@ -16,15 +16,20 @@ garbage-collected and its finalizer closes the channel.
 """
 
 import dataclasses
+import logging
 import queue
 import threading
 import time
 
+import torch
+
 from recordio.errors import PipelineError
-from recordio.sink_ring import SlotRing, torch_dtype
-from recordio.sink_status import PushLog
+from recordio.sink_ring import DeviceSlots, SlotRing, torch_dtype
+from recordio.sink_status import PushLog, diagnose
 
 __all__ = ["Channel", "DeviceBatch", "END", "Failure"]
+
+log = logging.getLogger("recordio.sink")
 
 POLL_S = 0.05          # how often blocked puts/gets look at the stop flag
 JOIN_S = 5.0           # how long close() waits for each thread
@@ -53,12 +58,14 @@ class DeviceBatch:
 class Channel:
     """Threads, queues and the push log of one sink (started by :meth:`start`)."""
 
-    def __init__(self, name, backend, source, tail, seed, depth, host_depth):
+    def __init__(self, name, backend, source, tail, seed, depth, host_depth, static=False):
         self.name = name
         self.backend = backend
         self.host_queue = queue.Queue(host_depth)
         self.device_queue = queue.Queue(depth)
         self.ring = SlotRing(backend, depth + 2)
+        self.slots = DeviceSlots(backend, depth + 2) if static else None
+        self.handed = 0                 # batches given to the consumer
         self.stop = threading.Event()
         self.lock = threading.Lock()
         self.log = PushLog()
@@ -110,12 +117,27 @@ class Channel:
                 continue
         return None
 
-    def take(self, timeout):
-        """The next device batch, a :class:`Failure`, :data:`END`, or None after ``timeout`` s."""
+    def take(self, timeout, warn_after=None):
+        """The next device batch, a :class:`Failure`, :data:`END`, or None after ``timeout`` s.
+
+        While it waits, the status report is logged as a warning every ``warn_after`` s.
+        """
         t0 = time.monotonic()
         deadline = None if timeout is None else t0 + timeout
-        item = self.get(self.device_queue, deadline)
+        if self.slots is not None and self.handed:
+            self.slots.release(self.handed - 1, self.backend.consumer_event())
+        warn_at = None if warn_after is None else t0 + warn_after
+        while True:
+            limit = deadline if warn_at is None else warn_at if deadline is None else min(deadline, warn_at)
+            item = self.get(self.device_queue, limit)
+            if item is not None or warn_at is None or self.stop.is_set() or limit == deadline:
+                break
+            status = self.status()
+            log.warning("DataSink %s: no batch for %.0f s; %s\n%s", self.name, time.monotonic() - t0,
+                        diagnose(status), status)
+            warn_at += warn_after
         if isinstance(item, DeviceBatch):
+            self.handed += 1
             with self.lock:
                 self.log.taken(time.monotonic() - t0)
         return item
@@ -186,6 +208,8 @@ def _feeder_loop(channel, tail, seed):
                 with channel.lock:
                     channel.log.push_started(channel.host_queue.qsize())
                 item = _to_device(channel, item, tail, seed, sent)
+                if item is None:        # stopped while waiting for a free device slot
+                    return
             channel.set_stage("feeder", f"waiting to put batch {sent} (device queue full)")
             if not channel.put(channel.device_queue, item):
                 return
@@ -200,30 +224,50 @@ def _feeder_loop(channel, tail, seed):
         channel.put(channel.device_queue, Failure("host->device copy", exc, sent))
     finally:
         channel.ring.close()
+        if channel.slots is not None:
+            channel.slots.close()
         if channel.stop.is_set():
             channel.set_stage("feeder", "stopped")
 
 
 def _to_device(channel, host_batch, tail, seed, index):
-    """Stage, copy and transform one host batch on the side stream; its ready-event last."""
-    backend, ring = channel.backend, channel.ring
+    """Stage, copy and transform one host batch on the side stream; its ready-event last.
+
+    None if the channel stopped while waiting for a free device slot (static slots)."""
+    backend, ring, slots = channel.backend, channel.ring, channel.slots
     channel.set_stage("feeder", f"waiting for a free slot for batch {index}")
     slot = ring.acquire()
-    channel.set_stage("feeder", f"copying batch {index}")
     with backend.stream():
+        if slots is not None:
+            channel.set_stage("feeder", f"waiting for the consumer to release the device slot of batch {index}")
+            if not slots.wait_free(index, channel.stop):
+                return None
+        channel.set_stage("feeder", f"copying batch {index}")
+        direct = slots is not None and tail is None       # host slot -> device slot, one copy
         columns = {}
         for name, value in host_batch.columns.items():
             dtype = torch_dtype(value)
-            columns[name] = value if dtype is None else backend.to_device(ring.stage(slot, name, value, dtype))
+            if dtype is None:
+                columns[name] = value
+                continue
+            staged = ring.stage(slot, name, value, dtype)
+            columns[name] = slots.place(index, name, staged) if direct else backend.to_device(staged)
         copied = backend.new_event()
         backend.record(copied)
         ring.release(slot, copied)
         if tail is not None:
             channel.set_stage("feeder", f"running the offloaded tail on batch {index}")
             columns = tail(columns, host_batch.rows, host_batch.epoch, seed)
+        if slots is not None and not direct:
+            columns = {name: slots.place(index, name, value) if _on_device(value, backend) else value
+                       for name, value in columns.items()}
         ready = backend.new_event()
         backend.record(ready)
     return DeviceBatch(columns, host_batch.rows, host_batch.epoch, ready)
+
+
+def _on_device(value, backend):
+    return isinstance(value, torch.Tensor) and value.device == backend.device
 
 
 def raise_failure(failure, channel_name):

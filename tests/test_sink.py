@@ -383,6 +383,7 @@ def test_garbage_collection_of_a_running_sink_stops_it(no_leaks):
 @pytest.mark.parametrize("kwargs, message", [
     ({"sink_size": 0}, "sink_size"), ({"sink_size": -2}, "sink_size"), ({"sink_size": 1.5}, "sink_size"),
     ({"prefetch_depth": 0}, "prefetch_depth"), ({"timeout": 0}, "timeout"), ({"timeout": "1"}, "timeout"),
+    ({"warn_after": 0}, "warn_after"), ({"warn_after": True}, "warn_after"), ({"static_slots": 1}, "static_slots"),
 ])
 def test_bad_arguments_are_refused(kwargs, message):
     with pytest.raises(ValueError, match=message):
@@ -399,3 +400,57 @@ def test_cuda_without_cuda_is_refused():
 def test_an_unknown_device_is_refused():
     with pytest.raises(PipelineError, match="device"):
         DataSink(pipeline(), device="tpu")
+
+
+# -- static device slots ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("depth", [1, 3])
+def test_static_slots_give_the_same_batches_from_fixed_buffers(depth, no_leaks):
+    """Used before the next batch is asked for, static batches equal the fresh-tensor ones; they
+    come from prefetch_depth + 2 buffers, reused in turn."""
+    with DataSink(pipeline(), device="cpu", sink_size=12, prefetch_depth=depth) as dynamic:
+        want = [(b["x"].clone(), b["image"].clone(), b["name"]) for b in dynamic]
+    got, pointers = [], []
+    with DataSink(pipeline(), device="cpu", sink_size=12, prefetch_depth=depth, static_slots=True) as sink:
+        for batch in sink:
+            got.append((batch["x"].clone(), batch["image"].clone(), batch["name"]))
+            pointers.append(batch["image"].data_ptr())
+    assert len(got) == len(want) == 12
+    for (x, image, name), (wx, wimage, wname) in zip(got, want):
+        assert torch.equal(x, wx) and torch.equal(image, wimage) and name == wname
+    slots = depth + 2
+    assert len(set(pointers)) == slots
+    assert pointers == [pointers[k % slots] for k in range(12)]
+
+
+def test_static_slots_with_an_offloaded_tail_equal_the_dynamic_sink(no_leaks):
+    def tail_pipeline():
+        ds = GeneratorDataset([(np.full((4, 4, 3), i, np.uint8),) for i in range(12)], ["image"], shuffle=False)
+        return ds.map([vision.RandomHorizontalFlip(), vision.Rescale(1 / 255, 0)], input_columns="image",
+                      offload=True).batch(3)
+    with DataSink(tail_pipeline(), device="cpu") as dynamic:
+        want = [b["image"].clone() for b in dynamic]
+    with DataSink(tail_pipeline(), device="cpu", static_slots=True) as sink:
+        got = [b["image"].clone() for b in sink]
+    assert len(got) == 4 and all(torch.equal(g, w) for g, w in zip(got, want))
+    assert got[0].dtype == torch.float32
+
+
+def test_a_waiting_consumer_logs_the_status_report(no_leaks, stalling, caplog):
+    src = stalling(0)
+    with stalled_sink(src, channel_name="chan-w", warn_after=0.1) as sink:
+        sink.timeout = 0.45
+        with caplog.at_level("WARNING", logger="recordio.sink"):
+            with pytest.raises(SinkTimeoutError):
+                next(iter(sink))
+        src.release.set()
+    warnings = [r.getMessage() for r in caplog.records if "no batch for" in r.getMessage()]
+    assert 3 <= len(warnings) <= 5
+    assert all("chan-w" in w and "nothing sent at all" in w and "have_sent: 0;" in w for w in warnings)
+
+
+def test_no_warning_while_batches_keep_coming(no_leaks, caplog):
+    with caplog.at_level("WARNING", logger="recordio.sink"):
+        with DataSink(pipeline(), device="cpu", warn_after=5.0) as sink:
+            assert len(list(sink)) == 5
+    assert not [r for r in caplog.records if "no batch for" in r.getMessage()]

@@ -112,13 +112,15 @@ class FakeAllocator:
 class FakeAsyncBackend(DeviceBackend):
     """A device whose copies complete late, on another thread."""
 
-    def __init__(self, schedule, seed=0, wait=True, slot_wait=True, record=True):
+    def __init__(self, schedule, seed=0, wait=True, slot_wait=True, record=True, release_wait=True):
         side_ms, consumer_ms = SCHEDULES[schedule]
         self.side = FakeStream("fake-side-stream", seed, side_ms)
         self.consumer = FakeStream("fake-consumer-stream", seed + 1, consumer_ms)
         self.allocator = FakeAllocator()
         self.hazards = []           # copies whose source slot changed while in flight
         self._wait, self._slot_wait, self._record = wait, slot_wait, record
+        self._release_wait = release_wait
+        self._host_storages = set()
 
     def to_device(self, host_tensor):
         nbytes = host_tensor.numel() * host_tensor.element_size()
@@ -151,8 +153,35 @@ class FakeAsyncBackend(DeviceBackend):
             self.consumer.enqueue(event.synchronize, delayed=False)
 
     def hand_over(self, tensor):
-        if self._record:
+        if self._record and id(tensor) in self.allocator._streams:     # static slots are never recycled
             self.allocator.record_stream(tensor, self.consumer)
+
+    def alloc_device(self, nbytes):
+        return torch.full((nbytes,), 0xAB, dtype=torch.uint8)
+
+    def alloc_host(self, nbytes):
+        buffer = super().alloc_host(nbytes)
+        self._host_storages.add(buffer.untyped_storage().data_ptr())
+        return buffer
+
+    def copy_into(self, dst, src):
+        from_host = src.untyped_storage().data_ptr() in self._host_storages
+        queued_crc = zlib.crc32(src.numpy().tobytes()) if from_host else None
+        target, source = dst.view(-1), src.reshape(-1)
+
+        def copy():
+            if from_host and zlib.crc32(src.numpy().tobytes()) != queued_crc:
+                self.hazards.append("host slot rewritten while its copy was in flight")
+            target.copy_(source)
+
+        self.side.enqueue(copy)
+
+    def consumer_event(self):
+        return self.consumer.mark()
+
+    def stream_wait(self, event):
+        if self._release_wait:
+            self.side.enqueue(event.synchronize, delayed=False)
 
     def synchronize(self):
         self.side.mark().synchronize()
@@ -171,10 +200,10 @@ def pipeline():
     return GeneratorDataset(rows, ["x"], shuffle=False).batch(BATCH)
 
 
-def run_on_fake_device(backend, depth):
+def run_on_fake_device(backend, depth, static_slots=False):
     """Consume every batch; the checks run on the consumer stream, after the host moved on."""
     bad = []
-    with DataSink(pipeline(), device=backend, prefetch_depth=depth) as sink:
+    with DataSink(pipeline(), device=backend, prefetch_depth=depth, static_slots=static_slots) as sink:
         for n, batch in enumerate(sink):
             seen = batch["x"].view(-1)     # a raw view, as a kernel would read it
             want = torch.from_numpy(np.stack([expected_row(n * BATCH + k) for k in range(BATCH)]).ravel())
@@ -185,12 +214,13 @@ def run_on_fake_device(backend, depth):
     return bad
 
 
+@pytest.mark.parametrize("static_slots", [False, True], ids=["fresh", "static"])
 @pytest.mark.parametrize("seed", [0, 1])
 @pytest.mark.parametrize("depth", [1, 2])
 @pytest.mark.parametrize("schedule", sorted(SCHEDULES))
-def test_every_batch_is_intact_on_a_late_device(schedule, depth, seed):
+def test_every_batch_is_intact_on_a_late_device(schedule, depth, seed, static_slots):
     backend = FakeAsyncBackend(schedule, seed)
-    bad = run_on_fake_device(backend, depth)
+    bad = run_on_fake_device(backend, depth, static_slots)
     assert bad == []
     assert backend.hazards == []
 
@@ -199,10 +229,14 @@ def test_every_batch_is_intact_on_a_late_device(schedule, depth, seed):
     ({"wait": False}, "late copies", "a missing wait on the ready event"),
     ({"slot_wait": False}, "late copies", "a host slot reused before its copy finished"),
     ({"record": False}, "late consumer", "a device buffer recycled while the consumer stream reads it"),
+    ({"release_wait": False}, "late consumer", "a static slot rewritten while the consumer stream reads it"),
+    ({"slot_wait": False, "static": True}, "late copies", "a host slot reused before its direct copy finished"),
 ])
 def test_the_fake_device_catches(broken, schedule, catches):
+    broken = dict(broken)
+    static_slots = broken.pop("static", False) or "release_wait" in broken
     backend = FakeAsyncBackend(schedule, seed=7, **broken)
-    bad = run_on_fake_device(backend, depth=1)
+    bad = run_on_fake_device(backend, depth=1, static_slots=static_slots)
     assert bad, f"{catches} went unnoticed"
     if "slot_wait" in broken:
         assert backend.hazards

@@ -40,14 +40,17 @@ def test_the_offloaded_tail_on_the_gpu_equals_the_cpu_sink():
         torch.testing.assert_close(a, b, atol=5e-3, rtol=0)    # one uint8 step after Rescale(1/255)
 
 
+@pytest.mark.parametrize("static_slots", [False, True], ids=["fresh", "static"])
 @pytest.mark.parametrize("depth", [1, 2, 4])
-def test_a_lagging_consumer_stream_reads_intact_batches(depth):
+def test_a_lagging_consumer_stream_reads_intact_batches(depth, static_slots):
     """The consumer runs on its own stream and lags behind the host (a sleep kernel before each
-    read) and drops each batch at once: without wait_event and record_stream the reads would see
-    unfinished copies or recycled memory."""
+    read) and drops each batch at once: without wait_event and record_stream (or, with static
+    slots, the side stream's wait on the consumer's release event) the reads would see unfinished
+    copies or recycled memory."""
     consumer = torch.cuda.Stream()
     sums = []
-    with torch.cuda.stream(consumer), DataSink(blocks(), device="cuda", prefetch_depth=depth) as sink:
+    with torch.cuda.stream(consumer), DataSink(blocks(), device="cuda", prefetch_depth=depth,
+                                               static_slots=static_slots) as sink:
         for batch in sink:
             torch.cuda._sleep(1_000_000)
             sums.append(batch["x"].sum(dim=(1, 2)))
