@@ -1,0 +1,159 @@
+/* Decode only a region of a baseline JPEG with libjpeg-turbo (jpeg_crop_scanline, jpeg_skip_scanlines),
+ * for a crop that throws the rest away (RandomResizedCrop after Decode).
+ *
+ * decode_box(data, top, left, height, width) -> (pixels, rows, cols, y0, x0) or None
+ *
+ * The decoded block covers the box plus a margin of one iMCU (16 pixels) on every side that the
+ * image has, so the chroma upsampling of every pixel in the box sees the same neighbours as in a
+ * full decode; rows below the block are never decoded. pixels is RGB, rows x cols x 3, whose
+ * (0, 0) is pixel (y0, x0) of the image. None when the image is not one this path handles exactly
+ * (progressive, arithmetic-coded, not YCbCr or grey, 12-bit), or on any decoding error: the caller
+ * then decodes the whole image as before. tests/test_vision_decode_region.py checks that the box
+ * equals the same box of a full decode.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <jpeglib.h>
+
+#define MARGIN 16
+
+struct error_manager {
+    struct jpeg_error_mgr pub;
+    jmp_buf jump;
+};
+
+static void on_error(j_common_ptr cinfo)
+{
+    longjmp(((struct error_manager *)cinfo->err)->jump, 1);
+}
+
+static void on_message(j_common_ptr cinfo, int level)
+{
+    (void)cinfo;
+    (void)level; /* warnings (corrupt data) make the whole-image path decide, not this one */
+}
+
+static int supported(struct jpeg_decompress_struct *cinfo)
+{
+    if (cinfo->progressive_mode || cinfo->arith_code || cinfo->data_precision != 8)
+        return 0;
+    if (cinfo->jpeg_color_space == JCS_YCbCr && cinfo->num_components == 3)
+        return 1;
+    return cinfo->jpeg_color_space == JCS_GRAYSCALE && cinfo->num_components == 1;
+}
+
+/* Whether the scan data holds an end-of-image marker. A file cut short has none: a full decode then
+ * fails (OpenCV refuses it), and a region decode that stops early would not notice, so such files
+ * go to the full decode. Inside entropy-coded data 0xFF is only followed by 0x00 or a restart marker,
+ * so 0xFF 0xD9 there is the EOI (trailing bytes after it are allowed, as OpenCV allows them). */
+static int ends_with_eoi(const unsigned char *scan, size_t size)
+{
+    for (size_t i = size; i >= 2; i--)
+        if (scan[i - 2] == 0xFF && scan[i - 1] == 0xD9)
+            return 1;
+    return 0;
+}
+
+/* Decodes into out (rows x cols x 3); returns 1 on success, 0 when the path does not apply. */
+static int decode(const unsigned char *data, unsigned long size, long top, long left, long height, long width,
+                  unsigned char **out, long *rows, long *cols, long *y0, long *x0, int *warned)
+{
+    struct jpeg_decompress_struct cinfo;
+    struct error_manager err;
+    unsigned char *volatile pixels = NULL;
+    cinfo.err = jpeg_std_error(&err.pub);
+    err.pub.error_exit = on_error;
+    err.pub.emit_message = on_message;
+    if (setjmp(err.jump)) {
+        jpeg_destroy_decompress(&cinfo);
+        free(pixels);
+        return 0;
+    }
+    jpeg_create_decompress(&cinfo);
+    jpeg_mem_src(&cinfo, data, size);
+    if (jpeg_read_header(&cinfo, TRUE) != JPEG_HEADER_OK || !supported(&cinfo)
+        || !ends_with_eoi(cinfo.src->next_input_byte, cinfo.src->bytes_in_buffer)) {
+        jpeg_destroy_decompress(&cinfo);
+        return 0;
+    }
+    long H = cinfo.image_height, W = cinfo.image_width;
+    if (top < 0 || left < 0 || height <= 0 || width <= 0 || top + height > H || left + width > W) {
+        jpeg_destroy_decompress(&cinfo);
+        return 0;
+    }
+    cinfo.out_color_space = JCS_RGB;
+    jpeg_start_decompress(&cinfo);
+    long first = top > MARGIN ? top - MARGIN : 0;
+    long last = top + height + MARGIN < H ? top + height + MARGIN : H;
+    long from = left > MARGIN ? left - MARGIN : 0;
+    long to = left + width + MARGIN < W ? left + width + MARGIN : W;
+    JDIMENSION xoff = (JDIMENSION)from, cw = (JDIMENSION)(to - from);
+    if (from > 0 || to < W)
+        jpeg_crop_scanline(&cinfo, &xoff, &cw); /* widens to iMCU boundaries */
+    pixels = malloc((size_t)(last - first) * cw * 3);
+    if (pixels == NULL) {
+        jpeg_destroy_decompress(&cinfo);
+        return 0;
+    }
+    if (first > 0 && jpeg_skip_scanlines(&cinfo, (JDIMENSION)first) != (JDIMENSION)first) {
+        jpeg_destroy_decompress(&cinfo);
+        free(pixels);
+        return 0;
+    }
+    while ((long)cinfo.output_scanline < last) {
+        JSAMPROW row = pixels + (size_t)(cinfo.output_scanline - first) * cw * 3;
+        if (jpeg_read_scanlines(&cinfo, &row, 1) != 1) {
+            jpeg_destroy_decompress(&cinfo);
+            free(pixels);
+            return 0;
+        }
+    }
+    *warned = err.pub.num_warnings > 0;
+    jpeg_abort_decompress(&cinfo);
+    jpeg_destroy_decompress(&cinfo);
+    *out = pixels;
+    *rows = last - first;
+    *cols = (long)cw;
+    *y0 = first;
+    *x0 = (long)xoff;
+    return 1;
+}
+
+static PyObject *decode_box(PyObject *self, PyObject *args)
+{
+    Py_buffer data;
+    long top, left, height, width, rows = 0, cols = 0, y0 = 0, x0 = 0;
+    int ok, warned = 0;
+    unsigned char *pixels = NULL;
+    if (!PyArg_ParseTuple(args, "y*llll", &data, &top, &left, &height, &width))
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    ok = decode((const unsigned char *)data.buf, (unsigned long)data.len, top, left, height, width, &pixels,
+                &rows, &cols, &y0, &x0, &warned);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&data);
+    if (!ok || warned) {
+        free(pixels);
+        Py_RETURN_NONE;
+    }
+    PyObject *bytes = PyByteArray_FromStringAndSize((const char *)pixels, (Py_ssize_t)rows * cols * 3);
+    free(pixels);
+    if (bytes == NULL)
+        return NULL;
+    return Py_BuildValue("Nllll", bytes, rows, cols, y0, x0);
+}
+
+static PyMethodDef methods[] = {
+    {"decode_box", decode_box, METH_VARARGS,
+     "decode_box(jpeg, top, left, height, width) -> (rgb bytearray, rows, cols, y0, x0) or None"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_jpeg", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__jpeg(void)
+{
+    return PyModule_Create(&module);
+}
