@@ -8,6 +8,7 @@ import struct
 import subprocess
 import sys
 import termios
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -171,9 +172,9 @@ def test_every_command_on_a_converted_dataset(sources, tmp_path, capsys):
     assert main(["export", "arrow", first, str(tmp_path / "x.parquet")]) == 0
     assert pq.read_table(tmp_path / "x.parquet").column("label").to_pylist() == [0, 1, 1, 2, 2]
     capsys.readouterr()
-    data = bytearray(open(f"{out}1", "rb").read())
+    data = bytearray(Path(f"{out}1").read_bytes())
     header_size = recordio.describe(first)["header_size"]
     data[header_size + 100] ^= 0xFF                     # inside the first data page of shard 1
-    open(f"{out}1", "wb").write(bytes(data))
+    Path(f"{out}1").write_bytes(bytes(data))
     assert main(["verify", first]) == 1
     assert f"{out}1" in capsys.readouterr().out

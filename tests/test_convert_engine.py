@@ -108,7 +108,7 @@ def test_killed_conversion_resumes(folder, tmp_path):
             assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read().decode()
             time.sleep(0.05)
         proc.send_signal(signal.SIGKILL)
-        proc.wait()
+        proc.communicate()                                 # reaps it and closes its pipes
         assert not os.path.exists(str(out) + "0")         # nothing published
         blocker.unlink()
         blocker.write_bytes((folder / "space" / "rocket_000.jpg").read_bytes())

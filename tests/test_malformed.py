@@ -168,9 +168,14 @@ def test_damaged_dataset(tmp_path, name, case, damage, error, words):
     assert first.name in result["message"] or "mindrecord" in result["message"], result
 
 
+def _append(path, data):
+    with open(path, "ab") as f:
+        f.write(data)
+
+
 @pytest.mark.parametrize("name,damage", [
-    ("trailing zero bytes", lambda f: open(f, "ab").write(b"\x00" * 1000)),
-    ("trailing ENCRYPT", lambda f: open(f, "ab").write(b"ENCRYPT")),
+    ("trailing zero bytes", lambda f: _append(f, b"\x00" * 1000)),
+    ("trailing ENCRYPT", lambda f: _append(f, b"ENCRYPT")),
     ("length field larger than JSON", None),
 ])
 def test_tolerated_variations(tmp_path, name, damage):
@@ -225,7 +230,7 @@ def test_version_2_file_without_compression(tmp_path):
     import recordio
     from rowcheck import assert_rows_equal
     with recordio.FileReader(str(f)) as r:
-        assert_rows_equal(list(r), pickle.load(open(d / "expected.pkl", "rb")))
+        assert_rows_equal(list(r), pickle.loads((d / "expected.pkl").read_bytes()))
 
 
 def test_compressed_file_relabelled_2_0_is_refused(tmp_path):

@@ -3,6 +3,7 @@
 import os
 import random
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -62,7 +63,7 @@ def test_db_byte_flips_never_silent(tmp_path):
     first = write_dataset(tmp_path / "x.mr", shards=1)
     expected = list(FileReader(first))
     db = first + ".db"
-    original = open(db, "rb").read()
+    original = Path(db).read_bytes()
     rnd = random.Random(2)
     detected = 0
     for _ in range(60):
@@ -75,7 +76,7 @@ def test_db_byte_flips_never_silent(tmp_path):
             assert recordio.count_rows(first) == 60
         else:
             detected += 1
-        open(db, "wb").write(original)
+        Path(db).write_bytes(original)
     assert detected > 0
 
 

@@ -187,7 +187,7 @@ def test_existing_dataset_needs_overwrite(tmp_path):
     w = new_writer(tmp_path / "x.mr")
     w.write_raw_data([good_row(1)])
     w.commit()
-    before = open(tmp_path / "x.mr", "rb").read()
+    before = (tmp_path / "x.mr").read_bytes()
     with pytest.raises(DatasetExistsError, match="overwrite=True"):
         FileWriter(str(tmp_path / "x.mr"))
     os.unlink(tmp_path / "x.mr")            # only the .db is left: still refused
@@ -197,7 +197,7 @@ def test_existing_dataset_needs_overwrite(tmp_path):
     w.write_raw_data([good_row(2), good_row(3)])
     w.commit()
     assert len(FileReader(str(tmp_path / "x.mr"))) == 2
-    assert before != open(tmp_path / "x.mr", "rb").read()
+    assert before != (tmp_path / "x.mr").read_bytes()
 
 
 def test_write_after_commit_and_commit_without_schema(tmp_path):
