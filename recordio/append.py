@@ -22,9 +22,9 @@ from recordio import checksums as sums
 from recordio import format as fmt
 from recordio import index
 from recordio.codec import unpack_raw
-from recordio.commit import Staging, fsync_dir, fsync_file
+from recordio.commit import Staging, clean_stale, fsync_dir, fsync_file
 from recordio.pages import ShardPages
-from recordio.recovery import apply_plan, journal_paths, recover, remove_journal
+from recordio.recovery import apply_plan, finish_plan, journal_paths, recover, remove_journal
 from recordio.shardfiles import build_index, header_bytes, warn_encrypt_tail
 from recordio.shardset import open_shards
 
@@ -35,6 +35,7 @@ def load_shards(path):
     """(shards, schema, ShardPages per shard, index values per shard) of an existing dataset."""
     recover(path)
     shards, schema = open_shards(path, use_index=False)
+    clean_stale(os.path.dirname(os.path.abspath(shards[0].path)))     # as FileWriter does before writing
     fields = [f["index_field"] for f in shards[0].header["index_fields"] or []]
     states, values = [], []
     for i, shard in enumerate(shards):
@@ -125,7 +126,7 @@ class AppendFiles:
         apply_plan(plan)
         warn_encrypt_tail(self.fds, self.targets)
         self._close()
-        remove_journal(self.targets, self.staging.token)
+        finish_plan(plan, self.staging.token)
         self.staging.release()
 
     def _checksums(self, i, shard, header_blob):
@@ -180,7 +181,7 @@ class AppendFiles:
         if self.plan is not None:
             self._close()
             apply_plan(self.plan)
-            remove_journal(self.targets, self.staging.token)
+            finish_plan(self.plan, self.staging.token)
             self.staging.release()
             return
         for fd, size in zip(self.fds, self.old_sizes):

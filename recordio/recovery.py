@@ -12,7 +12,7 @@ import os
 from recordio.commit import fsync_dir
 from recordio.errors import FormatError
 
-__all__ = ["apply_plan", "journal_paths", "recover", "remove_journal"]
+__all__ = ["apply_plan", "finish_plan", "journal_paths", "recover", "remove_journal"]
 
 
 def journal_paths(targets, token):
@@ -35,6 +35,15 @@ def apply_plan(plan):
     for shard in plan["shards"]:
         if os.path.exists(shard["db_staged"]):
             os.replace(shard["db_staged"], shard["db"])
+    fsync_dir(os.path.dirname(plan["shards"][0]["data"]))
+
+
+def finish_plan(plan, token):
+    """After :func:`apply_plan`: remove the journal (durably), then the spools.
+
+    In this order a journal never outlives the spools it reads: a crash in between leaves spools
+    without a journal, stale staging files that the next writer removes."""
+    remove_journal(plan["targets"], token)
     fsync_dir(os.path.dirname(plan["shards"][0]["data"]))
     for shard in plan["shards"]:
         if os.path.exists(shard["spool"]):
@@ -96,7 +105,10 @@ def _recover_journal(journal):
     except OSError as exc:
         raise FormatError(f"{journal}: an interrupted append could not be finished ({exc}); "
                           f"open the dataset once with write access to repair it") from None
-    remove_journal(plan["targets"], plan["token"])
+    if plan["phase"] == 2:
+        finish_plan(plan, plan["token"])
+    else:
+        remove_journal(plan["targets"], plan["token"])
     lock = os.path.join(directory, f".rio-{plan['token']}.lock")
     if os.path.exists(lock):
         os.unlink(lock)

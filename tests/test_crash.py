@@ -134,3 +134,35 @@ def test_concurrent_writers_in_one_directory_never_clean_each_other(tmp_path):
         p.join(120)
     assert [p.exitcode for p in procs] == [0] * 4
     assert not [n for n in os.listdir(tmp_path) if "rio-" in n]
+
+
+DIE_AFTER_JOURNAL = """
+import os, sys
+import recordio.recovery as recovery
+import crash_child
+
+original = recovery.remove_journal
+
+def remove_then_die(*args):
+    original(*args)
+    os._exit(9)                 # killed after the journal is gone, before the spools are removed
+
+recovery.remove_journal = remove_then_die
+crash_child.main("append", sys.argv[1], 1, 40, 50)
+"""
+
+
+def test_an_append_killed_after_removing_its_journal_is_complete_and_its_spool_is_cleaned(tmp_path):
+    """The journal goes before the spools it reads, so no crash leaves a journal without its spool
+    (which would make the dataset unopenable); the leftover spool is a stale file for the next writer."""
+    path = tmp_path / "t.mr"
+    assert run_child("fresh", path, 1, 0, 40)[1]
+    proc = subprocess.run([sys.executable, "-c", DIE_AFTER_JOURNAL, str(path)], cwd=TESTS, capture_output=True,
+                          text=True)
+    assert proc.returncode == 9, proc.stderr
+    assert [n for n in os.listdir(tmp_path) if n.endswith(".journal")] == []
+    assert [n for n in os.listdir(tmp_path) if ".spool." in n], "the append should have spooled page continuations"
+    assert read_ids(str(path)) == list(range(90))
+    assert run_child("append", str(path), 1, 1000, 10)[1]
+    assert read_ids(str(path))[-10:] == list(range(1000, 1010))
+    assert not [n for n in os.listdir(tmp_path) if ".rio-" in n]

@@ -1,11 +1,12 @@
 """Benchmark of the sink: steps/s of a fixed training step fed by a ``cifar`` pipeline.
 
-One run, same data, same step, five ways of feeding it:
+One run, same data, same step, six ways of feeding it:
 
 * ``iterator, prefetch 1``: ``create_dict_iterator`` with ``config.set_prefetch_size(1)``; the copy
   and the offloaded tail run in the training loop (the closest the pipeline gets to no prefetch);
 * ``iterator, host prefetch 16``: the same with the host queue at its default depth;
-* ``DataSink`` at ``prefetch_depth`` 1, 2 and 4: copy and tail in the sink's feeder thread.
+* ``DataSink`` at ``prefetch_depth`` 1, 2 and 4: copy and tail in the sink's feeder thread;
+  depth 2 also with ``static_slots=True`` (batches in fixed device buffers).
 
 Also measured alone: the pipeline (batches/s, no step) and the step (steps/s on a batch held in
 memory), so the ideal overlapped rate, min(data, step), and the serial one, 1/(1/data + 1/step),
@@ -141,9 +142,9 @@ def _endless(iterator):
         yield from iterator
 
 
-def _sink_batches(ds, device, depth, steps):
+def _sink_batches(ds, device, depth, steps, static_slots=False):
     from recordio import DataSink
-    sink = DataSink(ds, device=device, sink_size=steps + WARMUP, prefetch_depth=depth)
+    sink = DataSink(ds, device=device, sink_size=steps + WARMUP, prefetch_depth=depth, static_slots=static_slots)
     return sink, iter(sink)
 
 
@@ -195,6 +196,7 @@ def _ways(device, steps):
             "iterator, host prefetch 16": lambda ds: _iterator(ds, device, 16)}
     for depth in (1, 2, 4):
         ways[f"DataSink, prefetch_depth {depth}"] = lambda ds, d=depth: _sink_batches(ds, device, d, steps)
+    ways["DataSink, prefetch_depth 2, static slots"] = lambda ds: _sink_batches(ds, device, 2, steps, True)
     return ways
 
 
