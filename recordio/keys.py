@@ -183,6 +183,7 @@ class Keys:
     def _scalar_bits(self, words):
         h = self._one_row()
         for w in words:
+            w = int(w)
             if not -2 ** 63 <= w < 2 ** 63:
                 raise OverflowError(f"draw word {w} is outside int64")
             h = _fold_int(h, w)

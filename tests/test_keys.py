@@ -90,6 +90,7 @@ def test_unit_floats_are_the_uniform_draws():
     k = keys.Keys(4, 1, [9], 31)
     draws = [(0,), (5,), (4, 2), (-1, 2 ** 40)]
     assert k.unit_floats(draws) == [float(k.uniform(w[0], 0.0, 1.0, *w[1:])[0]) for w in draws]
+    assert k.unit_floats([(np.int64(4), np.int32(2))]) == k.unit_floats([(4, 2)])     # numpy words too
     with pytest.raises(ValueError, match="one sample"):
         keys.Keys(4, 1, [9, 10], 31).unit_floats(draws)
 
