@@ -165,15 +165,11 @@ def read_locations(conn, path):
     return table[:, 1:]
 
 
-
-
 def row_id_span(conn, path):
     """``MAX(ROW_ID) + 1`` (0 when empty): the row count of a well-formed index, from its primary key
     without a table scan. Readers check every ROW_ID; counting needs only this."""
     value = _query(conn, path, "SELECT MAX(ROW_ID) FROM INDEXES")[0][0]
     return 0 if value is None else int(value) + 1
-
-
 
 
 def read_checksums(conn, path):

@@ -25,11 +25,9 @@ import logging
 import uuid
 import weakref
 
-import torch
-
 from recordio.errors import PipelineError, SinkTimeoutError
 from recordio.sink_backends import make_backend
-from recordio.sink_channel import END, Channel, DeviceBatch, Failure, raise_failure
+from recordio.sink_channel import END, Channel, DeviceBatch, Failure, on_device, raise_failure
 from recordio.sink_status import diagnose
 
 __all__ = ["DataSink"]
@@ -163,7 +161,7 @@ class DataSink:
     def _hand_over(self, item):
         self._backend.consumer_wait(item.ready)
         for value in item.columns.values():
-            if isinstance(value, torch.Tensor) and value.device == self.device:
+            if on_device(value, self._backend):
                 self._backend.hand_over(value)
         return dict(item.columns)
 

@@ -24,14 +24,13 @@ import time
 import torch
 
 from recordio.errors import PipelineError
-from recordio.sink_ring import DeviceSlots, SlotRing, torch_dtype
+from recordio.sink_ring import POLL_S, DeviceSlots, SlotRing, torch_dtype
 from recordio.sink_status import PushLog, diagnose
 
-__all__ = ["Channel", "DeviceBatch", "END", "Failure"]
+__all__ = ["Channel", "DeviceBatch", "END", "Failure", "on_device"]
 
 log = logging.getLogger("recordio.sink")
 
-POLL_S = 0.05          # how often blocked puts/gets look at the stop flag
 JOIN_S = 5.0           # how long close() waits for each thread
 END = "end of data"    # queue marker: the host pipeline ended
 
@@ -259,14 +258,15 @@ def _to_device(channel, host_batch, tail, seed, index):
             channel.set_stage("feeder", f"running the offloaded tail on batch {index}")
             columns = tail(columns, host_batch.rows, host_batch.epoch, seed)
         if slots is not None and not direct:
-            columns = {name: slots.place(index, name, value) if _on_device(value, backend) else value
+            columns = {name: slots.place(index, name, value) if on_device(value, backend) else value
                        for name, value in columns.items()}
         ready = backend.new_event()
         backend.record(ready)
     return DeviceBatch(columns, host_batch.rows, host_batch.epoch, ready)
 
 
-def _on_device(value, backend):
+def on_device(value, backend):
+    """Whether ``value`` is a tensor on the sink's device."""
     return isinstance(value, torch.Tensor) and value.device == backend.device
 
 

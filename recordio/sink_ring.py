@@ -16,7 +16,7 @@ import torch
 
 __all__ = ["DeviceSlots", "SlotRing", "torch_dtype"]
 
-POLL_S = 0.05          # how often a wait for a free device slot looks at the stop flag
+POLL_S = 0.05          # how often a blocked wait (queues, free device slots) looks at the stop flag
 
 
 def torch_dtype(array):

@@ -32,10 +32,9 @@ static inline int grey_of(const uint8_t *p)
     return (p[0] * 9798 + p[1] * 19235 + p[2] * 3735 + 16384) >> 15;
 }
 
-static int get_pixels(PyObject *obj, Py_buffer *view, int writable)
+static int get_pixels(PyObject *obj, Py_buffer *view)
 {
-    int flags = PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
-    if (PyObject_GetBuffer(obj, view, flags) < 0)
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0)
         return -1;
     if (view->len % 3) {
         PyErr_Format(PyExc_ValueError, "expected whole RGB pixels, got %zd bytes", view->len);
@@ -57,11 +56,30 @@ static int get_table(PyObject *obj, Py_buffer *view, Py_ssize_t size, const char
     return 0;
 }
 
+#define CHUNK 256
+
+/* m interleaved RGB pixels <-> three int32 planes of a chunk. */
+static inline void load_chunk(const uint8_t *p, int m, int32_t *R, int32_t *G, int32_t *B)
+{
+    for (int j = 0; j < m; j++) {
+        R[j] = p[3 * j];
+        G[j] = p[3 * j + 1];
+        B[j] = p[3 * j + 2];
+    }
+}
+
+static inline void store_chunk(uint8_t *p, int m, const int32_t *R, const int32_t *G, const int32_t *B)
+{
+    for (int j = 0; j < m; j++) {
+        p[3 * j] = (uint8_t)R[j];
+        p[3 * j + 1] = (uint8_t)G[j];
+        p[3 * j + 2] = (uint8_t)B[j];
+    }
+}
+
 /* Hue sector i = floor(6h) (6 acts as 0): for red, green and blue, which value each takes:
  * 0 the max, 1 the one channel computed by the formula, 2 the min. */
 static const uint8_t PICK[7][3] = {{0, 1, 2}, {1, 0, 2}, {2, 0, 1}, {2, 1, 0}, {1, 2, 0}, {0, 2, 1}, {0, 1, 2}};
-
-#define CHUNK 256
 
 /* The pixels in chunks, each step a simple loop over the chunk that the compiler can vectorise
  * (selects, not branches: data-dependent branches mispredict on photographs). */
@@ -72,11 +90,7 @@ static void hue_pixels(uint8_t *p, Py_ssize_t n, float shift)
     float sector[CHUNK], chroma[CHUNK];
     for (Py_ssize_t start = 0; start < n; start += CHUNK, p += 3 * CHUNK) {
         int m = n - start < CHUNK ? (int)(n - start) : CHUNK;
-        for (int j = 0; j < m; j++) {
-            R[j] = p[3 * j];
-            G[j] = p[3 * j + 1];
-            B[j] = p[3 * j + 2];
-        }
+        load_chunk(p, m, R, G, B);
         for (int j = 0; j < m; j++) { /* hue_sector: sixths of a turn in [-1, 5) */
             int32_t r = R[j], g = G[j], b = B[j];
             int32_t h = r > g ? r : g, l = r < g ? r : g;
@@ -121,22 +135,14 @@ static void saturation_pixels(uint8_t *p, Py_ssize_t n, float a, float rest)
     int32_t R[CHUNK], G[CHUNK], B[CHUNK];
     for (Py_ssize_t start = 0; start < n; start += CHUNK, p += 3 * CHUNK) {
         int m = n - start < CHUNK ? (int)(n - start) : CHUNK;
-        for (int j = 0; j < m; j++) {
-            R[j] = p[3 * j];
-            G[j] = p[3 * j + 1];
-            B[j] = p[3 * j + 2];
-        }
+        load_chunk(p, m, R, G, B);
         for (int j = 0; j < m; j++) {
             float g = (float)((R[j] * 9798 + G[j] * 19235 + B[j] * 3735 + 16384) >> 15) * rest;
             R[j] = round_u8((float)R[j] * a + g);
             G[j] = round_u8((float)G[j] * a + g);
             B[j] = round_u8((float)B[j] * a + g);
         }
-        for (int j = 0; j < m; j++) {
-            p[3 * j] = (uint8_t)R[j];
-            p[3 * j + 1] = (uint8_t)G[j];
-            p[3 * j + 2] = (uint8_t)B[j];
-        }
+        store_chunk(p, m, R, G, B);
     }
 }
 
@@ -188,7 +194,7 @@ static PyObject *adjust(PyObject *self, PyObject *args)
             PyErr_Format(PyExc_ValueError, "adjustment %d is not one of 0..3", (int)kinds[i]);
             return NULL;
         }
-    if (get_pixels(obj, &img, 1) < 0)
+    if (get_pixels(obj, &img) < 0)
         return NULL;
     Py_ssize_t n = img.len / 3;
     if (n) {

@@ -114,7 +114,12 @@ def _decode_box(buf, y, x, h, w):
     None where the region decoder does not apply (the caller decodes the whole image)."""
     if buf[0] != 0xFF or not _region_decoder_is_exact():
         return None
-    found = _jpeg.decode_box(buf, y, x, h, w)
+    return _region(buf, y, x, h, w)
+
+
+def _region(data, y, x, h, w):
+    """``_jpeg.decode_box`` cut down to the box; None where it declines."""
+    found = _jpeg.decode_box(data, y, x, h, w)
     if found is None:
         return None
     pixels, rows, cols, y0, x0 = found
@@ -133,12 +138,8 @@ def _region_decoder_is_exact():
         data = cv2.imencode(".jpg", img, [cv2.IMWRITE_JPEG_SAMPLING_FACTOR, sampling])[1].tobytes()
         full = decode("Decode", np.frombuffer(data, np.uint8))
         for y, x, h, w in [(0, 0, 61, 77), (19, 21, 23, 29), (40, 50, 21, 27), (1, 17, 5, 3)]:
-            found = _jpeg.decode_box(data, y, x, h, w)
-            if found is None:
-                return False
-            pixels, rows, cols, y0, x0 = found
-            box = np.frombuffer(pixels, np.uint8).reshape(rows, cols, 3)[y - y0:y - y0 + h, x - x0:x - x0 + w]
-            if not np.array_equal(box, full[y:y + h, x:x + w]):
+            box = _region(data, y, x, h, w)
+            if box is None or not np.array_equal(box, full[y:y + h, x:x + w]):
                 return False
     return True
 
