@@ -60,7 +60,8 @@ class FileReader:
         file_name: any data file of the dataset (its siblings are found from its header),
             or a list of data files (read exactly those, in that order).
         num_consumer: accepted for MindSpore compatibility; reading needs no threads.
-        columns: field names to return (default: all).
+        columns: field names to return, in this order (default: all; raw fields first, then
+            blob fields).
         verify: check each page's checksum the first time a row from it is read.
         use_index: locate rows through the ``.db`` (as MindSpore does); ``False`` walks the
             header's page table instead, for datasets whose ``.db`` files are lost.
@@ -256,6 +257,13 @@ class FileReader:
 
     def __exit__(self, *exc):
         self.close()
+
+    def _order_columns(self, columns):
+        """Return the same fields with their keys in ``columns`` order (MindDataset's sorted order)."""
+        if sorted(columns) != sorted(self._columns or self._schema.fields):
+            raise ValueError(f"_order_columns: {columns} are not the selected fields")
+        self._columns = list(columns)
+        self._decode, _, _ = self._schema.decoder(self._columns)
 
     def __getstate__(self):
         state = self.__dict__.copy()

@@ -174,17 +174,21 @@ class Schema:
     def decoder(self, columns=None):
         """``(decode, needs_raw, needs_blob)`` for the selected columns.
 
-        ``decode(raw_dict, blob_bytes, where)`` returns the row dict; a value that does not
-        fit the schema raises :class:`FormatError` naming ``where`` and the field.
+        ``decode(raw_dict, blob_bytes, where)`` returns the row dict, its keys in the order of
+        ``columns`` when given (else raw fields, then blob fields); a value that does not fit the
+        schema raises :class:`FormatError` naming ``where`` and the field.
         """
         wanted = set(self.fields) if columns is None else set(columns)
         raw = [(n, _raw_caster(self.fields[n])) for n in self.raw_fields if n in wanted]
         blobs = [(i, n, _part_decoder(self.fields[n])) for i, n in enumerate(self.blob_fields) if n in wanted]
         nblob = len(self.blob_fields)
         split = codec.split_blob
+        natural = [n for n, _ in raw] + [n for _, n, _ in blobs]
+        # keys are placed first, in the asked order; filling them in keeps that order
+        template = None if columns is None or list(columns) == natural else dict.fromkeys(columns)
 
         def decode(record, blob, where):
-            row = {}
+            row = {} if template is None else template.copy()
             name = None
             try:
                 for name, cast in raw:

@@ -2,6 +2,7 @@
 
 import os
 import pathlib
+import subprocess
 import sys
 
 import pytest
@@ -40,3 +41,19 @@ def shared_golden():
     if not SHARED_GOLDEN.is_dir():
         pytest.skip("the full golden set (../shared/golden) is not beside this clone")
     return SHARED_GOLDEN
+
+
+@pytest.fixture(scope="session")
+def mindspore_python():
+    python = os.environ.get("RECORDIO_MINDSPORE_PYTHON")
+    if not python:
+        pytest.skip("RECORDIO_MINDSPORE_PYTHON is not set (no MindSpore 2.10 virtualenv)")
+    try:
+        done = subprocess.run([python, "-c", "import mindspore.mindrecord, mindspore.dataset"],
+                              capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        pytest.skip(f"RECORDIO_MINDSPORE_PYTHON={python} cannot run: {exc}")
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["?"])[-1]
+        pytest.skip(f"RECORDIO_MINDSPORE_PYTHON={python} cannot import mindspore: {last}")
+    return python

@@ -126,7 +126,60 @@ def _first_file(path, shard_num):
     return path if shard_num == 1 else path + "0" * len(str(shard_num - 1))
 
 
-JOBS = {"read": read_job, "write": write_job}
+# --- pipelines described as data, built the same way on both sides ----------------------------------
+
+FUNCS = {
+    "dup": lambda x: (x, x),
+    "swap": lambda a, b: (b, a),
+    "first": lambda a, b: a,
+    "same": lambda x: x,
+    "plus1": lambda x: x + 1,
+}
+
+
+def batch_map(a, b, info):
+    """A ``per_batch_map`` of two columns: them swapped (MindSpore checks the signature)."""
+    return b, a
+
+
+def build_pipeline(ds, spec):
+    """``spec = {"source": {MindDataset kwargs}, "steps": [[name, kwargs], ...]}`` with ``ds``
+    either ``mindspore.dataset`` or ``recordio.dataset``; steps: map (``fn`` a FUNCS key),
+    project, rename, batch (``per_batch_map`` true for :func:`batch_map`), zip and concat
+    (``with`` the kwargs of a second MindDataset, zip's optionally renamed), repeat."""
+    data = ds.MindDataset(**spec["source"])
+    for name, kwargs in spec["steps"]:
+        kwargs = dict(kwargs)
+        if name == "map":
+            data = data.map(FUNCS[kwargs.pop("fn")], **kwargs)
+        elif name == "batch":
+            if kwargs.pop("per_batch_map", False):
+                kwargs["per_batch_map"] = batch_map
+            data = data.batch(**kwargs)
+        elif name in ("zip", "concat"):
+            other = ds.MindDataset(**kwargs.pop("with"))
+            if kwargs.get("rename"):
+                other = other.rename(*kwargs.pop("rename"))
+            data = data.zip(other) if name == "zip" else data.concat(other)
+        else:
+            data = getattr(data, name)(**kwargs)
+    return data
+
+
+def pipeline_job(job):
+    """The column names and the first ``rows`` tuples (``output_numpy=True``) of a pipeline."""
+    import mindspore.dataset as ds
+
+    data = build_pipeline(ds, job["pipeline"])
+    rows = []
+    for row in data.create_tuple_iterator(num_epochs=1, output_numpy=True):
+        rows.append(to_plain(list(row)))
+        if len(rows) == job.get("rows", 8):
+            break
+    return {"names": data.get_col_names(), "rows": rows}
+
+
+JOBS = {"read": read_job, "write": write_job, "pipeline": pipeline_job}
 
 
 def main(argv):

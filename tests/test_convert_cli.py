@@ -166,7 +166,7 @@ def test_every_command_on_a_converted_dataset(sources, tmp_path, capsys):
     assert main(["count", first]) == 0 and capsys.readouterr().out == "5\n"
     assert main(["count", first, "--where", "label=1"]) == 0 and capsys.readouterr().out == "2\n"
     assert main(["head", first, "-n", "1", "--columns", "label,file_name"]) == 0
-    assert capsys.readouterr().out == "[0] file_name=cat/chelsea_000.jpg  label=0\n"
+    assert capsys.readouterr().out == "[0] label=0  file_name=cat/chelsea_000.jpg\n"   # the asked order
     assert main(["verify", first]) == 0
     capsys.readouterr()
     assert main(["export", "arrow", first, str(tmp_path / "x.parquet")]) == 0

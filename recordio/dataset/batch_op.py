@@ -44,6 +44,7 @@ class BatchDataset(Dataset):
         self.input_columns = [input_columns] if isinstance(input_columns, str) else input_columns
         self.output_columns = [output_columns] if isinstance(output_columns, str) else output_columns
         self.pad_info = dict(pad_info or {})
+        self._columns()                  # output names that clash fail here, not mid-iteration
 
     def _columns(self):
         names = self.children[0]._columns()
@@ -52,7 +53,7 @@ class BatchDataset(Dataset):
         ins = self.input_columns or names
         outs = self.output_columns or ins
         from recordio.dataset.map_op import merge_names
-        return merge_names(names, ins, outs)
+        return merge_names(names, ins, outs, "batch")
 
     def _size(self, ctx):
         n = self.children[0]._size(ctx)

@@ -230,7 +230,7 @@ class _OutputIterator:
         self._stream = ItemStream(root, num_epochs, track=track)
         self._numpy = output_numpy
         self._device = device
-        self._columns = columns
+        self._columns = list(columns) if columns is not None else root.get_col_names()
         self._tail = Tail(self._stream.plan, device, self._stream.seed) if self._stream.plan.offload.tail \
             else None
         self._ready = self._tail is None and device is None
@@ -260,15 +260,21 @@ class _OutputIterator:
 
 
 class DictIterator(_OutputIterator):
+    """Dicts whose keys come in ``get_col_names()`` order."""
+
     def __next__(self):
-        return self._next_cols()
+        cols = self._next_cols()
+        if list(cols) != self._columns:
+            cols = {n: cols[n] for n in self._columns}
+        return cols
 
 
 class TupleIterator(_OutputIterator):
+    """Lists of values at the positions of ``get_col_names()`` (or of ``columns``)."""
+
     def __next__(self):
         cols = self._next_cols()
-        names = self._columns or list(cols)
-        return [cols[n] for n in names]
+        return [cols[n] for n in self._columns]
 
 
 def iter_host_batches(root, num_epochs=1):

@@ -75,6 +75,7 @@ class MapDataset(Dataset):
         if missing:
             raise PipelineError(f"map: input column(s) {missing} not in the pipeline's columns "
                                 f"{child._columns()}")
+        self._columns()                  # output names that clash fail here, not mid-iteration
 
     def _io(self, spec=None):
         spec = spec or self
@@ -123,26 +124,36 @@ class MapDataset(Dataset):
                        item.pos)
 
 
-def merge_names(names, ins, outs):
-    """Column order after a map: the outputs take the place of the first input column."""
-    result = []
-    for name in names:
-        if name == ins[0]:
-            result.extend(outs)
-        elif name not in ins and name not in outs:
-            result.append(name)
-    return result
+def merge_names(names, ins, outs, op="map"):
+    """Column order after a map (MindSpore's): as many outputs as inputs take the inputs' places,
+    one for one; otherwise the outputs come first, then the columns the map did not consume.
+
+    An output named like a column the map does not consume is refused (MindSpore keeps the old
+    column and silently drops the output).
+    """
+    kept = [name for name in names if name not in ins]
+    clash = [name for name in outs if name in kept]
+    if clash or len(set(outs)) != len(outs):
+        what = f"{clash} already exist" if clash else "repeat a name"
+        raise PipelineError(f"{op}: output_columns {outs} {what}: the pipeline's columns are {names} and "
+                            f"input_columns {ins} replaces only those; rename or project first")
+    if len(ins) == len(outs):
+        renamed = dict(zip(ins, outs))
+        return [renamed.get(name, name) for name in names]
+    return list(outs) + kept
 
 
 def merge_values(cols, ins, outs, values, uid, row):
+    """A row's columns after a map, in :func:`merge_names` order."""
     if len(values) != len(outs):
         raise PipelineError(f"map #{uid}: the operations returned {len(values)} value(s) for row {row}, "
                             f"expected {len(outs)} (output_columns={outs})")
     new = dict(zip(outs, values))
-    result = {}
+    if len(ins) == len(outs):
+        renamed = dict(zip(ins, outs))
+        return {renamed.get(name, name): new[renamed[name]] if name in renamed else value
+                for name, value in cols.items()}
     for name, value in cols.items():
-        if name == ins[0]:
-            result.update(new)
-        elif name not in ins and name not in new:
-            result[name] = value
-    return result
+        if name not in ins:
+            new[name] = value
+    return new

@@ -35,6 +35,16 @@ def _padding_args(padded_sample, num_padded, num_shards, columns_list):
     return num_padded
 
 
+def _cast_padded(field, value, name):
+    if field.dtype is None or isinstance(value, (bytes, str)):
+        return value
+    try:
+        cast = np.asarray(value, dtype=field.dtype.newbyteorder("="))
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise PipelineError(f"padded_sample[{name!r}]: expected {field.type} values, found {value!r} ({exc})") from None
+    return cast if field.shape is not None else cast[()]
+
+
 class MindDataset(SampledSource):
     """A MindRecord dataset as a pipeline source (MindSpore's ``MindDataset``).
 
@@ -67,6 +77,8 @@ class MindDataset(SampledSource):
         self._index_cols = None
         self.reader                      # a missing or malformed file fails here, not mid-iteration
         self._check_padding()
+        if padded_sample is not None:
+            self._padded()               # a value that does not fit its field fails here
 
     def __getstate__(self):
         state = super().__getstate__()
@@ -77,7 +89,10 @@ class MindDataset(SampledSource):
     def reader(self):
         if self._reader is None:
             from recordio.reader import FileReader
-            self._reader = FileReader(self.dataset_files, columns=self.columns_list)
+            reader = FileReader(self.dataset_files, columns=self.columns_list)
+            if self.columns_list is None:
+                reader._order_columns(sorted(reader.schema))      # MindSpore's order: names sorted
+            self._reader = reader
         return self._reader
 
     def _check_padding(self):
@@ -89,10 +104,10 @@ class MindDataset(SampledSource):
                                     f"{total} is not divisible by num_shards {num_shards}")
 
     def _columns(self):
+        """``columns_list`` as given, else every field sorted by name (MindSpore's order)."""
         if self.columns_list is not None:
             return list(self.columns_list)
-        reader = self.reader
-        return list(reader[0]) if len(reader) else list(reader.schema)   # the order rows come in
+        return sorted(self.reader.schema)
 
     def _num_rows(self):
         return len(self.reader)
@@ -130,7 +145,9 @@ class MindDataset(SampledSource):
         return (dict(zip(names, values)) for values in zip(*index.values()))
 
     def _padded(self):
-        return {c: self.padded_sample[c] for c in self.columns_list}
+        """The padded row in ``columns_list`` order, numbers cast to the schema's types as MindSpore does."""
+        fields = self.reader._schema.fields
+        return {c: _cast_padded(fields[c], self.padded_sample[c], c) for c in self.columns_list}
 
     def _fetch(self, ids):
         n = self._num_rows()
