@@ -10,6 +10,7 @@ __all__ = [
     "DatasetExistsError",
     "FormatError",
     "IndexFileError",
+    "MissingFileError",
     "PipelineError",
     "RecordIOError",
     "SchemaError",
@@ -36,6 +37,10 @@ class IndexFileError(FormatError):
 
 class ChecksumError(FormatError):
     """A page's bytes do not match the checksum recorded at commit."""
+
+
+class MissingFileError(RecordIOError, FileNotFoundError):
+    """A data file that was named (by the caller, or by a dataset's header) does not exist."""
 
 
 class DatasetExistsError(RecordIOError, FileExistsError):

@@ -221,10 +221,6 @@ class Keys:
         u = np.stack([self.uniform(draw, 0.0, 1.0, i) for i in range(n)], axis=1)
         return np.argsort(u, axis=1, kind="stable")
 
-    def for_op(self, op):
-        """The same samples, keyed for another op id."""
-        return Keys(self.seed, self.epoch, self.rows, op)
-
 
 _ROW = contextvars.ContextVar("recordio_row_key", default=None)   # (seed, epoch, row)
 _OP = contextvars.ContextVar("recordio_op_key", default=None)     # op uid
@@ -262,7 +258,7 @@ def current_keys():
     row = _ROW.get()
     op = _OP.get()
     if row is None:
-        from recordio.dataset.config import get_seed
+        from recordio.config import get_seed
 
         row = (get_seed(), -1, next(_EAGER))
     return Keys(row[0], row[1], row[2], 0 if op is None else op)

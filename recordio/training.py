@@ -36,14 +36,10 @@ import time
 
 import torch
 
-from recordio.sink import DataSink, _tail_of
-from recordio.sink_ring import torch_dtype
+from recordio.sink.datasink import DataSink
+from recordio.sink.ring import torch_dtype
 
 __all__ = ["Callback", "CallbackParams", "LossMonitor", "RunContext", "TimeMonitor", "train"]
-
-HOOKS = ("on_train_begin", "on_train_epoch_begin", "on_train_step_begin", "on_train_step_end",
-         "on_train_epoch_end", "on_train_end")
-
 
 @dataclasses.dataclass
 class CallbackParams:
@@ -178,13 +174,15 @@ def _step(model, loss_fn, optimizer, batch, columns):
 
 def _direct_batches(dataset, device, num_epochs):
     """The pipeline's batches moved to ``device`` in the loop, tail applied: no prefetch."""
-    from recordio.dataset.config import get_seed
-
-    tail, seed = _tail_of(dataset, device), get_seed()
-    for host_batch in dataset._iter_host_batches(num_epochs=num_epochs):
-        columns = {name: value if torch_dtype(value) is None else torch.from_numpy(value).to(device)
-                   for name, value in host_batch.columns.items()}
-        yield columns if tail is None else tail(columns, host_batch.rows, host_batch.epoch, seed)
+    batches = dataset._iter_host_batches(num_epochs=num_epochs)
+    tail, seed = batches.tail_module(device), batches.seed
+    try:
+        for host_batch in batches:
+            columns = {name: value if torch_dtype(value) is None else torch.from_numpy(value).to(device)
+                       for name, value in host_batch.columns.items()}
+            yield columns if tail is None else tail(columns, host_batch.rows, host_batch.epoch, seed)
+    finally:
+        batches.close()
 
 
 def _timed(batches):

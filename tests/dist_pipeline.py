@@ -13,7 +13,7 @@ import torch.distributed as dist
 from torch.utils.data import DataLoader
 
 from recordio.dataset import MindDataset, TorchDataset
-from recordio.dataset.testing import ids_of
+from numbered import ids_of
 
 
 def main(path, out):

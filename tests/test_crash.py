@@ -138,7 +138,7 @@ def test_concurrent_writers_in_one_directory_never_clean_each_other(tmp_path):
 
 DIE_AFTER_JOURNAL = """
 import os, sys
-import recordio.recovery as recovery
+import recordio.mindrecord.recovery as recovery
 import crash_child
 
 original = recovery.remove_journal

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from recordio.dataset import GeneratorDataset, MindDataset, Shuffle, config
-from recordio.dataset.testing import numbered_rows
-from recordio.writer import FileWriter
+from numbered import numbered_rows
+from recordio.mindrecord.writer import FileWriter
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory):

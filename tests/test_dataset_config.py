@@ -1,4 +1,4 @@
-"""recordio.dataset.config: validated process-wide settings the pipeline reads."""
+"""recordio.config: validated process-wide settings the pipeline reads."""
 
 import pytest
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from recordio.dataset import GeneratorDataset, MindDataset, config
-from recordio.dataset.testing import write_numbered
+from numbered import write_numbered
 from recordio.keys import current_keys
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from recordio.dataset import GeneratorDataset
-from recordio.dataset.testing import ids_of
+from numbered import ids_of
 from recordio.errors import PipelineError
 
 

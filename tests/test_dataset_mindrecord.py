@@ -1,4 +1,4 @@
-"""MindDataset (recordio.dataset.mindrecord) over MindSpore-written golden files: every value
+"""MindDataset (recordio.dataset.mind_dataset) over MindSpore-written golden files: every value
 as SPEC §2 says, the index-only path equal to the general one, sizes from the index, pickling."""
 
 import json
@@ -10,7 +10,7 @@ import pytest
 
 from recordio.dataset import MindDataset
 from recordio.dataset.values import to_numpy
-from recordio.reader import FileReader
+from recordio.mindrecord.reader import FileReader
 
 GOLDEN = pathlib.Path(__file__).resolve().parent / "golden"     # the copies carried in the repo
 MANIFEST = json.loads((GOLDEN / "manifest.json").read_text())

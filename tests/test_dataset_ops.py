@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from recordio.dataset import GeneratorDataset, MindDataset
-from recordio.dataset.testing import ids_of, numbered_rows, write_numbered
+from numbered import ids_of, numbered_rows, write_numbered
 from recordio.errors import PipelineError
 
 

@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 
 from recordio.dataset import MindDataset, Shuffle, config
 from recordio.dataset.order import consumed_after, shard_positions
-from recordio.dataset.testing import ids_of, write_numbered
+from numbered import ids_of, write_numbered
 from recordio.errors import PipelineError
 
 N = 23

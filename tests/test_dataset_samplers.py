@@ -1,4 +1,4 @@
-"""Every sampler of recordio.dataset.samplers, over MindDataset and GeneratorDataset."""
+"""Every sampler of recordio.dataset.order, over MindDataset and GeneratorDataset."""
 
 import math
 
@@ -7,7 +7,7 @@ import pytest
 
 from recordio.dataset import (DistributedSampler, GeneratorDataset, MindDataset, PKSampler, RandomSampler,
                               SequentialSampler, SubsetRandomSampler, SubsetSampler)
-from recordio.dataset.testing import ids_of, write_numbered
+from numbered import ids_of, write_numbered
 from recordio.errors import PipelineError
 
 N = 20

@@ -9,9 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from recordio import FileReader, RecordIOError
-from recordio import codec
-from recordio import format as fmt
-from recordio.schema import Schema
+from recordio.mindrecord import codec
+from recordio.mindrecord import format as fmt
+from recordio.mindrecord.schema import Schema
 from conftest import GOLDEN_COPIES
 
 FAST = settings(max_examples=300, deadline=2000, suppress_health_check=[HealthCheck.function_scoped_fixture])

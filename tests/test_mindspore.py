@@ -23,10 +23,8 @@ import json
 import math
 import os
 import pathlib
-import pickle
 import shutil
 import sqlite3
-import subprocess
 
 import numpy as np
 import pytest
@@ -38,7 +36,6 @@ from rowcheck import values_equal
 
 pytestmark = pytest.mark.mindspore
 
-ORACLE = pathlib.Path(__file__).resolve().parent / "ms_oracle.py"
 GOLDEN = pathlib.Path(__file__).resolve().parent / "golden"
 READERS = ("FileReader", "MindDataset")
 NUMPY = {"int32": np.int32, "int64": np.int64, "float32": np.float32, "float64": np.float64}
@@ -454,7 +451,7 @@ def _build_parallel(oracle):
 
 def _build_checksummed_golden(oracle):
     """A dataset MindSpore wrote, given our checksum table by ``add_checksums``."""
-    from recordio.verification import add_checksums
+    from recordio.mindrecord.verification import add_checksums
 
     folder = oracle.folder / "golden_checksums"
     shutil.copytree(GOLDEN / "matrix_s4_index", folder)

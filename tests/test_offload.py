@@ -7,8 +7,8 @@ import torch
 from recordio import transforms, vision
 from recordio.errors import PipelineError
 from recordio.keys import Keys, derive_uid, op_scope, row_scope
-from recordio.offload import OffloadTail, build_tail
-from recordio.offload_plan import MapSpec, plan_offload
+from recordio.offload.tail import OffloadTail, build_tail
+from recordio.offload.plan import MapSpec, plan_offload
 
 SEED, EPOCH = 11, 3
 RNG = np.random.default_rng(5)

@@ -8,7 +8,7 @@ import pytest
 from recordio import transforms, vision
 from recordio.errors import PipelineError
 from recordio.keys import derive_uid
-from recordio.offload_plan import OFFLOADABLE, MapSpec, is_offloadable, plan_offload
+from recordio.offload.plan import OFFLOADABLE, MapSpec, is_offloadable, plan_offload
 
 FLIP, NORM, CHW = vision.RandomHorizontalFlip(), vision.Normalize([0.5], [0.2]), vision.HWC2CHW()
 DECODE, CROP = vision.Decode(), vision.RandomResizedCrop(8)
@@ -132,7 +132,7 @@ def test_explain_is_a_readable_table():
 
 
 def test_planner_imports_no_torch_or_cv2():
-    code = ("import sys; import recordio.offload_plan; "
+    code = ("import sys; import recordio.offload.plan; "
             "assert 'torch' not in sys.modules and 'cv2' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
 

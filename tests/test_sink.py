@@ -13,8 +13,8 @@ import pytest
 import torch
 
 from recordio import GeneratorDataset, PipelineError, SinkTimeoutError, WorkerError, vision
-from recordio.sink import DataSink
-from recordio.sink_backends import CpuBackend
+from recordio.sink.datasink import DataSink
+from recordio.sink.backends import CpuBackend
 
 ROWS, BATCH = 20, 4          # 5 batches per data epoch
 
@@ -150,6 +150,31 @@ def test_the_offloaded_tail_runs_in_the_sink_as_on_the_host(no_leaks):
     assert [g.shape for g in got] == [(4, 3, 4, 4)] * 6
     assert not np.array_equal(host[0], host[2])
     for mine, theirs in zip(got, host):
+        np.testing.assert_allclose(mine, theirs, atol=1e-6)
+
+
+def test_the_offloaded_tail_takes_the_seed_of_a_loaded_state(no_leaks):
+    from recordio.dataset import config
+    before = config.get_seed()
+    try:
+        _check_the_sink_uses_the_state_seed(config)
+    finally:
+        config.set_seed(before)
+
+
+def _check_the_sink_uses_the_state_seed(config):
+    host_ds = offloadable(False)
+    config.set_seed(7)
+    state = host_ds.state_dict()                  # seed 7, nothing consumed
+    host = [b["image"] for b in host_ds.create_dict_iterator(num_epochs=1, output_numpy=True)]
+    config.set_seed(8)
+    other = [b["image"] for b in offloadable(False).create_dict_iterator(num_epochs=1, output_numpy=True)]
+    assert any(not np.array_equal(a, b) for a, b in zip(host, other))    # the seeds draw differently
+    ds = offloadable(True)
+    ds.load_state_dict(state)                     # config says 8, the state says 7
+    with DataSink(ds, device="cpu") as sink:
+        got = [b["image"].numpy() for b in sink]
+    for mine, theirs in zip(got, host, strict=True):
         np.testing.assert_allclose(mine, theirs, atol=1e-6)
 
 
@@ -440,7 +465,7 @@ def test_a_waiting_consumer_logs_the_status_report(no_leaks, stalling, caplog):
     src = stalling(0)
     with stalled_sink(src, channel_name="chan-w", warn_after=0.1) as sink:
         sink.timeout = 0.45
-        with caplog.at_level("WARNING", logger="recordio.sink"):
+        with caplog.at_level("WARNING", logger="recordio.sink.datasink"):
             with pytest.raises(SinkTimeoutError):
                 next(iter(sink))
         src.release.set()
@@ -450,7 +475,7 @@ def test_a_waiting_consumer_logs_the_status_report(no_leaks, stalling, caplog):
 
 
 def test_no_warning_while_batches_keep_coming(no_leaks, caplog):
-    with caplog.at_level("WARNING", logger="recordio.sink"):
+    with caplog.at_level("WARNING", logger="recordio.sink.datasink"):
         with DataSink(pipeline(), device="cpu", warn_after=5.0) as sink:
             assert len(list(sink)) == 5
     assert not [r for r in caplog.records if "no batch for" in r.getMessage()]

@@ -26,8 +26,8 @@ import pytest
 import torch
 
 from recordio import GeneratorDataset
-from recordio.sink import DataSink
-from recordio.sink_backends import DeviceBackend
+from recordio.sink.datasink import DataSink
+from recordio.sink.backends import DeviceBackend
 
 ROWS, WIDTH, BATCH = 96, 64, 2
 SCHEDULES = {   # delays of the side stream's copies and of the consumer stream's checks, in ms

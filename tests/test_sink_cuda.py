@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from recordio import GeneratorDataset, vision
-from recordio.sink import DataSink
+from recordio.sink.datasink import DataSink
 
 pytestmark = pytest.mark.gpu
 

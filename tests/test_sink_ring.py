@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from recordio.sink_backends import CpuBackend
-from recordio.sink_ring import SlotRing, torch_dtype
+from recordio.sink.backends import CpuBackend
+from recordio.sink.ring import SlotRing, torch_dtype
 
 
 class RecordingBackend(CpuBackend):

@@ -2,7 +2,7 @@
 
 import datetime
 
-from recordio.sink_status import PushLog, SinkStatus, diagnose, format_time
+from recordio.sink.status import PushLog, SinkStatus, diagnose, format_time
 
 
 def test_times_are_printed_as_mindspore_does():

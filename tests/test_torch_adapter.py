@@ -6,7 +6,7 @@ import torch
 from torch.utils.data import DataLoader
 
 from recordio.dataset import MindDataset, TorchDataset
-from recordio.dataset.testing import write_numbered
+from numbered import write_numbered
 from recordio.keys import current_keys
 
 N = 50

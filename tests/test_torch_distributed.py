@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from recordio.dataset.testing import write_numbered
+from numbered import write_numbered
 
 N = 45
 ROOT = pathlib.Path(__file__).resolve().parents[1]

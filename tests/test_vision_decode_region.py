@@ -121,7 +121,7 @@ def test_boxes_outside_the_image_are_refused():
 def test_random_resized_crop_after_decode_equals_the_unfused_ops(monkeypatch):
     """The fused map (region decode) gives the bytes of Decode then RandomResizedCrop."""
     ops = [vision.Decode(), vision.RandomResizedCrop(120)]     # no crop is 2x the output: no DCT scaling
-    fused = dec.fuse_decode(ops)
+    fused = vision.fuse_decode(ops)
     assert type(fused[0]) is not vision.Decode
     images = [encode(photo(150, 200, seed)) for seed in range(6)]
     calls = []
@@ -141,7 +141,7 @@ def test_without_the_region_decoder_the_whole_image_is_decoded(monkeypatch):
     dec._region_decoder_is_exact.cache_clear()
     try:
         assert dec._decode_box(np.frombuffer(encode(photo(20, 20)), np.uint8), 0, 0, 5, 5) is None
-        ops = dec.fuse_decode([vision.Decode(), vision.RandomResizedCrop(20)])
+        ops = vision.fuse_decode([vision.Decode(), vision.RandomResizedCrop(20)])
         with row_scope(1, 0, 3), op_scope(2):
             got = ops[1](ops[0](encode(photo(30, 40))))
         with row_scope(1, 0, 3), op_scope(2):

@@ -49,19 +49,12 @@ def add_arguments(parser):
 
 
 def _workload(n):
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared"))
-    try:
-        import workloads
-        return list(workloads.samples("cifar", n))
-    except ImportError:      # the shared folder is not beside the clone: same shape, local generator
-        import numpy as np
-        rng = np.random.default_rng(0)
-        return [{"image": rng.integers(0, 256, 3072, dtype=np.uint8).tobytes(), "label": np.int32(i % 10)}
-                for i in range(n)]
+    from recordio.tools import workloads
+    return list(workloads.samples("cifar", n))
 
 
 def _write(path, n):
-    from recordio.writer import FileWriter
+    from recordio.mindrecord.writer import FileWriter
     rows = _workload(n)
     with FileWriter(path, shard_num=1, overwrite=True) as w:
         w.add_schema({"image": {"type": "bytes"}, "label": {"type": "int32"}}, "cifar")
@@ -93,7 +86,7 @@ class Rate(float):
 
 
 def _raw_reader(path):
-    from recordio.reader import FileReader
+    from recordio.mindrecord.reader import FileReader
     reader = FileReader(path)
 
     def run():
@@ -103,7 +96,7 @@ def _raw_reader(path):
 
 def _raw_getitems(path, seed=0):
     import numpy as np
-    from recordio.reader import FileReader
+    from recordio.mindrecord.reader import FileReader
     reader = FileReader(path)
     order = np.random.default_rng(seed).permutation(len(reader))
 
@@ -123,7 +116,7 @@ def _pipeline(path, shuffle):
 
 def _dataloader(path):
     import torch.utils.data
-    from recordio.reader import FileReader
+    from recordio.mindrecord.reader import FileReader
     reader = FileReader(path)
 
     def run():

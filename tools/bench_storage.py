@@ -1,7 +1,6 @@
 """Storage benchmark: write and read the ``cifar``, ``jpeg`` and ``arrays`` workloads.
 
-Measured in one run, on the same rows (``workloads.py`` from the shared folder, or the same
-shapes generated here when it is absent):
+Measured in one run, on the same rows (``tools/workloads.py``, seeded):
 
 * recordio's ``FileWriter`` (MindSpore's default header/page sizes, calls of ``BATCH`` rows,
   commit included) - and the same with ``checksums=False``, ``fsync=False`` to price them;
@@ -20,7 +19,6 @@ cifar; ``recordio count`` < 0.1 s; checksums cost <= 10% of write throughput.
 """
 
 import argparse
-import importlib.util
 import json
 import os
 import pickle
@@ -33,7 +31,6 @@ import time
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-WORKLOADS_PY = os.path.join(HERE, "..", "..", "shared", "workloads.py")
 SIZES = {"cifar": 50_000, "jpeg": 5_000, "arrays": 20_000}
 QUICK_SIZES = {"cifar": 5_000, "jpeg": 300, "arrays": 2_000}
 BATCH = {"cifar": 1000, "jpeg": 100, "arrays": 1000}
@@ -51,37 +48,10 @@ SCHEMAS = {
 # --- workloads ------------------------------------------------------------------------------------
 
 
-def load_workloads():
-    """The shared ``workloads`` module, or None when it is not beside the clone."""
-    path = os.environ.get("RECORDIO_WORKLOADS", WORKLOADS_PY)
-    if not os.path.isfile(path):
-        return None
-    spec = importlib.util.spec_from_file_location("recordio_bench_workloads", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _generated(name, n, seed=0):
-    """Rows of the same shapes as ``workloads.py`` (used only when it is absent)."""
-    rng = np.random.default_rng(seed)
-    for i in range(n):
-        if name == "cifar":
-            yield {"image": rng.integers(0, 256, 3072, dtype=np.uint8).tobytes(), "label": np.int32(i % 10)}
-        elif name == "jpeg":
-            yield {"image": rng.bytes(100_000) + i.to_bytes(4, "little"), "label": np.int32(i % 1000),
-                   "file_name": f"n{i % 1000:08d}/img_{i:07d}.JPEG"}
-        else:
-            k = int(rng.integers(1, 20))
-            yield {"bbox": rng.random((k, 4), dtype=np.float32),
-                   "ids": rng.integers(0, 2**40, k, dtype=np.int64),
-                   "score": float(rng.random()), "label": np.int32(i % 7), "tag": f"tag-{i}"}
-
-
 def workload_rows(name, n):
-    module = load_workloads()
-    source = module.samples(name, n) if module is not None else _generated(name, n)
-    return list(source), ("workloads.py" if module is not None else "generated (workloads.py absent)")
+    """The rows of a workload (``recordio/tools/workloads.py``) and where they came from."""
+    from recordio.tools import workloads
+    return list(workloads.samples(name, n)), "tools/workloads.py"
 
 
 def payload(row):

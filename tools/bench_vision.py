@@ -61,11 +61,7 @@ def add_arguments(parser):
 
 
 def _jpeg_samples(n):
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared"))
-    try:
-        import workloads
-    except ImportError as exc:
-        raise ImportError("bench vision needs ../shared/workloads.py (the jpeg workload) beside the clone") from exc
+    from recordio.tools import workloads
     return list(workloads.samples("jpeg", n))
 
 
@@ -147,7 +143,7 @@ def tail_host(batches):
 def tail_offloaded(batches, device, rounding="per_op"):
     import numpy as np
     import torch
-    from recordio.offload import OffloadTail
+    from recordio.offload.tail import OffloadTail
     from recordio.keys import derive_uid
     tail = OffloadTail({"image": [(derive_uid(0, j), op) for j, op in enumerate(_tail_ops())]}, rounding)
     images = torch.from_numpy(np.resize(_Images(BATCH).bank, (BATCH, SIZE, SIZE, 3))).to(device)

@@ -6,14 +6,14 @@ workers, resume).
 
 import importlib
 
-from recordio.dataset import config
+from recordio import config
 from recordio.dataset.generator import GeneratorDataset
 from recordio.dataset.iterators import HostBatch
-from recordio.dataset.mindrecord import MindDataset
+from recordio.dataset.mind_dataset import MindDataset
 from recordio.dataset.node import Dataset
 from recordio.dataset.ops import ConcatDataset
 from recordio.dataset.order import Shuffle
-from recordio.dataset.samplers import (DistributedSampler, PKSampler, RandomSampler, Sampler,
+from recordio.dataset.order import (DistributedSampler, PKSampler, RandomSampler, Sampler,
                                        SequentialSampler, SubsetRandomSampler, SubsetSampler)
 
 __all__ = ["ConcatDataset", "Dataset", "DistributedSampler", "GeneratorDataset", "HostBatch",

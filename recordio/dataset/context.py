@@ -8,32 +8,10 @@ children before parents). Op ``j`` of map ``m`` draws its randomness under
 
 import dataclasses
 
-from recordio.dataset import config
+from recordio import config
 from recordio.dataset.workers import make_runner
 
 __all__ = ["Plan", "RunContext", "build_plan"]
-
-
-@dataclasses.dataclass
-class _HostMap:
-    uid: int
-    operations: list
-    input_columns: list | None
-    output_columns: list | None
-    offload: bool | None
-
-
-class _NoOffload:
-    """The plan when nothing is offloaded (or the offload planner is not installed)."""
-
-    def __init__(self, maps):
-        self.host_maps = maps
-        self.tail = {}
-
-    def explain(self):
-        return "nothing is offloaded: every op runs on the host"
-
-    __str__ = explain
 
 
 @dataclasses.dataclass
@@ -44,31 +22,20 @@ class Plan:
     offload: object       # OffloadPlan
 
 
-def _specs(maps):
-    return [_HostMap(uid, list(m.operations), m.input_columns, m.output_columns, m.offload)
-            for uid, m in enumerate(maps)]
-
-
 def build_plan(root):
-    """Check the pipeline is a tree, number its maps and split off the offloaded tail."""
-    from recordio.dataset.map_op import MapDataset
-    from recordio.dataset.ops import ConcatDataset, ZipDataset
+    """Check the pipeline is a tree, number its maps and split off the offloaded tail.
+
+    Nodes say what they are: ``_map_spec(uid)`` (a map), ``_mixes_sources()`` (zip, concat).
+    """
+    from recordio.offload.plan import plan_offload      # it loads the vision ops: only when iterated
 
     root._check_tree()
     nodes = root._nodes()
-    maps = [n for n in nodes if isinstance(n, MapDataset)]
-    specs = _specs(maps)
-    try:
-        from recordio.offload_plan import MapSpec, plan_offload
-    except ModuleNotFoundError as e:
-        if e.name not in ("recordio.offload_plan",):
-            raise
-        offload = _NoOffload(specs)
-    else:
-        offload = plan_offload([MapSpec(s.uid, s.operations, s.input_columns, s.output_columns, s.offload)
-                                for s in specs], auto_offload=config.get_auto_offload(),
-                               zip_or_concat=any(isinstance(n, (ZipDataset, ConcatDataset)) for n in nodes))
-    host = {s.uid: _HostMap(s.uid, [], s.input_columns, s.output_columns, s.offload) for s in specs}
+    maps = [n for n in nodes if n._map_spec(0) is not None]
+    specs = [m._map_spec(uid) for uid, m in enumerate(maps)]
+    offload = plan_offload(specs, auto_offload=config.get_auto_offload(),
+                           zip_or_concat=any(n._mixes_sources() for n in nodes))
+    host = {s.uid: dataclasses.replace(s, operations=[]) for s in specs}
     for spec in offload.host_maps:
         host[spec.uid] = spec
     return Plan({id(m): i for i, m in enumerate(maps)}, {id(n): i for i, n in enumerate(nodes)},

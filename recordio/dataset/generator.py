@@ -15,7 +15,7 @@ Each item is a tuple with one value per column (a single value is accepted for o
 
 import itertools
 
-from recordio.dataset.default_order import DefaultOrder, shuffle_mode
+from recordio.dataset.order import DefaultOrder, shuffle_mode
 from recordio.dataset.node import Item
 from recordio.dataset.source import SampledSource, check_sampler_args, check_shards
 from recordio.errors import PipelineError

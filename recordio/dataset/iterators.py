@@ -16,13 +16,14 @@ import weakref
 
 import numpy as np
 
-from recordio.dataset import config
+from recordio import config
 from recordio.dataset.context import RunContext, build_plan
 from recordio.dataset.resume import initial_state
+from recordio.dataset.stopqueue import POLL_S, StopQueue
 from recordio.dataset.values import collate, to_numpy, to_torch
 from recordio.errors import PipelineError
 
-__all__ = ["DictIterator", "HostBatch", "ItemStream", "TupleIterator", "iter_host_batches"]
+__all__ = ["DictIterator", "HostBatch", "ItemStream", "TupleIterator", "HostBatches"]
 
 _LIVE = weakref.WeakSet()
 
@@ -38,19 +39,13 @@ class HostBatch(typing.NamedTuple):
 class _Producer:
     def __init__(self, root, ctx, epochs, skip, prefetch):
         self.finish = None             # applied to each item's columns in this thread (conversion)
-        self.queue = queue.Queue(prefetch)
+        self.queue = StopQueue(prefetch)
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, args=(root, ctx, epochs, skip), daemon=True,
                                        name="recordio-pipeline")
 
     def _put(self, msg):
-        while not self.stop.is_set():
-            try:
-                self.queue.put(msg, timeout=0.05)
-                return True
-            except queue.Full:
-                continue
-        return False
+        return self.queue.put_unless(self.stop, msg)
 
     def _epoch(self, root, ctx, epoch, skip):
         items = root._items(ctx, epoch)
@@ -125,7 +120,7 @@ class ItemStream:
             producer.thread.start()
         while block or producer.thread.is_alive() or not producer.queue.empty():
             try:
-                return producer.queue.get(timeout=0.1)
+                return producer.queue.get(timeout=POLL_S)
             except queue.Empty:
                 if not producer.thread.is_alive() and producer.queue.empty():
                     return ("done", None, None)
@@ -178,15 +173,15 @@ class ItemStream:
 
 def _splits(root, ctx):
     """``[num_shards, shard_id]`` of each source of the pipeline, as this run splits them."""
-    from recordio.dataset.source import SampledSource
-    return [list(node._split(ctx)) for node in root._nodes() if isinstance(node, SampledSource)]
+    splits = (node._shard_split(ctx) for node in root._nodes())
+    return [list(split) for split in splits if split is not None]
 
 
 class Tail:
     """The offloaded ops, applied by the iterator (on cpu or on ``device``)."""
 
     def __init__(self, plan, device, seed):
-        from recordio.offload import build_tail
+        from recordio.offload.tail import build_tail
         self.module = build_tail(plan.offload)
         self.columns = set(plan.offload.tail)
         self.device = device or "cpu"
@@ -277,10 +272,32 @@ class TupleIterator(_OutputIterator):
         return [cols[n] for n in self._columns]
 
 
-def iter_host_batches(root, num_epochs=1):
-    """The pipeline output after ``batch``, offloaded tail not applied, as :class:`HostBatch`."""
-    stream = ItemStream(root, num_epochs)
-    try:
+class HostBatches:
+    """The pipeline output after ``batch``, offloaded tail not applied: an iterator of
+    :class:`HostBatch` that carries what its consumer (the sink, ``train()``) needs with it: the
+    pipeline's ``plan``, the ``seed`` of the state it started from, and :meth:`tail_module`."""
+
+    def __init__(self, root, num_epochs=1):
+        self._stream = ItemStream(root, num_epochs)
+        self.plan, self.seed = self._stream.plan, self._stream.seed
+        self._batches = self._generate()
+
+    def tail_module(self, device):
+        """The offloaded tail as a module on ``device``, or None when nothing is offloaded."""
+        if not self.plan.offload.tail:
+            return None
+        from recordio.offload.tail import build_tail
+        module = build_tail(self.plan.offload)
+        return module.to(device) if hasattr(module, "to") else module
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return next(self._batches)
+
+    def _generate(self):
+        stream = self._stream
         while True:
             try:
                 item = next(stream)
@@ -293,8 +310,10 @@ def iter_host_batches(root, num_epochs=1):
                         to_numpy(v) if batched else collate([to_numpy(v)]))
                     for n, v in item.cols.items()}
             yield HostBatch(cols, item.rows, int(item.epoch))
-    finally:
-        stream.close()
+
+    def close(self):
+        self._batches.close()
+        self._stream.close()
 
 
 @atexit.register

@@ -9,7 +9,7 @@ numpy (``op(*values)``) and return one value or a tuple. Op ``j`` of the map run
 import collections
 import functools
 
-from recordio.dataset import config
+from recordio import config
 from recordio.dataset.node import Dataset, Item
 from recordio.dataset.values import to_op_input
 from recordio.errors import PipelineError
@@ -76,6 +76,10 @@ class MapDataset(Dataset):
             raise PipelineError(f"map: input column(s) {missing} not in the pipeline's columns "
                                 f"{child._columns()}")
         self._columns()                  # output names that clash fail here, not mid-iteration
+
+    def _map_spec(self, uid):
+        from recordio.offload.plan import MapSpec
+        return MapSpec(uid, list(self.operations), self.input_columns, self.output_columns, self.offload)
 
     def _io(self, spec=None):
         spec = spec or self

@@ -87,6 +87,18 @@ class Dataset:
         """True when resume can restart the source at a position (no buffering, one source)."""
         return all(c._positional() for c in self.children)
 
+    def _map_spec(self, uid):
+        """A map's ``recordio.offload.plan.MapSpec`` under ``uid``; None for other nodes."""
+        return None
+
+    def _mixes_sources(self):
+        """True for nodes that interleave several sources (zip, concat): no offload below them."""
+        return False
+
+    def _shard_split(self, ctx):
+        """``(num_shards, shard_id)`` of a sampled source in this run; None for other nodes."""
+        return None
+
     # -- the tree --------------------------------------------------------------------------------
     def _nodes(self):
         """Every node below and including this one, sources first (post-order)."""
@@ -216,15 +228,15 @@ class Dataset:
         return ItemStream(self, num_epochs, track=False)
 
     def _iter_host_batches(self, num_epochs=1):
-        from recordio.dataset.iterators import iter_host_batches
-        return iter_host_batches(self, num_epochs)
+        from recordio.dataset.iterators import HostBatches
+        return HostBatches(self, num_epochs)
 
     def offload_plan(self):
         from recordio.dataset.context import build_plan
         return build_plan(self).offload
 
     def offload_module(self):
-        from recordio.offload import build_tail
+        from recordio.offload.tail import build_tail
         return build_tail(self.offload_plan())
 
     # -- resume ------------------------------------------------------------------------------------------
@@ -233,7 +245,7 @@ class Dataset:
         live = self._state() if self._state is not None else None
         if live is not None:
             return live()
-        from recordio.dataset import config
+        from recordio import config
         from recordio.dataset.resume import initial_state
         return self._final_state or initial_state(config.get_seed())
 

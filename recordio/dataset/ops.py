@@ -162,6 +162,9 @@ class SkipDataset(Dataset):
 class ZipDataset(Dataset):
     """Rows side by side, until the shortest child ends; column names must not clash."""
 
+    def _mixes_sources(self):
+        return True
+
     def __init__(self, datasets):
         super().__init__(datasets)
         names = [c for d in datasets for c in d._columns()]
@@ -189,6 +192,9 @@ class ZipDataset(Dataset):
 
 class ConcatDataset(Dataset):
     """The children one after another; row ids of child ``k`` are offset by ``k << 40``."""
+
+    def _mixes_sources(self):
+        return True
 
     def __init__(self, datasets):
         datasets = list(datasets)

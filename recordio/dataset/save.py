@@ -37,7 +37,7 @@ def _kind(column, value):
 
 
 def save_dataset(dataset, file_name, num_files=1, file_type="mindrecord"):
-    from recordio.writer import FileWriter
+    from recordio.mindrecord.writer import FileWriter
 
     if file_type != "mindrecord":
         raise ValueError(f"save: file_type must be 'mindrecord', got {file_type!r}")

@@ -51,6 +51,9 @@ class SampledSource(Dataset):
         self.python_multiprocessing = python_multiprocessing
 
     # subclasses: _num_rows(), _fetch(ids) -> list of column dicts, _columns()
+    def _shard_split(self, ctx):
+        return self._split(ctx)
+
     def _split(self, ctx):
         shards = self.sampler.shards
         if shards is None and getattr(self.sampler, "auto_shard", False):

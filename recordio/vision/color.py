@@ -4,7 +4,7 @@ Semantics follow MindSpore's CPU ops on uint8 RGB images (results rounded to nea
 after every adjustment); hue uses the exact float HSV rotation instead of MindSpore's lossy 8-bit
 round trip. Float images are computed in float32, clamped to [0, 255] and not rounded.
 
-The numpy kernels (``color_kernels``) take one image; ``recordio.offload_ops`` holds batched torch
+The numpy kernels (``color_kernels``) take one image; ``recordio.offload.kernels`` holds batched torch
 versions that follow the same float32 operation sequence, so both give the same values for the same
 drawn parameters.
 """

@@ -1,6 +1,6 @@
 """Numpy/OpenCV kernels of the colour ops, one image at a time.
 
-Each kernel follows one float32 operation sequence that ``recordio.offload_ops`` repeats in torch, so
+Each kernel follows one float32 operation sequence that ``recordio.offload.kernels`` repeats in torch, so
 the host and the device give the same values for the same parameters. uint8 images are rounded
 (half to even) and saturated after every adjustment, as MindSpore's CPU ops do; float images are
 computed in float32, clamped to [0, 255] and not rounded. uint8 fast paths use lookup tables built

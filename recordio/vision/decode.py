@@ -19,11 +19,10 @@ except ImportError:                 # pragma: no cover - built without libjpeg-t
     _jpeg = None
 
 from recordio.errors import FormatError
-from recordio.keys import _ROW, current_keys
-from recordio.vision._checks import check_number, check_range, check_size, pair
-from recordio.vision.geometry import Inter, check_enum, resize, resized_crop_box
+from recordio.keys import _ROW
+from recordio.vision._geometry import Inter, RandomAreaCrop, resize
 
-__all__ = ["Decode", "EncodedImage", "RandomCropDecodeResize", "decode_region", "fuse_decode", "image_size"]
+__all__ = ["Decode", "EncodedImage", "RandomCropDecodeResize", "decode_region", "image_size"]
 
 _FLAGS = cv2.IMREAD_COLOR_RGB | cv2.IMREAD_IGNORE_ORIENTATION
 _REDUCED = {2: cv2.IMREAD_REDUCED_COLOR_2, 4: cv2.IMREAD_REDUCED_COLOR_4, 8: cv2.IMREAD_REDUCED_COLOR_8}
@@ -181,42 +180,8 @@ class Decode:
         return "Decode()"
 
 
-class _DeferredDecode(Decode):
-    """Decode placed right before a crop/resize: hands the bytes on so the next op decodes less."""
-
-    def __call__(self, data):
-        return EncodedImage(as_buffer("Decode", data))
-
-
-def fuse_decode(operations):
-    """The op list with each Decode that is followed by Resize/RandomResizedCrop made deferred.
-
-    Indices are kept, so every op keeps its op id (and its random draws).
-    """
-    from recordio.vision.geometry import RandomResizedCrop, Resize
-    ops = list(operations)
-    for j in range(len(ops) - 1):
-        if type(ops[j]) is Decode and isinstance(ops[j + 1], (Resize, RandomResizedCrop)):
-            ops[j] = _DeferredDecode()
-    return ops
-
-
-class RandomCropDecodeResize:
+class RandomCropDecodeResize(RandomAreaCrop):
     """Decode, crop a random region (as RandomResizedCrop) and resize, decoding at reduced scale."""
-
-    def __init__(self, size, scale=(0.08, 1.0), ratio=(3.0 / 4.0, 4.0 / 3.0), interpolation=Inter.BILINEAR,
-                 max_attempts=10):
-        self.size = pair(check_size("size", size))
-        self.scale = check_range("scale", scale, 0, None)
-        self.ratio = check_range("ratio", ratio, 0, None)
-        if self.ratio[0] <= 0:
-            raise ValueError(f"ratio must be positive, got {ratio!r}")
-        self.interpolation = check_enum("interpolation", interpolation, Inter)
-        self.max_attempts = check_number("max_attempts", max_attempts, 1, 2 ** 31 - 1, integer=True)
-
-    def region(self, height, width):
-        box = resized_crop_box(current_keys(), height, width, self.scale, self.ratio, self.max_attempts)
-        return box, self.size
 
     def __call__(self, data):
         buf = as_buffer("RandomCropDecodeResize", data)

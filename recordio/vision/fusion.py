@@ -1,7 +1,7 @@
 """Host-side fusion of adjacent ops into cheaper equivalents, keeping every op's index.
 
 * a Decode right before Resize/RandomResizedCrop decodes only what the crop needs
-  (``decode.fuse_decode``);
+  (:func:`fuse_decode`);
 * a channels-last ``Normalize`` right before ``HWC2CHW`` writes the channel-first float32 image
   directly, one table lookup per channel plane, instead of normalising and then transposing
   (the same values: the same float32 tables; anything but a uint8 <H,W,C> image runs both ops as
@@ -15,10 +15,29 @@ import numpy as np
 
 from recordio.vision.color import Normalize
 from recordio.vision.color_kernels import _kernels
-from recordio.vision.decode import fuse_decode
-from recordio.vision.geometry import HWC2CHW
+from recordio.vision.decode import Decode, EncodedImage, as_buffer
+from recordio.vision.geometry import HWC2CHW, RandomResizedCrop, Resize
 
-__all__ = ["fuse_ops"]
+__all__ = ["fuse_decode", "fuse_ops"]
+
+
+class _DeferredDecode(Decode):
+    """Decode placed right before a crop/resize: hands the bytes on so the next op decodes less."""
+
+    def __call__(self, data):
+        return EncodedImage(as_buffer("Decode", data))
+
+
+def fuse_decode(operations):
+    """The op list with each Decode that is followed by Resize/RandomResizedCrop made deferred.
+
+    Indices are kept, so every op keeps its op id (and its random draws).
+    """
+    ops = list(operations)
+    for j in range(len(ops) - 1):
+        if type(ops[j]) is Decode and isinstance(ops[j + 1], (Resize, RandomResizedCrop)):
+            ops[j] = _DeferredDecode()
+    return ops
 
 
 class _NormalizeToCHW:

@@ -1,0 +1,163 @@
+"""MindDataset: a MindRecord dataset (one shard names the whole dataset, or a list of files).
+
+Rows are read with :class:`recordio.mindrecord.reader.FileReader` in chunks (``__getitems__``). When
+``columns_list`` names only indexed scalar fields, the values come from the ``.db`` index
+(``FileReader.index_column``, which checks them against the data file and falls back to it when
+the ``.db`` is foreign or cut strings at NUL), so no data page is read.
+"""
+
+import numpy as np
+
+from recordio.dataset.order import DefaultOrder, shuffle_mode
+from recordio.dataset.source import SampledSource, check_sampler_args, check_shards
+from recordio.errors import PipelineError
+
+__all__ = ["MindDataset"]
+
+_SCALARS = {"int32", "int64", "float32", "float64", "string"}
+
+
+def _padding_args(padded_sample, num_padded, num_shards, columns_list):
+    if padded_sample is None:
+        if num_padded:
+            raise PipelineError("num_padded needs padded_sample")
+        return 0
+    if num_shards is None:
+        raise PipelineError("padded_sample needs num_shards and shard_id (padding evens out shards)")
+    if columns_list is None:
+        raise PipelineError("padded_sample needs columns_list (the padded row's columns)")
+    if not isinstance(padded_sample, dict) or sorted(padded_sample) != sorted(columns_list):
+        found = sorted(padded_sample) if isinstance(padded_sample, dict) else padded_sample
+        raise PipelineError(f"padded_sample must be a dict with exactly the columns {sorted(columns_list)}, "
+                            f"got {found}")
+    if isinstance(num_padded, bool) or not isinstance(num_padded, int) or num_padded < 0:
+        raise PipelineError(f"num_padded must be an int >= 0 with padded_sample, got {num_padded!r}")
+    return num_padded
+
+
+def _cast_padded(field, value, name):
+    if field.dtype is None or isinstance(value, (bytes, str)):
+        return value
+    try:
+        cast = np.asarray(value, dtype=field.dtype.newbyteorder("="))
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise PipelineError(f"padded_sample[{name!r}]: expected {field.type} values, found {value!r} ({exc})") from None
+    return cast if field.shape is not None else cast[()]
+
+
+class MindDataset(SampledSource):
+    """A MindRecord dataset as a pipeline source (MindSpore's ``MindDataset``).
+
+    Args:
+        dataset_files: one data file (its sibling shards are read too) or a list of files.
+        columns_list: the fields to read (default: all).
+        num_parallel_workers: accepted for compatibility (rows are read in the pipeline thread).
+        shuffle: ``None``/``True``/``Shuffle.GLOBAL`` (default), ``Shuffle.FILES``,
+            ``Shuffle.INFILE`` or ``False``; every epoch reshuffles from ``config.get_seed()``.
+        num_shards, shard_id: this process's share: ``ceil(N / num_shards)`` rows taken after the
+            shuffle (torch.distributed's rank and world size when not given).
+        sampler: a sampler instead of ``shuffle``/``num_shards``.
+        padded_sample, num_padded: rows appended so that the shards divide evenly.
+        num_samples: at most this many rows per shard and epoch.
+    """
+
+    def __init__(self, dataset_files, columns_list=None, num_parallel_workers=None, shuffle=None,
+                 num_shards=None, shard_id=None, sampler=None, padded_sample=None, num_padded=None,
+                 num_samples=None):
+        check_shards(num_shards, shard_id)
+        self.columns_list = None if columns_list is None else list(columns_list)
+        self.num_padded = _padding_args(padded_sample, num_padded, num_shards, self.columns_list)
+        self.padded_sample = padded_sample
+        self.dataset_files = dataset_files
+        sampler = check_sampler_args(sampler, shuffle, num_shards) or DefaultOrder(
+            shuffle_mode(shuffle), num_shards, shard_id, self.num_padded, num_samples)
+        super().__init__(sampler, 1, False)
+        self.num_parallel_workers = num_parallel_workers
+        self._reader = None
+        self._index_cols = None
+        self.reader                      # a missing or malformed file fails here, not mid-iteration
+        self._check_padding()
+        if padded_sample is not None:
+            self._padded()               # a value that does not fit its field fails here
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        state["_index_cols"] = None
+        return state
+
+    @property
+    def reader(self):
+        if self._reader is None:
+            from recordio.mindrecord.reader import FileReader
+            reader = FileReader(self.dataset_files, columns=self.columns_list)
+            if self.columns_list is None:
+                reader._order_columns(sorted(reader.schema))      # MindSpore's order: names sorted
+            self._reader = reader
+        return self._reader
+
+    def _check_padding(self):
+        if self.num_padded or self.padded_sample is not None:
+            num_shards = self.sampler.shards[0]
+            total = len(self.reader) + self.num_padded
+            if total % num_shards:
+                raise PipelineError(f"MindDataset: {len(self.reader)} rows + num_padded {self.num_padded} = "
+                                    f"{total} is not divisible by num_shards {num_shards}")
+
+    def _columns(self):
+        """``columns_list`` as given, else every field sorted by name (MindSpore's order)."""
+        if self.columns_list is not None:
+            return list(self.columns_list)
+        return sorted(self.reader.schema)
+
+    def _num_rows(self):
+        return len(self.reader)
+
+    def _file_counts(self):
+        return list(self.reader.file_row_counts)
+
+    def _class_values(self, column):
+        reader = self.reader
+        if column in reader.index_fields:
+            return reader.index_column(column)
+        if column not in reader.schema:
+            raise PipelineError(f"PKSampler: class_column {column!r} is not a field of {reader.files[0]} "
+                                f"(fields: {sorted(reader.schema)})")
+        from recordio.mindrecord.reader import FileReader
+        with FileReader(self.dataset_files, columns=[column]) as r:
+            return np.asarray([row[column] for row in r])
+
+    def _index_columns(self):
+        """Column arrays from the index when every asked column is an indexed scalar, else None."""
+        if self._index_cols is None:
+            reader = self.reader
+            names = self.columns_list or []
+            usable = names and all(n in reader.index_fields and "shape" not in reader.schema[n]
+                                   and reader.schema[n]["type"] in _SCALARS for n in names)
+            self._index_cols = {n: reader.index_column(n) for n in names} if usable else {}
+        return self._index_cols or None
+
+    def _scan_rows(self):
+        """Every row in dataset order (the reader's sequential path, faster than by id)."""
+        index = self._index_columns()
+        if index is None:
+            return iter(self.reader)
+        names = list(index)
+        return (dict(zip(names, values)) for values in zip(*index.values()))
+
+    def _padded(self):
+        """The padded row in ``columns_list`` order, numbers cast to the schema's types as MindSpore does."""
+        fields = self.reader._schema.fields
+        return {c: _cast_padded(fields[c], self.padded_sample[c], c) for c in self.columns_list}
+
+    def _fetch(self, ids):
+        n = self._num_rows()
+        real = ids.tolist() if not self.num_padded else [int(i) for i in ids if i < n]
+        index = self._index_columns()
+        if index is not None:
+            rows = [{c: arr[i] for c, arr in index.items()} for i in real]
+        else:
+            rows = self.reader.__getitems__(real)
+        if len(real) == len(ids):
+            return rows
+        it = iter(rows)
+        return [next(it) if i < n else self._padded() for i in ids]

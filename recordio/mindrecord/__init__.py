@@ -1,0 +1,39 @@
+"""Everything that knows MindRecord files (mirrors ``mindspore.mindrecord``).
+
+The bytes (``format``, ``codec``, ``pages``), the schema, the ``.db`` index (``index``),
+checksums, the commit protocol and recovery (``commit``, ``recovery``), the writer and appends
+(``writer``, ``staging``, ``append``), per-shard and parallel writing (``shard_writer``), the
+read side's file set (``fileset``), the reader, counts, verification and ``describe``.
+
+This package imports nothing of the pipeline (``recordio.dataset``), vision, offload, sink or
+training; a test (``tests/test_layers.py``) keeps it so. Names are resolved lazily, so
+``count_rows`` needs no numpy.
+"""
+
+import importlib
+
+_LAZY = {
+    "FileReader": "recordio.mindrecord.reader",
+    "FileWriter": "recordio.mindrecord.writer",
+    "ShardWriter": "recordio.mindrecord.shard_writer",
+    "count_rows": "recordio.mindrecord.count",
+    "count_where": "recordio.mindrecord.description",
+    "describe": "recordio.mindrecord.description",
+    "finalize_shards": "recordio.mindrecord.shard_writer",
+    "missing_shards": "recordio.mindrecord.shard_writer",
+    "verify": "recordio.mindrecord.verification",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'recordio.mindrecord' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return __all__

@@ -1,0 +1,195 @@
+"""Appending to an existing dataset without ever leaving its old rows unreadable.
+
+MindSpore's page algorithm continues the last BLOB and RAW pages of each shard. Bytes
+for *new* pages go straight to the end of the data files, where the old header and
+``.db`` never look. Bytes that continue an *existing* page are spooled aside
+(``.<name>.spool.rio-<token>.tmp``) and applied only during commit. So until commit,
+the old dataset is untouched; a killed writer leaves it readable (its only trace,
+bytes after the last old page, is cut off again by :func:`recover`).
+
+Commit: new ``.db`` files are built under staging names and everything is fsync-ed;
+then a journal (``.<shard>.rio-<token>.journal``, one per shard, same content) records
+the new headers, the spooled writes and the ``.db`` renames, and is fsync-ed; then the
+plan is applied (spooled writes, headers, renames) and the journal removed. A crash
+after the journal exists is finished by :func:`recover` (run by readers and writers
+when they find a journal whose writer is dead): applying the plan is idempotent.
+"""
+
+import json
+import os
+
+from recordio.mindrecord import checksums as sums
+from recordio.mindrecord import format as fmt
+from recordio.mindrecord.codec import unpack_raw
+from recordio.mindrecord.commit import Staging, clean_stale, fsync_dir, fsync_file
+from recordio.mindrecord.pages import ShardPages
+from recordio.mindrecord.recovery import apply_plan, finish_plan, journal_paths, recover, remove_journal
+from recordio.mindrecord.staging import build_index, header_bytes, warn_encrypt_tail
+from recordio.mindrecord.fileset import open_shards
+
+__all__ = ["AppendFiles", "load_shards"]
+
+
+def load_shards(path):
+    """(shards, schema, ShardPages per shard, index values per shard) of an existing dataset."""
+    recover(path)
+    shards, schema = open_shards(path, use_index=False)
+    clean_stale(os.path.dirname(os.path.abspath(shards[0].path)))     # as FileWriter does before writing
+    fields = [f["index_field"] for f in shards[0].header["index_fields"] or []]
+    states, values = [], []
+    for i, shard in enumerate(shards):
+        state, vals = _shard_state(i, shard, fields)
+        states.append(state)
+        values.append(vals)
+    return shards, schema, states, values
+
+
+def _shard_state(i, shard, fields):
+    pages = shard.pages
+    raws = [p for p in pages if p.kind == fmt.RAW]
+    hs, ps = shard.header["header_size"], shard.header["page_size"]
+    with open(shard.path, "rb") as f:
+        tail = os.pread(f.fileno(), raws[-1].size, fmt.page_offset(hs, ps, raws[-1].page_id)) if raws else b""
+        records = [unpack_raw(os.pread(f.fileno(), int(e - s), int(s))) for s, e in shard.raw.tolist()]
+    state = ShardPages(i, ps, pages, tail)
+    state.blob_lengths = (shard.blob[:, 1] - shard.blob[:, 0] + fmt.ENTRY_PREFIX).tolist()
+    state.raw_lengths = (shard.raw[:, 1] - shard.raw[:, 0] + fmt.ENTRY_PREFIX).tolist()
+    return state, [tuple(r[f] for f in fields) for r in records]
+
+
+class AppendFiles:
+    """The files of an append in progress; the same interface as ``ShardFiles``."""
+
+    def __init__(self, shards, header_size, page_size, checksums=True, fsync=True):
+        self.targets = [s.path for s in shards]
+        self.header_size, self.page_size = header_size, page_size
+        self.checksums, self.fsync = checksums, fsync
+        self.staging = Staging(self.targets)
+        self.old_sizes = [s.size for s in shards]
+        self.old_pages = [len(s.pages) for s in shards]
+        self.old_headers = [len(s.header_bytes) for s in shards]
+        self.old_checksums = [s.checksums for s in shards]
+        self.deferred = [[] for _ in shards]
+        self.spools = [self.staging.staged(t + ".spool") for t in self.targets]
+        self._rotation = 0
+        self.plan = None
+        self.fds = [os.open(t, os.O_RDWR) for t in self.targets]
+        self._write_journal({"phase": 1, "targets": self.targets, "sizes": self.old_sizes})
+
+    def next_rotating(self, shards):
+        shard = self._rotation % shards
+        self._rotation += 1
+        return shard
+
+    def write(self, shard, writes):
+        for page_id, offset, data in writes:
+            at = fmt.page_offset(self.header_size, self.page_size, page_id) + offset
+            if page_id < self.old_pages[shard]:
+                self._spool(shard, at, data)
+            else:
+                os.pwrite(self.fds[shard], data, at)
+
+    def _spool(self, shard, at, data):
+        with open(self.spools[shard], "ab") as f:
+            pos = f.tell()
+            f.write(data)
+        self.deferred[shard].append([at, pos, len(data)])
+
+    def _write_journal(self, plan):
+        text = json.dumps(dict(plan, token=self.staging.token))
+        for path in journal_paths(self.targets, self.staging.token):
+            with open(path + ".new", "w") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(path + ".new", path)
+        fsync_dir(self.staging.directory)
+
+    def finish(self, shard_pages, header, index_values, index_fields, independent=False):
+        names = [os.path.basename(t) for t in self.targets]
+        plan = {"phase": 2, "targets": self.targets, "sizes": self.old_sizes, "shards": []}
+        for i, shard in enumerate(shard_pages):
+            blob = header_bytes(self.header_size, self.page_size, header, shard, names, i, independent)
+            blob += b"\x00" * max(0, self.old_headers[i] - len(blob))
+            rows = self._checksums(i, shard, blob) if self.checksums else None
+            db = self.staging.db_paths()[i]
+            build_index(db, names[i], shard, index_values[i], index_fields, blob.rstrip(b"\x00"), rows)
+            plan["shards"].append({"data": self.targets[i], "header": blob.hex(), "spool": self.spools[i],
+                                   "deferred": self.deferred[i], "db_staged": db, "db": self.targets[i] + ".db"})
+        for path in [p for p in self.spools if os.path.exists(p)] + self.staging.db_paths():
+            fsync_file(path)
+        for fd in self.fds:
+            os.fsync(fd)
+        self._write_journal(plan)
+        self.plan = plan                      # from here on, failures roll forward, never back
+        apply_plan(plan)
+        warn_encrypt_tail(self.fds, self.targets)
+        self._close()
+        finish_plan(plan, self.staging.token)
+        self.staging.release()
+
+    def _checksums(self, i, shard, header_blob):
+        """Checksum rows of the final file: recomputed where bytes change, kept elsewhere."""
+        fd = self.fds[i]
+        size = max([os.fstat(fd).st_size] + [at + n for at, _, n in self.deferred[i]])   # the final size
+        old = self.old_checksums[i] or {}
+        touched = {sums.HEADER_SLOT} | set(shard.extents) if old else {sums.HEADER_SLOT} | {
+            p.page_id for p in shard.pages}
+        rows = []
+        total = fmt.blob_rows(shard.pages)
+        for page in [None] + shard.pages:
+            slot = sums.HEADER_SLOT if page is None else page.page_id
+            row_range = sums.row_range(page, shard.pages, total)
+            if slot not in touched:
+                rows.append((slot, old[slot][1], *row_range, old[slot][4]))
+                continue
+            start, end = sums.slot_range(self.header_size, self.page_size, slot, size)
+            n = self._extent(i, slot, page, start, end, old, shard.extents, header_blob)
+            data = bytearray(os.pread(fd, n, start).ljust(n, b"\x00"))
+            self._overlay(i, data, start, header_blob)
+            rows.append((slot, n, *row_range, sums.digest_bytes(bytes(data))))
+        return rows
+
+    def _extent(self, i, slot, page, start, end, old, extents, header_blob):
+        """Bytes of a slot that hold data once the append is applied."""
+        if slot == sums.HEADER_SLOT:
+            return len(header_blob.rstrip(b"\x00"))
+        known = old[slot][1] if slot in old else 0
+        if slot not in old and page.page_id < self.old_pages[i]:
+            known = sums.scan_extent(self.fds[i], start, min(end, start + self.page_size), 0)
+        return max(known, extents.get(slot, 0), page.size)
+
+    def _overlay(self, i, data, start, header_blob):
+        end = start + len(data)
+        pieces = [(0, header_blob)]
+        if self.deferred[i]:
+            with open(self.spools[i], "rb") as f:
+                pieces += [(at, os.pread(f.fileno(), n, pos)) for at, pos, n in self.deferred[i]]
+        for at, piece in pieces:
+            lo, hi = max(at, start), min(at + len(piece), end)
+            if lo < hi:
+                data[lo - start:hi - start] = piece[lo - at:hi - at]
+
+    def _close(self):
+        for fd in self.fds:
+            os.close(fd)
+        self.fds = []
+
+    def abort(self):
+        """Before the journal: cut the files back and drop the staged files; after it: finish."""
+        if self.plan is not None:
+            self._close()
+            apply_plan(self.plan)
+            finish_plan(self.plan, self.staging.token)
+            self.staging.release()
+            return
+        for fd, size in zip(self.fds, self.old_sizes):
+            os.ftruncate(fd, size)
+        self._close()
+        for path in self.spools + self.staging.db_paths():
+            if os.path.exists(path):
+                os.unlink(path)
+        remove_journal(self.targets, self.staging.token)
+        self.staging.release()
+
+

@@ -1,0 +1,28 @@
+"""Row counts from the index alone: no data page is read and numpy is not imported."""
+
+from recordio.mindrecord import format as fmt
+from recordio.mindrecord import index
+from recordio.errors import IndexFileError
+from recordio.mindrecord.recovery import recover
+
+__all__ = ["count_rows"]
+
+
+def _shard_count(path):
+    """Rows of one shard from its ``.db``, checked against the header's page table."""
+    expected = fmt.FileHeader.read(path).rows
+    db = index.db_path(path)
+    conn = index.connect_ro(db)
+    try:
+        found = index.row_id_span(conn, db)
+    finally:
+        conn.close()
+    if found != expected:
+        raise IndexFileError(f"{db}: index lists {found} rows but the data file's header has {expected}")
+    return found
+
+
+def count_rows(path):
+    """Number of rows of the dataset that ``path`` (any shard, or a list of data files) belongs to."""
+    recover(path)
+    return sum(_shard_count(p) for p in fmt.dataset_paths(path))

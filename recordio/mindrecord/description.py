@@ -1,0 +1,73 @@
+"""``describe(path)``: what a dataset is, and ``count_where``: rows by indexed values — both from
+headers and indexes only (no data page is read)."""
+
+import os
+
+from recordio.mindrecord import format as fmt
+from recordio.mindrecord import index
+
+__all__ = ["count_where", "describe"]
+
+
+def _shard_facts(path):
+    fh = fmt.FileHeader.read(path)
+    header, size, pages = fh.header, fh.file_size, fh.pages
+    st = os.stat(path)
+    db = index.db_path(path)
+    facts = {"file": path, "rows": fh.rows,
+             "pages": len(pages), "blob_pages": sum(p.kind == fmt.BLOB for p in pages),
+             "raw_pages": sum(p.kind == fmt.RAW for p in pages), "apparent_bytes": size,
+             "allocated_bytes": st.st_blocks * 512, "index_file": os.path.exists(db), "checksums": False}
+    if facts["index_file"]:
+        conn = index.connect_ro(db)
+        try:
+            facts["checksums"] = index.read_checksums(conn, db) is not None
+            facts["writer"] = index.read_meta(conn, db).get("writer", "MindSpore or unknown")
+        finally:
+            conn.close()
+    return header, facts
+
+
+def describe(path):
+    """A dict describing the dataset ``path`` (any shard, or a list of data files)."""
+    shards = [_shard_facts(p) for p in fmt.dataset_paths(path)]
+    header = shards[0][0]
+    schema = header["schema"][0]
+    return {
+        "version": header["version"], "header_size": header["header_size"], "page_size": header["page_size"],
+        "desc": schema.get("desc", ""), "schema": schema["schema"], "blob_fields": schema.get("blob_fields"),
+        "index_fields": [f["index_field"] for f in header["index_fields"] or []],
+        "compression_size": header.get("compression_size", 0),
+        "rows": sum(f["rows"] for _, f in shards), "shards": [f for _, f in shards],
+    }
+
+_PARSE = {"int32": int, "int64": int, "float32": float, "float64": float, "string": str}
+
+
+def count_where(path, conditions):
+    """Rows whose indexed fields equal the given values; ``conditions`` = [(field, text), ...].
+
+    Values are parsed with the field's type. This reads only the ``.db`` files; note that
+    the ``.db`` of a MindSpore-written dataset holds strings cut at their first NUL.
+    """
+    info = describe(path)
+    clauses, params = [], []
+    for field, text in conditions:
+        if field not in info["index_fields"]:
+            raise ValueError(f"{field!r} is not an indexed field (indexed: {', '.join(info['index_fields'])})")
+        kind = info["schema"][field]["type"]
+        try:
+            params.append(_PARSE[kind](text))
+        except ValueError:
+            raise ValueError(f"--where {field}={text!r}: expected a {kind} value") from None
+        clauses.append(f"{index.column_name(field)} = ?")
+    total = 0
+    for shard in info["shards"]:
+        db = index.db_path(shard["file"])
+        conn = index.connect_ro(db)
+        try:
+            total += conn.execute(f"SELECT COUNT(*) FROM INDEXES WHERE {' AND '.join(clauses)}",
+                                  params).fetchone()[0]
+        finally:
+            conn.close()
+    return total

@@ -1,0 +1,206 @@
+"""Opening a dataset's files: headers, siblings, ``.db`` checks and row locations.
+
+:func:`open_shards` turns a path (any shard) or an explicit list of data files into
+:class:`Shard` records that hold, per row, the absolute byte ranges of its raw record
+and blob (entry prefixes excluded). Locations come from the ``.db`` (as MindSpore
+reads them) or, with ``use_index=False``, from walking the header's page table.
+Everything is checked against the header and the file size, so a damaged file gives
+a :class:`FormatError` naming it, never a crash or wrong data.
+"""
+
+import os
+import struct
+
+import numpy as np
+
+from recordio.mindrecord import format as fmt
+from recordio.mindrecord import index
+from recordio.errors import FormatError, IndexFileError
+from recordio.mindrecord.format import BLOB, RAW
+from recordio.mindrecord.schema import Schema
+
+__all__ = ["Shard", "open_shards"]
+
+_U64LE = struct.Struct("<Q")
+_COMPARED = ("header_size", "page_size", "version", "index_fields")
+
+
+class Shard:
+    """One data file of a dataset and where its rows are."""
+
+    __slots__ = ("path", "header", "header_bytes", "size", "pages", "count", "raw", "blob", "checksums",
+                 "db_meta")
+
+    def __init__(self, file_header):
+        fh = file_header
+        self.path, self.header, self.header_bytes, self.size = fh.path, fh.header, fh.raw, fh.file_size
+        self.pages = fh.pages
+        self.count = fh.rows
+        self.raw = self.blob = None            # (n, 2) int64 arrays of absolute [start, end)
+        self.checksums = None
+        self.db_meta = {}
+
+    def page_of(self, offset):
+        """The page id holding absolute ``offset``."""
+        return (offset - self.header["header_size"]) // self.header["page_size"]
+
+
+def open_shards(files, use_index=True):
+    """Open a dataset: ``files`` is one data file (siblings found from its header) or a list."""
+    if isinstance(files, (str, os.PathLike)):
+        paths = fmt.dataset_paths(files)
+    else:
+        paths = [os.fspath(f) for f in files]
+        if not paths:
+            raise ValueError("the list of MindRecord files is empty")
+        if len(paths) > fmt.MAX_READ_FILES:
+            raise ValueError(f"{len(paths)} files exceed the limit of {fmt.MAX_READ_FILES} per dataset")
+    shards = [Shard(fmt.FileHeader.read(p)) for p in paths]
+    schema = _check_same_metadata(shards)
+    for shard in shards:
+        _check_pages(shard)
+        if use_index:
+            _locate_from_index(shard)
+        else:
+            _locate_from_pages(shard)
+        _check_locations(shard)
+    return shards, schema
+
+
+def _metadata(header):
+    schema = header["schema"][0]
+    return tuple(header[k] for k in _COMPARED) + (schema.get("schema"), schema.get("blob_fields"))
+
+
+def _check_same_metadata(shards):
+    first = shards[0]
+    for shard in shards[1:]:
+        if _metadata(shard.header) != _metadata(first.header):
+            raise FormatError(f"{shard.path}: its schema, sizes, version or index fields differ from those "
+                              f"of {first.path}; all files of a dataset must come from one writer")
+    try:
+        schema = Schema(first.header["schema"][0]["schema"], first.header["version"])
+    except ValueError as exc:
+        raise FormatError(f"{first.path}: invalid schema in header: {exc}") from None
+    if list(first.header["schema"][0].get("blob_fields") or []) != schema.blob_fields:
+        raise FormatError(f"{first.path}: header blob_fields {first.header['schema'][0].get('blob_fields')} "
+                          f"do not match the schema (expected {schema.blob_fields})")
+    return schema
+
+
+def _check_pages(shard):
+    for i, page in enumerate(shard.pages):
+        if page.page_id != i:
+            raise FormatError(f"{shard.path}: page {i} has page_id {page.page_id}")
+        if not 0 <= page.size <= shard.header["page_size"] or page.start_row > page.end_row:
+            raise FormatError(f"{shard.path}: page {i} has an impossible size or row range")
+    blob_ids = [p.type_id for p in shard.pages if p.kind == BLOB]
+    if len(set(blob_ids)) != len(blob_ids):
+        raise FormatError(f"{shard.path}: two BLOB pages share a row-group id")
+
+
+def _blob_page_by_group(shard):
+    return {p.type_id: p for p in shard.pages if p.kind == BLOB}
+
+
+def _locate_from_index(shard):
+    db = index.db_path(shard.path)
+    conn = index.connect_ro(db)
+    try:
+        name = index.read_shard_name(conn, db)
+        real = os.path.basename(os.path.realpath(shard.path))
+        if name != real:
+            raise IndexFileError(f"{db}: index belongs to data file {name!r}, not {real!r} "
+                                 f"(files must not be renamed)")
+        table = index.read_locations(conn, db)
+        shard.checksums = index.read_checksums(conn, db)
+        shard.db_meta = index.read_meta(conn, db)
+    finally:
+        conn.close()
+    if len(table) != shard.count:
+        raise IndexFileError(f"{db}: index lists {len(table)} rows but the data file's header has "
+                             f"{shard.count}")
+    _set_locations(shard, table)
+
+
+def _set_locations(shard, table):
+    """``table`` rows: (group, blob_start, blob_end, raw_page, raw_start, raw_end) in-page offsets."""
+    hs, ps = shard.header["header_size"], shard.header["page_size"]
+    by_group = _blob_page_by_group(shard)
+    n = len(table)
+    try:
+        blob_page = np.array([by_group[g].page_id for g in table[:, 0].tolist()], dtype=np.int64)
+    except KeyError as exc:
+        raise FormatError(f"{shard.path}: a row refers to row group {exc.args[0]}, which has no BLOB page") from None
+    blob_base = hs + blob_page * ps + fmt.ENTRY_PREFIX
+    raw_base = hs + table[:, 3] * ps + fmt.ENTRY_PREFIX
+    shard.blob = np.stack([blob_base + table[:, 1], blob_base - fmt.ENTRY_PREFIX + table[:, 2]], axis=1)
+    shard.raw = np.stack([raw_base + table[:, 4], raw_base - fmt.ENTRY_PREFIX + table[:, 5]], axis=1)
+    shard.raw = shard.raw.reshape(n, 2)
+    shard.blob = shard.blob.reshape(n, 2)
+
+
+def _read_page(fd, shard, page):
+    data = os.pread(fd, page.size, fmt.page_offset(shard.header["header_size"], shard.header["page_size"],
+                                                    page.page_id))
+    if len(data) != page.size:
+        raise FormatError(f"{shard.path}: page {page.page_id} is cut off: {len(data)} of {page.size} bytes")
+    return data
+
+
+def _entry_ends(data, start, count, where):
+    """Offsets (start, end) of ``count`` consecutive entries from ``start`` in page bytes."""
+    out, pos = [], start
+    for _ in range(count):
+        if pos + fmt.ENTRY_PREFIX > len(data):
+            raise FormatError(f"{where}: entry at offset {pos} runs past the page's used bytes")
+        n = _U64LE.unpack_from(data, pos)[0]
+        out.append((pos, pos + fmt.ENTRY_PREFIX + n))
+        pos += fmt.ENTRY_PREFIX + n
+    return out
+
+
+def _locate_from_pages(shard):
+    """Locations by walking the page table (FORMAT.md §4.3), without the ``.db``."""
+    by_group = _blob_page_by_group(shard)
+    rows = {}
+    fd = os.open(shard.path, os.O_RDONLY)
+    try:
+        for raw in (p for p in shard.pages if p.kind == RAW):
+            raw_data = _read_page(fd, shard, raw)
+            for group, offset in raw.groups:
+                bp = by_group.get(group)
+                if bp is None:
+                    raise FormatError(f"{shard.path}: RAW page {raw.page_id} refers to row group {group}, "
+                                      f"which has no BLOB page")
+                n = bp.end_row - bp.start_row
+                where = f"{shard.path}: page {raw.page_id}"
+                raws = _entry_ends(raw_data, offset, n, where)
+                blobs = _entry_ends(_read_page(fd, shard, bp), 0, n, f"{shard.path}: page {bp.page_id}")
+                for k in range(n):
+                    rows[bp.start_row + k] = (group, *blobs[k], raw.page_id, *raws[k])
+    finally:
+        os.close(fd)
+    if sorted(rows) != list(range(shard.count)):
+        raise FormatError(f"{shard.path}: the page table does not reach every row 0..{shard.count - 1}")
+    _set_locations(shard, np.array([rows[i] for i in range(shard.count)], dtype=np.int64).reshape(-1, 6))
+
+
+def _check_locations(shard):
+    hs, ps = shard.header["header_size"], shard.header["page_size"]
+    sizes = np.array([p.size for p in shard.pages] or [0], dtype=np.int64)
+    kinds = np.array([p.kind == RAW for p in shard.pages] or [False])
+    for name, ranges, want_raw in (("raw record", shard.raw, True), ("blob", shard.blob, False)):
+        if not len(ranges):
+            continue
+        page = (ranges[:, 0] - fmt.ENTRY_PREFIX - hs) // ps
+        inside = (page >= 0) & (page < len(shard.pages))
+        safe_page = np.where(inside, page, 0)
+        page_end = hs + safe_page * ps + sizes[safe_page]
+        ok = inside & (kinds[safe_page] == want_raw) & (ranges[:, 0] <= ranges[:, 1]) & \
+            (ranges[:, 1] <= page_end) & (ranges[:, 1] <= shard.size)
+        if not ok.all():
+            row = int(np.argmin(ok))
+            raise FormatError(f"{shard.path}: row {row}: its {name} at bytes {ranges[row].tolist()} lies "
+                              f"outside its page's used bytes or the file (size {shard.size}); "
+                              f"the file is truncated or its index is foreign")

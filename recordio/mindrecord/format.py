@@ -1,0 +1,271 @@
+"""The MindRecord file layout: header, pages, entries, file names. No I/O.
+
+::
+
+    offset 0          8                8+L                     HS          HS+PS       HS+2PS
+           +----------+----------------+-----------------------+-----------+-----------+--
+           | L: u64LE | header JSON(L) | (never written: zeros)| page 0    | page 1    | ...
+           +----------+----------------+-----------------------+-----------+-----------+--
+
+A page holds entries ``[u64 LE n][n bytes]``; only its first ``page_size`` bytes
+(from the page object in the header) are meaningful. BLOB pages hold one row
+group's blobs; RAW pages hold the msgpack records of one or more row groups.
+See ``docs/FORMAT.md`` for the prose version; this module is the only place
+that computes an offset.
+"""
+
+import dataclasses
+import functools
+import json
+import os
+import struct
+
+from recordio.errors import FormatError, MissingFileError
+
+__all__ = [
+    "DEFAULT_HEADER_SIZE", "DEFAULT_PAGE_SIZE", "ENTRY_PREFIX", "HEADER_PREFIX", "Page",
+    "check_header_size", "check_page_size", "decode_header", "encode_header", "entry_prefix",
+    "page_offset", "shard_file_names",
+]
+
+VERSION = "3.0"
+SUPPORTED_VERSIONS = ("2.0", "3.0")
+DEFAULT_HEADER_SIZE = 1 << 24
+DEFAULT_PAGE_SIZE = 1 << 25
+HEADER_SIZE_RANGE = (1 << 14, 1 << 27)
+PAGE_SIZE_RANGE = (1 << 15, 1 << 28)
+MAX_HEADER_LENGTH = 1 << 27          # readers refuse a header length field above 128 MiB
+MAX_SHARDS = 1000
+MAX_READ_FILES = 4096
+HEADER_PREFIX = 8                    # the u64 LE header length
+ENTRY_PREFIX = 8                     # the u64 LE length in front of every page entry
+ENCRYPT_TAIL = b"ENCRYPT"            # MindSpore treats a file ending in this as encrypted
+BLOB, RAW = "BLOB_DATA", "RAW_DATA"
+_U64LE = struct.Struct("<Q")
+_REQUIRED_KEYS = ("header_size", "index_fields", "page", "page_size", "schema", "shard_addresses",
+                  "statistics", "version")
+_BAD_NAME_CHARS = set('\\/:*?"<>|`&;\'')
+
+
+def _dump(value):
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+# --- sizes and names ----------------------------------------------------------------------------
+
+def _check_size(kind, value, bounds):
+    low, high = bounds
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{kind} must be an int, got {type(value).__name__}")
+    if not low <= value <= high:
+        raise ValueError(f"{kind}: {value} should be in range [{low} bytes, {high} bytes]")
+    if value % 4:
+        raise ValueError(f"{kind}: {value} should be divided by four")
+    return value
+
+
+def check_header_size(value):
+    return _check_size("header size", value, HEADER_SIZE_RANGE)
+
+
+def check_page_size(value):
+    return _check_size("page size", value, PAGE_SIZE_RANGE)
+
+
+def shard_file_names(file_name, shard_num):
+    """MindSpore's shard names: ``x`` for one shard, ``x0..x3`` or ``x00..x10`` for several."""
+    if isinstance(shard_num, bool) or not isinstance(shard_num, int) or not 1 <= shard_num <= MAX_SHARDS:
+        raise ValueError(f"shard_num must be an int between 1 and {MAX_SHARDS}, got {shard_num!r}")
+    base = os.path.basename(file_name)
+    if not base or _BAD_NAME_CHARS & set(base) or base != base.strip(" "):
+        raise ValueError(f"file name {base!r} must not be empty, contain any of "
+                         f"\\/:*?\"<>|`&;' or start or end with a space")
+    if shard_num == 1:
+        return [file_name]
+    width = len(str(shard_num - 1))
+    return [file_name + str(i).rjust(width, "0") for i in range(shard_num)]
+
+
+# --- offsets -----------------------------------------------------------------------------------
+
+def page_offset(header_size, page_size, page_id):
+    """Absolute file offset of page ``page_id``."""
+    return header_size + page_id * page_size
+
+
+def entry_prefix(length):
+    """The 8-byte little-endian length prefix of a page entry."""
+    return _U64LE.pack(length)
+
+
+# --- pages -------------------------------------------------------------------------------------
+
+class Page:
+    """One page object of a header's ``page`` list (``size`` is the number of used bytes)."""
+
+    __slots__ = ("page_id", "kind", "type_id", "shard_id", "start_row", "end_row", "size", "groups")
+
+    def __init__(self, page_id, kind, type_id, shard_id, start_row=0, end_row=0, size=0, groups=None):
+        self.page_id, self.kind, self.type_id, self.shard_id = page_id, kind, type_id, shard_id
+        self.start_row, self.end_row, self.size = start_row, end_row, size
+        self.groups = [] if groups is None else groups     # RAW pages: [[row_group_id, offset], ...]
+
+    def to_json(self):
+        groups = [{"id": g, "offset": o} for g, o in self.groups] or [{"id": 0, "offset": 0}]
+        return {"end_row_id": self.end_row, "page_id": self.page_id, "page_size": self.size,
+                "page_type": self.kind, "page_type_id": self.type_id, "row_group_ids": groups,
+                "shard_id": self.shard_id, "start_row_id": self.start_row}
+
+    @classmethod
+    def from_json(cls, obj, where):
+        try:
+            kind = obj["page_type"]
+            if kind not in (BLOB, RAW):
+                raise FormatError(f"{where}: unknown page_type {kind!r}")
+            groups = [[int(g["id"]), int(g["offset"])] for g in obj["row_group_ids"]]
+            if kind == BLOB:
+                groups = []
+            return cls(int(obj["page_id"]), kind, int(obj["page_type_id"]), int(obj["shard_id"]),
+                       int(obj["start_row_id"]), int(obj["end_row_id"]), int(obj["page_size"]), groups)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise FormatError(f"{where}: malformed page object {obj!r}: {exc!r}") from None
+
+
+# --- header ------------------------------------------------------------------------------------
+
+def encode_header(header_size, page_size, index_fields, pages, compression_size, schema, blob_fields,
+                  desc, shard_addresses, shard_id):
+    """The exact header text MindSpore writes (fixed top-level order, nested values sorted)."""
+    index = [{"index_field": f, "schema_id": 0} for f in index_fields] or None
+    page = [p.to_json() for p in pages] or None
+    schema_obj = [{"blob_fields": list(blob_fields), "desc": desc, "schema": schema}]
+    text = (f'{{"header_size":{header_size},"index_fields":{_dump(index)},"page":{_dump(page)},'
+            f'"page_size":{page_size},"compression_size":{compression_size},"schema":{_dump(schema_obj)},'
+            f'"shard_addresses":{_dump(shard_addresses)},"shard_id":{shard_id},"statistics":null,'
+            f'"version":"{VERSION}"}}').encode("utf-8")
+    if HEADER_PREFIX + len(text) > header_size:
+        raise ValueError(f"shard header is too big: {HEADER_PREFIX + len(text)} bytes do not fit in "
+                         f"header_size {header_size}; raise it with set_header_size()")
+    return _U64LE.pack(len(text)) + text
+
+
+def header_length(prefix, path, file_size):
+    """The header length from the first 8 bytes, checked against the file size."""
+    if file_size < HEADER_PREFIX:
+        raise FormatError(f"{path}: file of {file_size} bytes is smaller than the 8-byte minimum "
+                          f"of a MindRecord file")
+    length = _U64LE.unpack(prefix[:HEADER_PREFIX])[0]
+    if length > MAX_HEADER_LENGTH:
+        raise FormatError(f"{path}: header length field {length} exceeds the 128 MiB limit")
+    if HEADER_PREFIX + length > file_size:
+        raise FormatError(f"{path}: header of {length} bytes is cut off (file has {file_size} bytes)")
+    return length
+
+
+def decode_header(text, path):
+    """Parse and validate header JSON bytes; returns the dict with ``page`` as :class:`Page` objects."""
+    try:
+        header = json.loads(bytes(text).rstrip(b"\x00").decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise FormatError(f"{path}: header is not valid JSON: {exc}") from None
+    if not isinstance(header, dict):
+        raise FormatError(f"{path}: header JSON is a {type(header).__name__}, expected an object")
+    missing = [k for k in _REQUIRED_KEYS if k not in header]
+    if missing:
+        raise FormatError(f"{path}: header lacks required key(s) {', '.join(missing)}")
+    version = header["version"]
+    if version not in SUPPORTED_VERSIONS:
+        raise FormatError(f"{path}: format version {version!r} is not supported "
+                          f"(expected one of {', '.join(SUPPORTED_VERSIONS)})")
+    _check_header_types(header, path)
+    header["page"] = [Page.from_json(p, f"{path}: page {i}") for i, p in enumerate(header["page"] or [])]
+    return header
+
+
+def _check_header_types(header, path):
+    for key in ("header_size", "page_size"):
+        value = header[key]
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise FormatError(f"{path}: header {key} must be a positive int, found {value!r}")
+    if header["header_size"] < HEADER_PREFIX:
+        raise FormatError(f"{path}: header_size {header['header_size']} is smaller than 8")
+    schema = header["schema"]
+    if (not isinstance(schema, list) or len(schema) != 1 or not isinstance(schema[0], dict)
+            or not isinstance(schema[0].get("schema"), dict)):
+        raise FormatError(f"{path}: header schema must be a list of one object with a 'schema' map")
+    addresses = header["shard_addresses"]
+    if not isinstance(addresses, list) or not addresses or not all(isinstance(a, str) for a in addresses):
+        raise FormatError(f"{path}: header shard_addresses must be a non-empty list of file names")
+    for name in addresses:
+        check_file_name(name, f"{path}: header shard_addresses")
+    if len(addresses) > MAX_READ_FILES:
+        raise FormatError(f"{path}: {len(addresses)} shards exceed the limit of {MAX_READ_FILES}")
+    if header["index_fields"] is not None and not isinstance(header["index_fields"], list):
+        raise FormatError(f"{path}: header index_fields must be a list or null")
+    if header["page"] is not None and not isinstance(header["page"], list):
+        raise FormatError(f"{path}: header page must be a list or null")
+
+
+def check_file_name(name, where):
+    """``name`` if it is a plain file name (what ``shard_addresses`` and ``SHARD_NAME`` hold): no
+    separator, not ``.``/``..``, not absolute, no NUL; else :class:`FormatError` naming ``where``."""
+    if (not isinstance(name, str) or not name or name in (".", "..") or "\x00" in name
+            or "/" in name or os.sep in name or (os.altsep and os.altsep in name)):
+        raise FormatError(f"{where}: {name!r} is not a plain file name (a dataset's files sit in one folder)")
+    return name
+
+
+def blob_rows(pages):
+    """Rows of a data file: the rows of its blob pages (every row has one blob entry)."""
+    return sum(p.end_row - p.start_row for p in pages if p.kind == BLOB)
+
+
+@dataclasses.dataclass(frozen=True)
+class FileHeader:
+    """One data file's header, read once, with the facts derived from it.
+
+    ``header`` is the decoded dict (``page`` as :class:`Page` objects), ``raw`` the stored bytes
+    (length prefix and JSON), ``file_size`` the file's size when it was read.
+    """
+
+    path: str
+    header: dict
+    raw: bytes
+    file_size: int
+
+    @classmethod
+    def read(cls, path):
+        path = os.fspath(path)
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            raise MissingFileError(f"{path}: MindRecord file does not exist") from None
+        try:
+            size = os.fstat(fd).st_size
+            prefix = os.pread(fd, HEADER_PREFIX, 0)
+            text = os.pread(fd, header_length(prefix, path, size), HEADER_PREFIX)
+        finally:
+            os.close(fd)
+        return cls(path, decode_header(text, path), prefix + text, size)
+
+    @property
+    def pages(self):
+        return self.header["page"]
+
+    @functools.cached_property
+    def rows(self):
+        return blob_rows(self.pages)
+
+    @functools.cached_property
+    def siblings(self):
+        """Paths of every data file of the dataset, shard 0 first, beside this file."""
+        base = os.path.dirname(os.path.realpath(self.path))
+        return [os.path.join(base, name) for name in self.header["shard_addresses"]]
+
+
+def dataset_paths(path):
+    """The data files of the dataset ``path`` names: any shard (its siblings from its header) or a
+    list of data files (exactly those)."""
+    if isinstance(path, (str, os.PathLike)):
+        return FileHeader.read(path).siblings
+    return [os.fspath(p) for p in path]

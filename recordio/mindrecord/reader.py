@@ -1,0 +1,292 @@
+"""FileReader: a MindRecord dataset as a Python sequence of row dicts.
+
+Two kinds of position: a **row** is the global position in the dataset (shards in
+``shard_addresses`` or list order, then each shard's ``ROW_ID``); a **local row** is
+the position inside one shard file. ``reader[i]`` takes rows; the ``.db`` speaks
+local rows.
+
+Rows are dicts: numpy scalars of the schema dtype, arrays reshaped to the schema
+shape, ``str`` and ``bytes`` (SPEC §2). Data files are memory-mapped; at most
+:data:`MAX_OPEN_FILES` maps are open at once, so datasets with many shards do not
+exhaust file descriptors. A reader can be pickled and used after ``fork`` or under
+``spawn``: maps are reopened in the new process.
+"""
+
+import bisect
+import collections
+import functools
+import mmap
+import os
+
+import msgpack
+import numpy as np
+
+from recordio.mindrecord.checksums import HEADER_SLOT, digest_bytes, slot_range
+from recordio.mindrecord.codec import unpack_raw
+from recordio.errors import ChecksumError, FormatError
+from recordio.mindrecord.recovery import recover
+from recordio.mindrecord.fileset import open_shards
+
+__all__ = ["FileReader"]
+
+MAX_OPEN_FILES = 64
+_CHUNK = 4096
+_unpackb = functools.partial(msgpack.unpackb, raw=False, strict_map_key=False)
+
+
+class _Where:
+    """``"<file>: row <n>"``, formatted only when an error message needs it."""
+
+    __slots__ = ("path", "row")
+
+    def __init__(self, path, row):
+        self.path, self.row = path, row
+
+    def __str__(self):
+        return f"{self.path}: row {self.row}"
+
+
+class SchemaView(dict):
+    """The schema as a dict (``reader.schema``) that can also be called (MindSpore's ``schema()``)."""
+
+    def __call__(self):
+        return dict(self)
+
+
+class FileReader:
+    """Read a MindRecord dataset (MindSpore's ``FileReader``, plus the sequence protocol).
+
+    Args:
+        file_name: any data file of the dataset (its siblings are found from its header),
+            or a list of data files (read exactly those, in that order).
+        num_consumer: accepted for MindSpore compatibility; reading needs no threads.
+        columns: field names to return, in this order (default: all; raw fields first, then
+            blob fields).
+        verify: check each page's checksum the first time a row from it is read.
+        use_index: locate rows through the ``.db`` (as MindSpore does); ``False`` walks the
+            header's page table instead, for datasets whose ``.db`` files are lost.
+    """
+
+    def __init__(self, file_name, num_consumer=4, columns=None, operator=None, *, verify=False,
+                 use_index=True):
+        recover(file_name)
+        shards, schema = open_shards(file_name, use_index)
+        if columns is not None:
+            if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
+                raise TypeError(f"columns must be a list of field names, got {columns!r}")
+            unknown = [c for c in columns if c not in schema.fields]
+            if unknown:
+                raise ValueError(f"columns {unknown} are not in the schema ({', '.join(schema.fields)})")
+        self._shards = shards
+        self._schema = schema
+        self._columns = None if columns is None else list(columns)
+        self._verify = verify
+        self._starts = np.cumsum([0] + [s.count for s in shards]).tolist()
+        self._decode, self._need_raw, self._need_blob = schema.decoder(self._columns)
+        self._maps = collections.OrderedDict()
+        self._all_locs = np.concatenate([np.concatenate([s.raw, s.blob], axis=1) for s in shards]
+                                        ).astype(np.int64).reshape(-1, 4)
+        self._locs = np.split(self._all_locs, np.cumsum([s.count for s in shards])[:-1])
+        self._starts_np = np.asarray(self._starts, dtype=np.int64)
+        self._verified = [set() for _ in shards]
+        if verify:
+            _require_checksums(shards)
+
+    # --- facts ----------------------------------------------------------------------------------
+
+    @property
+    def schema(self):
+        """``{field: {"type": ..., ["shape": [...]]}}``; also callable, as in MindSpore."""
+        return SchemaView(self._schema.to_json())
+
+    @property
+    def files(self):
+        """Paths of the data files, in dataset order."""
+        return [s.path for s in self._shards]
+
+    @property
+    def file_row_counts(self):
+        """Rows in each data file, in dataset order."""
+        return [s.count for s in self._shards]
+
+    @property
+    def index_fields(self):
+        """Names of the fields indexed in the ``.db`` files."""
+        return [f["index_field"] for f in self._shards[0].header["index_fields"] or []]
+
+    @property
+    def header(self):
+        """The first file's header (dict; ``page`` holds that file's pages)."""
+        return self._shards[0].header
+
+    def len(self):
+        """Number of rows (MindSpore's method name)."""
+        return len(self)
+
+    def __len__(self):
+        return self._starts[-1]
+
+    # --- rows -----------------------------------------------------------------------------------
+
+    def __getitem__(self, item):
+        if type(item) is not int:
+            if isinstance(item, slice):
+                return self.__getitems__(range(*item.indices(len(self))))
+            if isinstance(item, (bool, np.bool_)) or not isinstance(item, (int, np.integer)):
+                raise TypeError(f"rows are indexed by int or slice, not {type(item).__name__}")
+        i = int(item)
+        n = self._starts[-1]
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(f"row {item} is out of range for a dataset of {n} rows")
+        k = bisect.bisect_right(self._starts, i) - 1 if len(self._shards) > 1 else 0
+        return self._read_at(k, i - self._starts[k], *self._all_locs[i].tolist())
+
+    def __getitems__(self, indices):
+        """Rows at ``indices`` (the batched fetch protocol of ``torch.utils.data``), located in bulk."""
+        idx = np.asarray(indices, dtype=np.int64).reshape(-1)
+        n = len(self)
+        idx = np.where(idx < 0, idx + n, idx)
+        if idx.size and (idx.min() < 0 or idx.max() >= n):
+            bad = next(i for i in indices if not -n <= int(i) < n)
+            raise IndexError(f"row {bad} is out of range for a dataset of {n} rows")
+        shard = np.searchsorted(self._starts_np, idx, side="right") - 1
+        local = idx - self._starts_np[shard]
+        rows = []
+        locs = self._all_locs[idx].tolist()
+        for k, lo, loc in zip(shard.tolist(), local.tolist(), locs):
+            rows.append(self._read_at(k, lo, *loc))
+        return rows
+
+    def __iter__(self):
+        for k, shard in enumerate(self._shards):
+            locs = self._locs[k]
+            for first in range(0, shard.count, _CHUNK):
+                for local, (rs, re_, bs, be) in enumerate(locs[first:first + _CHUNK].tolist(), first):
+                    yield self._read_at(k, local, rs, re_, bs, be)
+
+    def get_next(self):
+        """Yield every row in order (MindSpore's generator method)."""
+        yield from self
+
+    def _read_at(self, k, local, rs, re_, bs, be):
+        """Row ``local`` of shard ``k`` from its raw range [rs, re_) and blob range [bs, be)."""
+        mm = self._maps.get(k) or self._map(k)
+        if self._verify:
+            self._check_row(k, rs, bs)
+        record = blob = None
+        if self._need_raw:
+            try:
+                record = _unpackb(mm[rs:re_])
+            except Exception as exc:       # msgpack raises several unrelated types on bad input
+                raise FormatError(f"{self._shards[k].path}: row {local}: corrupt raw record (msgpack): "
+                                  f"{exc}") from None
+        if self._need_blob:
+            blob = mm[bs:be]
+        return self._decode(record, blob, _Where(self._shards[k].path, local))
+
+    def _check_row(self, k, rs, bs):
+        shard = self._shards[k]
+        self._check_page(k, HEADER_SLOT)
+        if self._need_raw:
+            self._check_page(k, shard.page_of(rs))
+        if self._need_blob:
+            self._check_page(k, shard.page_of(bs))
+
+    def index_column(self, field):
+        """Values of an indexed scalar field for every row, in row order, as a numpy array.
+
+        The values are always those of the data files: the raw records are decoded (blob
+        pages are never read). MindSpore's ``.db`` cuts strings at NUL and a ``.db`` may
+        have been copied from another dataset, so it is not trusted for values.
+        """
+        if field not in self._schema.fields or self._schema.fields[field].is_blob:
+            raise ValueError(f"{field!r} is not a scalar field of this dataset")
+        decode, _, _ = self._schema.decoder([field])
+        values = []
+        for k, shard in enumerate(self._shards):
+            mm = self._map(k)
+            for local in range(shard.count):
+                start, end = shard.raw[local]
+                values.append(decode(unpack_raw(mm[start:end]), None, f"{shard.path}: row {local}")[field])
+        dtype = self._schema.fields[field].dtype or object
+        return np.array(values, dtype=dtype)
+
+    # --- files ----------------------------------------------------------------------------------
+
+    def _map(self, k):
+        mm = self._maps.get(k)
+        if mm is not None:
+            self._maps.move_to_end(k)
+            return mm
+        shard = self._shards[k]
+        with open(shard.path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size < shard.size:
+                raise FormatError(f"{shard.path}: file shrank from {shard.size} to {size} bytes while open")
+            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        self._maps[k] = mm
+        if len(self._maps) > MAX_OPEN_FILES:
+            self._maps.popitem(last=False)[1].close()
+        return mm
+
+    def _check_page(self, k, slot):
+        """Check a page slot (or the header region, slot -1) against its checksum, once."""
+        if slot in self._verified[k]:
+            return
+        shard = self._shards[k]
+        _, nbytes, row_start, row_end, digest = shard.checksums[slot]
+        start, end = slot_range(shard.header["header_size"], shard.header["page_size"], slot, shard.size)
+        if start + nbytes > end or _digest_view(self._map(k), start, start + nbytes) != digest:
+            what = "header" if slot == HEADER_SLOT else f"page {slot}"
+            raise ChecksumError(f"{shard.path}: {what} (rows {row_start}..{row_end - 1}) does not match its "
+                                f"checksum: the file is corrupt")
+        self._verified[k].add(slot)
+
+    def close(self):
+        """Release the memory maps (the reader reopens them if used again)."""
+        while self._maps:
+            self._maps.popitem()[1].close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _order_columns(self, columns):
+        """Return the same fields with their keys in ``columns`` order (MindDataset's sorted order)."""
+        if sorted(columns) != sorted(self._columns or self._schema.fields):
+            raise ValueError(f"_order_columns: {columns} are not the selected fields")
+        self._columns = list(columns)
+        self._decode, _, _ = self._schema.decoder(self._columns)
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["_maps"] = collections.OrderedDict()
+        state["_decode"] = None
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._decode, _, _ = self._schema.decoder(self._columns)
+
+    def __repr__(self):
+        return f"FileReader({self._shards[0].path!r}, files={len(self._shards)}, rows={len(self)})"
+
+
+def _digest_view(mm, start, end):
+    """Digest of ``mm[start:end]`` without copying it out of the map."""
+    with memoryview(mm) as view:
+        return digest_bytes(view[start:end])
+
+
+def _require_checksums(shards):
+    for shard in shards:
+        if shard.checksums is None:
+            raise ChecksumError(f"{shard.path}.db has no checksums (the file was not written by recordio); "
+                                f"add them with `recordio verify --add-checksums`")
+        missing = [p for p in [HEADER_SLOT] + [p.page_id for p in shard.pages] if p not in shard.checksums]
+        if missing:
+            raise ChecksumError(f"{shard.path}.db has no checksum for page(s) {missing}")

@@ -1,0 +1,123 @@
+"""The files of a dataset being written: staged data files, headers, ``.db`` files, checksums.
+
+Files are created with mode ``0o666`` minus the process umask (usually ``0644``), not
+MindSpore's forced ``0600``: datasets are commonly shared between users and jobs.
+"""
+
+import os
+import resource
+import warnings
+
+import xxhash
+
+from recordio import __version__
+from recordio.mindrecord import format as fmt
+from recordio.mindrecord import index
+from recordio.mindrecord.checksums import ALGORITHM
+from recordio.mindrecord.checksums import compute as checksums_of
+
+__all__ = ["ShardFiles", "split_counts"]
+
+
+def split_counts(n, shards):
+    """Rows per shard for a call of ``n`` rows: the first ``n % shards`` shards get one more."""
+    q, r = divmod(n, shards)
+    return [q + 1 if i < r else q for i in range(shards)]
+
+
+class ShardFiles:
+    """Staged data files of one writer; ``write`` places page bytes, ``finish`` publishes."""
+
+    def __init__(self, staging, header_size, page_size, checksums=True, fsync=True):
+        self.staging = staging
+        self.checksums, self.fsync = checksums, fsync
+        self.header_size = header_size
+        self.page_size = page_size
+        self._rotation = 0
+        self.fds = []
+        ensure_descriptors(len(staging.targets))
+        try:
+            for path in staging.data_paths():
+                self.fds.append(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666))
+        except BaseException:
+            self.abort()
+            raise
+
+    def next_rotating(self, shards):
+        shard = self._rotation % shards
+        self._rotation += 1
+        return shard
+
+    def write(self, shard, writes):
+        fd = self.fds[shard]
+        for page_id, offset, data in writes:
+            os.pwrite(fd, data, fmt.page_offset(self.header_size, self.page_size, page_id) + offset)
+
+    def finish(self, shards, header, index_values, index_fields, independent=False):
+        """Write headers and ``.db`` files into the staging names, then publish them."""
+        names = [os.path.basename(t) for t in self.staging.targets]
+        for i, (fd, shard) in enumerate(zip(self.fds, shards)):
+            blob = header_bytes(self.header_size, self.page_size, header, shard, names, i, independent)
+            os.pwrite(fd, blob, 0)
+            rows = checksums_of(fd, self.header_size, self.page_size, shard.pages, len(blob),
+                                shard.extents, digests=shard.digests()) if self.checksums else None
+            build_index(self.staging.db_paths()[i], names[i], shard, index_values[i], index_fields, blob, rows)
+        warn_encrypt_tail(self.fds, self.staging.targets)
+        self._close_fds()
+        self.staging.publish(fsync=self.fsync)
+
+    def _close_fds(self):
+        for fd in self.fds:
+            os.close(fd)
+        self.fds = []
+
+    def abort(self):
+        self._close_fds()
+        self.staging.abort()
+
+
+def ensure_descriptors(count):
+    """Raise the soft limit on open files when a writer needs ``count`` of them (up to the hard limit)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    need = count + 64
+    if soft != resource.RLIM_INFINITY and soft < need:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (need if hard == resource.RLIM_INFINITY else min(need, hard), hard))
+
+
+def header_bytes(header_size, page_size, header, shard, names, i, independent=False):
+    """The header of shard ``i`` (``independent``: a one-file dataset, as parallel_writer writes)."""
+    addresses, shard_id = ([names[i]], 0) if independent else (names, i)
+    for page in shard.pages:
+        page.shard_id = shard_id       # MindSpore files pages under this id when it opens one file
+    return fmt.encode_header(header_size, page_size, header["index_fields"], shard.pages,
+                             header["compression_size"], header["schema"], header["blob_fields"],
+                             header["desc"], addresses, shard_id)
+
+
+def build_index(db, name, shard, values, index_fields, header_blob, checksum_rows):
+    """Create the ``.db`` of one shard: INDEXES, SHARD_NAME, checksums and recordio's meta table."""
+    locations = shard.locations()
+    order = locations[:, 0].tolist()
+    columns = [col.tolist() for col in locations.T]
+    zeros = [0] * len(order)
+    for j in range(len(index_fields)):
+        columns += [zeros, [_sql_value(values[r][j]) for r in order]]
+    index.create_index(db, name, index_fields, zip(*columns),
+                       checksums=None if checksum_rows is None else (ALGORITHM, checksum_rows),
+                       meta={"writer": f"recordio {__version__}",
+                             "header_xxh3": xxhash.xxh3_64_hexdigest(header_blob)})
+
+
+def warn_encrypt_tail(fds, targets):
+    for fd, target in zip(fds, targets):
+        size = os.fstat(fd).st_size
+        if size >= len(fmt.ENCRYPT_TAIL) and os.pread(fd, 7, size - 7) == fmt.ENCRYPT_TAIL:
+            warnings.warn(f"{target} ends with the bytes 'ENCRYPT' (the end of its last value): recordio "
+                          f"reads it, but MindSpore will take it for an encrypted file and refuse it",
+                          stacklevel=5)
+
+
+def _sql_value(value):
+    if type(value) is float and value != value:
+        return None
+    return value

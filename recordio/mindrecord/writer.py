@@ -1,0 +1,269 @@
+"""FileWriter: rows -> pages -> shard files + ``.db`` indexes, published atomically at commit.
+
+MindSpore's API and page algorithm, so that the same calls give byte-identical data
+files. Differences (SPEC §4): a bad row raises and its call writes nothing; leftover
+rows of a call go to the first shards; the ``.db`` keeps whole strings and stores NaN
+as NULL; header/page sizes always apply; empty single blobs are stored as given.
+"""
+
+import os
+import warnings
+
+from recordio.mindrecord import format as fmt
+from recordio.mindrecord.commit import CommitOnExit, Staging, clean_stale
+from recordio.errors import DatasetExistsError, SchemaError
+from recordio.mindrecord.pages import ShardPages
+from recordio.mindrecord.recovery import recover
+from recordio.mindrecord.schema import Schema
+from recordio.mindrecord.staging import ShardFiles, split_counts
+
+__all__ = ["FileWriter"]
+
+
+class FileWriter(CommitOnExit):
+    """Write rows into ``shard_num`` MindRecord files (MindSpore's ``FileWriter``).
+
+    ``with FileWriter(...) as w:`` commits on a clean exit and publishes nothing when
+    the block raises. Nothing is visible at the target path before :meth:`commit`.
+
+    Beyond MindSpore's arguments: ``checksums`` (default True) stores a checksum of every
+    page in each ``.db`` (``verify``/``FileReader(verify=True)`` use them; MindSpore ignores
+    them); ``fsync`` (default True) makes commit durable before it returns.
+    """
+
+    def __init__(self, file_name, shard_num=1, overwrite=False, *, checksums=True, fsync=True):
+        if not isinstance(overwrite, bool):
+            raise TypeError(f"overwrite must be a bool, got {type(overwrite).__name__}")
+        names = fmt.shard_file_names(os.fspath(file_name), shard_num)
+        directory = os.path.dirname(os.path.abspath(names[0]))
+        if not os.path.isdir(directory):
+            raise FileNotFoundError(f"directory {directory} of {file_name} does not exist")
+        self._targets = [os.path.abspath(n) for n in names]
+        self._overwrite, self._append = overwrite, False
+        self._options = {"checksums": bool(checksums), "fsync": bool(fsync)}
+        self._check_targets()
+        self._header_size = fmt.DEFAULT_HEADER_SIZE
+        self._page_size = fmt.DEFAULT_PAGE_SIZE
+        self._schema = None
+        self._desc = ""
+        self._index_fields = []
+        self._index_set = False
+        self._files = None          # ShardFiles, created at the first write
+        self._shards = None
+        self._compression_size = 0
+        self._parallel = None
+        self._committed = False
+
+    @classmethod
+    def open_for_append(cls, file_name, *, checksums=True, fsync=True):
+        """A writer that adds rows to the existing dataset of ``file_name`` (any of its shards).
+
+        Schema, index fields and sizes come from the dataset. Until :meth:`commit` the
+        dataset keeps its old content; a crash at any point leaves its old rows readable.
+        """
+        from recordio.mindrecord.append import AppendFiles, load_shards
+
+        shards, schema, states, values = load_shards(os.fspath(file_name))
+        header = shards[0].header
+        writer = cls.__new__(cls)
+        writer._targets = [s.path for s in shards]
+        writer._overwrite, writer._append = False, True
+        writer._options = {"checksums": bool(checksums), "fsync": bool(fsync)}
+        writer._header_size, writer._page_size = header["header_size"], header["page_size"]
+        writer._schema, writer._desc = schema, header["schema"][0].get("desc", "")
+        writer._index_fields = [f["index_field"] for f in header["index_fields"] or []]
+        writer._index_set, writer._parallel, writer._committed = True, False, False
+        writer._compression_size = header.get("compression_size", 0)
+        writer._files = AppendFiles(shards, writer._header_size, writer._page_size, **writer._options)
+        writer._shards, writer._index_values = states, values
+        return writer
+
+    # --- configuration (MindSpore names) ----------------------------------------------------------
+
+    def add_schema(self, content, desc=None):
+        """Set the schema (once); returns the schema id, always 0."""
+        if self._schema is not None:
+            raise SchemaError("the schema is already added; a dataset has exactly one schema")
+        if desc is not None and not isinstance(desc, str):
+            raise TypeError(f"desc must be a str, got {type(desc).__name__}")
+        self._schema = Schema(content)
+        self._desc = desc or ""
+        return 0
+
+    def add_index(self, index_fields):
+        """Select the scalar fields that get ``.db`` columns (default: every scalar field)."""
+        if self._schema is None:
+            raise SchemaError("add_index needs a schema: call add_schema first")
+        if not isinstance(index_fields, list) or not index_fields:
+            raise SchemaError(f"index_fields must be a non-empty list of field names, got {index_fields!r}")
+        self._require_not_started("add_index")
+        for name in index_fields:
+            self._check_index_field(name)
+            self._index_fields.append(name)
+        self._index_set = True
+
+    def _check_index_field(self, name):
+        fields = self._schema.fields
+        if not isinstance(name, str) or name not in fields:
+            raise SchemaError(f"index field {name!r} is not in the schema ({', '.join(fields)})")
+        if fields[name].is_blob:
+            raise SchemaError(f"index field {name!r} is a {fields[name].type} "
+                              f"{'array' if fields[name].shape else 'field'}; only scalar fields can be indexed")
+        if name[0].isdigit():
+            raise SchemaError(f"index field {name!r} starts with a digit; MindSpore cannot query such a "
+                              f".db column, so it cannot be indexed (it is still stored and read)")
+        if name in self._index_fields:
+            raise SchemaError(f"index field {name!r} is added repeatedly")
+        _check_index_columns(self._index_fields + [name])
+
+    def set_header_size(self, header_size):
+        """Bytes reserved for each file's header (16 KiB..128 MiB, multiple of 4; default 16 MiB)."""
+        self._require_not_started("set_header_size")
+        self._header_size = fmt.check_header_size(header_size)
+
+    def set_page_size(self, page_size):
+        """Bytes of each page (32 KiB..256 MiB, multiple of 4; default 32 MiB)."""
+        self._require_not_started("set_page_size")
+        self._page_size = fmt.check_page_size(page_size)
+
+    def _require_not_started(self, what):
+        if self._files is not None:
+            raise RuntimeError(f"{what} must be called before the first write_raw_data")
+
+    def _check_targets(self):
+        if self._overwrite or self._append:
+            return
+        existing = [p for t in self._targets for p in (t, t + ".db") if os.path.lexists(p)]
+        if existing:
+            raise DatasetExistsError(f"{existing[0]} already exists; pass overwrite=True to replace the "
+                                     f"dataset or use FileWriter.open_for_append to add rows")
+
+    # --- writing ----------------------------------------------------------------------------------
+
+    @property
+    def index_fields(self):
+        """Fields that get ``.db`` columns: those given to add_index, else every scalar field."""
+        if self._index_set:
+            return list(self._index_fields)
+        return [f for f in self._schema.raw_fields if not f[0].isdigit()]   # see _check_index_field
+
+    def _start(self):
+        if self._schema is None:
+            raise SchemaError("no schema: call add_schema before write_raw_data or commit")
+        if self._committed:
+            raise RuntimeError("the dataset is committed; use FileWriter.open_for_append to add rows")
+        if self._files is None:
+            _check_index_columns(self.index_fields)
+            self._check_targets()
+            recover(self._targets)
+            clean_stale(os.path.dirname(self._targets[0]))
+            self._files = ShardFiles(Staging(self._targets), self._header_size, self._page_size,
+                                     **self._options)
+            self._shards = [ShardPages(i, self._page_size) for i in range(len(self._targets))]
+            self._index_values = [[] for _ in self._targets]
+
+    def write_raw_data(self, raw_data, parallel_writer=False):
+        """Validate every row of ``raw_data`` (a list of dicts), then write them all.
+
+        A bad row raises :class:`SchemaError` naming the row, field, expected and found;
+        the call then writes nothing and later calls still work.
+        """
+        if not isinstance(parallel_writer, bool):
+            raise TypeError("parallel_writer must be a bool")
+        if not isinstance(raw_data, list):
+            raise SchemaError(f"raw_data must be a list of dicts, got {type(raw_data).__name__}")
+        self._start()
+        if self._parallel is None:
+            self._parallel = parallel_writer
+        elif self._parallel != parallel_writer:
+            raise RuntimeError("parallel_writer must have the same value in every call")
+        encoded = self._encode(raw_data)
+        if not encoded[0]:
+            return
+        if parallel_writer:
+            self._write_rotating(encoded)
+        else:
+            self._write_split(encoded)
+
+    def _encode(self, raw_data):
+        schema, limit = self._schema, self._page_size - fmt.ENTRY_PREFIX
+        index_pos = [schema.raw_fields.index(f) for f in self.index_fields]
+        raws, blobs, values, saved, extra = [], [], [], 0, set()
+        for i, row in enumerate(raw_data):
+            raw_values, raw, blob, row_saved = schema.encode_row(row, i)
+            if len(blob) > limit or len(raw) > limit:
+                kind, size = ("blob", len(blob)) if len(blob) > limit else ("raw record", len(raw))
+                raise SchemaError(f"row {i}: its {kind} of {size} bytes does not fit in a page of "
+                                  f"{self._page_size} bytes; raise it with set_page_size()")
+            if len(row) != len(schema.fields):     # every schema field is present: more keys are extra
+                extra.update(k for k in row if k not in schema.fields)
+            raws.append(raw)
+            blobs.append(blob)
+            values.append(tuple(raw_values[p] for p in index_pos))
+            saved += row_saved
+        if extra:
+            warnings.warn(f"field(s) {sorted(extra)} are not in the schema and are not stored", stacklevel=3)
+        return raws, blobs, values, saved
+
+    def _write_split(self, encoded):
+        raws, blobs, values, saved = encoded
+        start = 0
+        for shard, count in zip(range(len(self._shards)), split_counts(len(raws), len(self._shards))):
+            if count:
+                self._write_shard(shard, raws[start:start + count], blobs[start:start + count],
+                                  values[start:start + count])
+            start += count
+        self._compression_size += saved
+
+    def _write_rotating(self, encoded):
+        raws, blobs, values, saved = encoded
+        shard = self._files.next_rotating(len(self._shards))
+        self._write_shard(shard, raws, blobs, values)
+        self._compression_size += saved
+
+    def _write_shard(self, shard, raws, blobs, values):
+        writes = self._shards[shard].add(blobs, raws)
+        self._files.write(shard, writes)
+        self._index_values[shard].extend(values)
+
+    # --- commit -----------------------------------------------------------------------------------
+
+    def commit(self):
+        """Write headers and indexes and publish the dataset atomically."""
+        self._start()
+        try:
+            self._check_targets()
+            self._files.finish(self._shards, self._header_fields(), self._index_values,
+                               [(f, self._schema.fields[f].type) for f in self.index_fields],
+                               independent=bool(self._parallel))
+        except BaseException:
+            self._files.abort()
+            raise
+        self._committed = True
+
+    def _header_fields(self):
+        return {"index_fields": self.index_fields, "compression_size": max(0, self._compression_size),
+                "schema": self._schema.to_json(), "blob_fields": self._schema.blob_fields,
+                "desc": self._desc}
+
+    def abort(self):
+        """Drop everything written so far; the target path is left as it was."""
+        if self._files is not None and not self._committed:
+            self._files.abort()
+            self._committed = True
+
+
+    def __del__(self):
+        files = getattr(self, "_files", None)
+        if files is not None and not getattr(self, "_committed", True):
+            files.abort()
+
+
+def _check_index_columns(fields):
+    """SQLite column names ignore case: two index fields may not differ only in case."""
+    seen = {}
+    for name in fields:
+        other = seen.setdefault(name.lower(), name)
+        if other != name:
+            raise SchemaError(f"fields {other!r} and {name!r} differ only in case, so their .db index columns "
+                              f"would clash; index one of them with add_index([...])")

@@ -1,0 +1,182 @@
+"""DataSink: a device-side prefetch queue that keeps the training step fed (MindSpore's data sink).
+
+::
+
+    sink = DataSink(ds, device="cuda", sink_size=1000, prefetch_depth=2, timeout=600.0)
+    for epoch in range(10):
+        for batch in sink:          # one pass = one sink epoch: sink_size batches
+            loss = step(batch["image"], batch["label"])
+    sink.close()
+
+Iterating the sink once is one *sink epoch*: ``sink_size`` batches, continuing
+where the previous sink epoch stopped and running on into the next data epoch as
+MindSpore does (total batches = epochs * sink_size), or one whole data epoch when
+``sink_size=-1``. Batches are dicts of tensors on ``device``, with the pipeline's
+offloaded tail already applied; columns that are not numeric arrays (strings,
+bytes, ragged lists) are passed through unchanged.
+
+Background threads start on the first iteration. ``close()``, leaving a ``with``
+block, or dropping the last reference to the sink stops them (a ``break`` out of
+``for batch in DataSink(ds)`` does all three). See docs/sink.md for the design,
+the status report and how to read it.
+"""
+
+import logging
+import uuid
+import weakref
+
+from recordio.errors import PipelineError, SinkTimeoutError
+from recordio.sink.backends import make_backend
+from recordio.sink.channel import END, Channel, DeviceBatch, Failure, on_device, raise_failure
+from recordio.sink.status import diagnose
+
+__all__ = ["DataSink"]
+
+log = logging.getLogger("recordio.sink.datasink")
+
+HOST_QUEUE_DEPTH = 2   # host batches waiting for the feeder
+
+
+def _check_args(sink_size, prefetch_depth, timeout):
+    if isinstance(sink_size, bool) or not isinstance(sink_size, int) or not (sink_size == -1 or sink_size > 0):
+        raise ValueError(f"DataSink: sink_size must be -1 or an int greater than 0, found {sink_size!r}")
+    if isinstance(prefetch_depth, bool) or not isinstance(prefetch_depth, int) or prefetch_depth < 1:
+        raise ValueError(f"DataSink: prefetch_depth must be an int of at least 1, found {prefetch_depth!r}")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                                or timeout <= 0):
+        raise ValueError(f"DataSink: timeout must be a positive number of seconds or None, found {timeout!r}")
+
+
+class DataSink:
+    """Prefetch a dataset's batches onto ``device`` ahead of the training loop.
+
+    ``dataset``: a pipeline (``MindDataset``/``GeneratorDataset`` after ``map``/``batch``...).
+    ``device``: ``"cuda"``, ``"cuda:N"``, ``"cpu"`` or a ``torch.device`` (or a backend object,
+    see ``recordio.sink.backends``). ``sink_size``: batches per sink epoch, -1 for the whole
+    dataset. ``prefetch_depth``: batches kept ready on the device. ``timeout``: seconds the
+    consumer waits for one batch before :class:`SinkTimeoutError` (None waits forever).
+    ``channel_name``: the name in the status report (a fresh uuid by default).
+    ``static_slots``: hand out batches that live in ``prefetch_depth + 2`` fixed device buffers
+    instead of fresh tensors (for CUDA graphs and a steady memory footprint); such a batch stays
+    valid until the next batch is asked for (``.clone()`` what you keep longer).
+    ``warn_after``: while the consumer waits, log the status report as a warning every
+    ``warn_after`` seconds (None: never).
+    """
+
+    def __init__(self, dataset, device="cuda", sink_size=-1, prefetch_depth=2, timeout=600.0,
+                 channel_name=None, static_slots=False, warn_after=60.0):
+        _check_args(sink_size, prefetch_depth, timeout)
+        if warn_after is not None and (isinstance(warn_after, bool) or not isinstance(warn_after, (int, float))
+                                       or warn_after <= 0):
+            raise ValueError(f"DataSink: warn_after must be a positive number of seconds or None, "
+                             f"found {warn_after!r}")
+        if not isinstance(static_slots, bool):
+            raise ValueError(f"DataSink: static_slots must be True or False, found {static_slots!r}")
+        self._dataset = dataset
+        self._backend = make_backend(device)
+        self.device = self._backend.device
+        self.sink_size = sink_size
+        self.prefetch_depth = prefetch_depth
+        self.timeout = timeout
+        self.static_slots = static_slots
+        self.warn_after = warn_after
+        self.channel_name = channel_name or str(uuid.uuid1())
+        self._channel = None
+        self._finalizer = None
+        self._closed = False
+        self._dataset_size = None
+
+    def _size(self):
+        if self._dataset_size is None:
+            self._dataset_size = self._dataset.get_dataset_size()
+        return self._dataset_size
+
+    def __len__(self):
+        """Batches per sink epoch."""
+        return self.sink_size if self.sink_size > 0 else self._size()
+
+    def __iter__(self):
+        if self._closed:
+            raise PipelineError(f"DataSink {self.channel_name} is closed")
+        return self._sink_epoch(len(self))
+
+    def _sink_epoch(self, steps):
+        if steps == 0:      # an endless stream of empty epochs would never yield: start nothing
+            return
+        channel = self._started()
+        for _ in range(steps):
+            batch = self._next_batch(channel)
+            if batch is None:
+                return
+            yield batch
+
+    def _started(self):
+        if self._channel is None:
+            self._channel = self._new_channel()
+            self._finalizer = weakref.finalize(self, self._channel.close)
+            self._channel.start()
+        return self._channel
+
+    def _new_channel(self):
+        size = self._size()
+        if self.sink_size > 0 and size and size % self.sink_size:
+            log.info("DataSink %s: dataset size %d is not a multiple of sink_size %d; sink epochs will "
+                     "straddle data epochs (pad or drop to align them)", self.channel_name, size, self.sink_size)
+        source = self._dataset._iter_host_batches(num_epochs=None)
+        return Channel(self.channel_name, self._backend, source, source.tail_module(self.device), source.seed,
+                       self.prefetch_depth, HOST_QUEUE_DEPTH, self.static_slots)
+
+    def _next_batch(self, channel):
+        """The next batch, safe on the consumer's current stream; None when the data ended."""
+        if channel.failure is not None:
+            raise_failure(channel.failure, self.channel_name)
+        if channel.ended:
+            return None
+        item = channel.take(self.timeout, self.warn_after)
+        if isinstance(item, DeviceBatch):
+            return self._hand_over(item)
+        if isinstance(item, Failure):
+            channel.failure = item
+            raise_failure(item, self.channel_name)
+        if item == END:
+            channel.ended = True
+            return None
+        self._raise_timeout_or_closed(channel)
+
+    def _hand_over(self, item):
+        self._backend.consumer_wait(item.ready)
+        for value in item.columns.values():
+            if on_device(value, self._backend):
+                self._backend.hand_over(value)
+        return dict(item.columns)
+
+    def _raise_timeout_or_closed(self, channel):
+        if channel.stop.is_set():
+            raise PipelineError(f"DataSink {self.channel_name} was closed while waiting for a batch")
+        status = channel.status()
+        message = (f"DataSink {self.channel_name}: no batch within {self.timeout} s; {diagnose(status)}\n"
+                   f"{status}")
+        raise SinkTimeoutError(message, report=status)
+
+    def status(self):
+        """A :class:`~recordio.sink.status.SinkStatus`; ``str()`` of it is the MindSpore-shaped report."""
+        if self._channel is None:
+            return Channel(self.channel_name, self._backend, None, None, 0, 1, 1).status()
+        return self._channel.status()
+
+    @property
+    def threads(self):
+        """The sink's background threads (empty before the first iteration)."""
+        return [] if self._channel is None else self._channel.threads
+
+    def close(self):
+        """Stop the threads and release the slots; safe to call twice."""
+        self._closed = True
+        if self._finalizer is not None:
+            self._finalizer()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()

@@ -1,0 +1,86 @@
+"""The layers of the package, held by parsing every import (module level and inside functions).
+
+    errors, config  ->  keys  ->  mindrecord (the bytes)  ->  vision, transforms  ->  offload
+    ->  dataset (the pipeline)  ->  sink  ->  training
+
+A package may import those on its own floor or below; nothing inside ``recordio/`` imports the
+converters or the tools, which use the public API only.
+"""
+
+import ast
+import pathlib
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "recordio"
+
+GROUND = {"errors", "config"}
+ALLOWED = {
+    "errors": set(),
+    "config": {"errors"},
+    "keys": GROUND,
+    "mindrecord": GROUND | {"keys"},
+    "vision": GROUND | {"keys"},
+    "transforms": GROUND | {"keys", "vision"},
+    "offload": GROUND | {"keys", "vision", "transforms"},
+    "dataset": GROUND | {"keys", "mindrecord", "vision", "transforms", "offload"},
+    "sink": GROUND | {"keys", "dataset", "offload"},
+    "training": GROUND | {"keys", "dataset", "offload", "sink"},
+}
+NEVER = {"converters", "tools"}
+
+
+def _unit(path):
+    """The layer a file of ``recordio/`` belongs to (its top-level module or package)."""
+    return path.relative_to(PACKAGE).parts[0].removesuffix(".py")
+
+
+def _imported(tree):
+    """(line, first name under ``recordio``) of every import of a ``recordio`` module."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [(node.lineno, node.module)]
+            if node.module == "recordio":      # from recordio import keys, config, __version__
+                names = [(node.lineno, f"recordio.{a.name}") for a in node.names]
+        else:
+            continue
+        for line, name in names:
+            parts = name.split(".")
+            if parts[0] == "recordio" and len(parts) > 1 and not parts[1].startswith("__"):
+                yield line, parts[1]
+
+
+def violations():
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.parent == PACKAGE and path.name == "__init__.py":
+            continue                            # the public lazy map names everything
+        unit = _unit(path)
+        allowed = ALLOWED.get(unit)
+        assert allowed is not None, f"{path}: a new top-level module or package: give it a layer"
+        for line, target in _imported(ast.parse(path.read_text(), str(path))):
+            if target != unit and (target in NEVER or target not in allowed):
+                found.append(f"{path.relative_to(ROOT)}:{line}: {unit} imports recordio.{target}")
+    return found
+
+
+def test_every_import_follows_the_layers():
+    assert violations() == []
+
+
+def test_the_layer_table_covers_the_tree():
+    units = {_unit(p) for p in PACKAGE.rglob("*.py") if p != PACKAGE / "__init__.py"}
+    assert units == set(ALLOWED)
+
+
+@pytest.mark.parametrize("code,expected", [
+    ("from recordio.dataset.node import Dataset", ["dataset"]),
+    ("def f():\n    from recordio import converters", ["converters"]),
+    ("import recordio.sink.datasink", ["sink"]),
+    ("from recordio import __version__", []),
+])
+def test_the_parser_sees_imports(code, expected):
+    assert [t for _, t in _imported(ast.parse(code))] == expected
