@@ -11,7 +11,8 @@ __all__ = [
 
 DEFAULT_SEED = 5489  # MindSpore's default (the mt19937 default seed)
 
-_settings = {"seed": DEFAULT_SEED, "prefetch_size": 16, "num_parallel_workers": 2, "auto_offload": False}
+_settings: dict[str, int | bool] = {"seed": DEFAULT_SEED, "prefetch_size": 16, "num_parallel_workers": 2,
+                                   "auto_offload": False}
 
 
 def _positive_int(name, value, limit=None):
@@ -21,42 +22,45 @@ def _positive_int(name, value, limit=None):
     return value
 
 
-def set_seed(seed):
+def set_seed(seed: int) -> None:
     """Seed for shuffles and random ops; all ranks of a distributed job must use the same seed."""
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= 0xFFFFFFFF:
         raise ValueError(f"seed must be an int in [0, 2**32 - 1], got {seed!r}")
     _settings["seed"] = seed
 
 
-def get_seed():
+def get_seed() -> int:
     """The current seed (5489 unless :func:`set_seed` was called)."""
-    return _settings["seed"]
+    return int(_settings["seed"])
 
 
-def set_prefetch_size(size):
+def set_prefetch_size(size: int) -> None:
     """Queue depth between pipeline stages, in rows or batches (default 16)."""
     _settings["prefetch_size"] = _positive_int("prefetch_size", size)
 
 
-def get_prefetch_size():
-    return _settings["prefetch_size"]
+def get_prefetch_size() -> int:
+    """The queue depth between pipeline stages (see :func:`set_prefetch_size`)."""
+    return int(_settings["prefetch_size"])
 
 
-def set_num_parallel_workers(num):
+def set_num_parallel_workers(num: int) -> None:
     """Default number of workers of ``map``/``batch`` when a call does not give one (default 2)."""
     _settings["num_parallel_workers"] = _positive_int("num_parallel_workers", num, 1024)
 
 
-def get_num_parallel_workers():
-    return _settings["num_parallel_workers"]
+def get_num_parallel_workers() -> int:
+    """The default number of workers of ``map``/``batch`` (see :func:`set_num_parallel_workers`)."""
+    return int(_settings["num_parallel_workers"])
 
 
-def set_auto_offload(offload):
+def set_auto_offload(offload: bool) -> None:
     """Offload the trailing supported ops of every map whose ``offload`` is not False."""
     if not isinstance(offload, bool):
         raise TypeError(f"offload must be a bool, got {type(offload).__name__}")
     _settings["auto_offload"] = offload
 
 
-def get_auto_offload():
-    return _settings["auto_offload"]
+def get_auto_offload() -> bool:
+    """Whether maps offload their trailing supported ops by default (see :func:`set_auto_offload`)."""
+    return bool(_settings["auto_offload"])

@@ -28,11 +28,15 @@ Callback protocol (MindSpore's names; every method is optional, so any object wo
 ``run_context.request_stop()`` ends training after the current epoch (sink mode) or step.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import itertools
 import math
 import sys
 import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TextIO
 
 import torch
 
@@ -55,7 +59,7 @@ class CallbackParams:
     device: object
     cur_epoch_num: int = 0         # 1-based
     cur_step_num: int = 0          # steps run so far, over all epochs
-    net_outputs: float = None      # the loss of the latest step
+    net_outputs: float | None = None      # the loss of the latest step
     step_time_s: float = 0.0       # seconds of the latest step (sink mode: mean over the sink epoch)
     epoch_time_s: float = 0.0      # seconds of the latest epoch
     data_wait_s: float = 0.0       # seconds of the latest epoch spent waiting for batches
@@ -65,40 +69,43 @@ class CallbackParams:
 class RunContext:
     """Handed to every hook: ``original_args()`` and ``request_stop()``, as in MindSpore."""
 
-    def __init__(self, params):
+    def __init__(self, params: CallbackParams) -> None:
         self._params = params
         self._stop = False
 
-    def original_args(self):
+    def original_args(self) -> CallbackParams:
+        """The :class:`CallbackParams` of the run (updated as it goes)."""
         return self._params
 
-    def request_stop(self):
+    def request_stop(self) -> None:
+        """End training after the current epoch (sink mode) or step."""
         self._stop = True
 
-    def get_stop_requested(self):
+    def get_stop_requested(self) -> bool:
+        """Whether a callback asked to stop."""
         return self._stop
 
 
 class Callback:
     """Base class with every hook a no-op; subclass and override what you need."""
 
-    def on_train_begin(self, run_context):
-        pass
+    def on_train_begin(self, run_context: RunContext) -> None:
+        """Once, before the first epoch."""
 
-    def on_train_epoch_begin(self, run_context):
-        pass
+    def on_train_epoch_begin(self, run_context: RunContext) -> None:
+        """Before each epoch."""
 
-    def on_train_step_begin(self, run_context):
-        pass
+    def on_train_step_begin(self, run_context: RunContext) -> None:
+        """Before each step (once per sink epoch in sink mode)."""
 
-    def on_train_step_end(self, run_context):
-        pass
+    def on_train_step_end(self, run_context: RunContext) -> None:
+        """After each step (once per sink epoch in sink mode); ``net_outputs`` holds the loss."""
 
-    def on_train_epoch_end(self, run_context):
-        pass
+    def on_train_epoch_end(self, run_context: RunContext) -> None:
+        """After each epoch; ``epoch_time_s`` and ``data_wait_s`` hold its timings."""
 
-    def on_train_end(self, run_context):
-        pass
+    def on_train_end(self, run_context: RunContext) -> None:
+        """Once, after the last epoch (or after a stop was requested)."""
 
 
 class LossMonitor(Callback):
@@ -108,15 +115,15 @@ class LossMonitor(Callback):
     raises ``ValueError``, as MindSpore's LossMonitor does.
     """
 
-    def __init__(self, per_print_times=1, file=None):
+    def __init__(self, per_print_times: int = 1, file: TextIO | None = None) -> None:
         if isinstance(per_print_times, bool) or not isinstance(per_print_times, int) or per_print_times < 0:
             raise ValueError(f"per_print_times must be an int >= 0, found {per_print_times!r}")
         self.per_print_times = per_print_times
         self.file = file
-        self.losses = []
+        self.losses: list[tuple[int, int, float | None]] = []
         self._last_print = 0
 
-    def on_train_step_end(self, run_context):
+    def on_train_step_end(self, run_context: RunContext) -> None:
         p = run_context.original_args()
         step = (p.cur_step_num - 1) % max(p.batch_num, 1) + 1
         loss = p.net_outputs
@@ -136,12 +143,12 @@ class TimeMonitor(Callback):
     ``data_wait_fraction`` (time blocked waiting for a batch / epoch time).
     """
 
-    def __init__(self, data_size=None, file=None):
+    def __init__(self, data_size: int | None = None, file: TextIO | None = None) -> None:
         self.data_size = data_size
         self.file = file
-        self.epochs = []
+        self.epochs: list[dict] = []
 
-    def on_train_epoch_end(self, run_context):
+    def on_train_epoch_end(self, run_context: RunContext) -> None:
         p = run_context.original_args()
         steps = self.data_size or p.epoch_steps or 1
         record = {"epoch": p.cur_epoch_num, "epoch_time_s": p.epoch_time_s,
@@ -239,8 +246,10 @@ def _pick_device(device):
     return torch.device(device)
 
 
-def train(model, loss_fn, optimizer, dataset, epochs, dataset_sink_mode=True, sink_size=-1,
-          callbacks=None, device=None, columns=("image", "label")):
+def train(model: torch.nn.Module, loss_fn: Callable[..., torch.Tensor], optimizer: torch.optim.Optimizer,
+          dataset: Any, epochs: int, dataset_sink_mode: bool = True, sink_size: int = -1,
+          callbacks: Iterable[Any] | None = None, device: str | torch.device | None = None,
+          columns: Sequence[str] = ("image", "label")) -> None:
     """Train ``model`` on ``dataset`` for ``epochs`` epochs (MindSpore's ``Model.train``).
 
     ``columns``: the dataset columns fed to the model; the last is the target, the others
@@ -257,17 +266,18 @@ def train(model, loss_fn, optimizer, dataset, epochs, dataset_sink_mode=True, si
     sink = DataSink(dataset, device=device, sink_size=sink_size) if dataset_sink_mode else None
     batch_num = len(sink) if sink is not None else dataset.get_dataset_size()
     params = CallbackParams(model, loss_fn, optimizer, dataset, epochs, batch_num, dataset_sink_mode, device)
+    context = RunContext(params)
     state = {"model": model, "loss_fn": loss_fn, "optimizer": optimizer, "columns": tuple(columns),
-             "params": params, "context": RunContext(params), "callbacks": callbacks}
+             "params": params, "context": context, "callbacks": callbacks}
     stream = None if sink is not None else _direct_batches(dataset, device, epochs)
     try:
-        _hook(callbacks, "on_train_begin", state["context"])
+        _hook(callbacks, "on_train_begin", context)
         for epoch in range(1, epochs + 1):
-            batches = iter(sink) if sink is not None else itertools.islice(stream, batch_num)
+            batches = iter(sink) if sink is not None else itertools.islice(stream or (), batch_num)
             _epoch(state, epoch, batches, sink is not None)
-            if state["context"].get_stop_requested():
+            if context.get_stop_requested():
                 break
-        _hook(callbacks, "on_train_end", state["context"])
+        _hook(callbacks, "on_train_end", context)
     finally:
         if sink is not None:
             sink.close()

@@ -13,9 +13,13 @@ Two kinds of source:
 Each item is a tuple with one value per column (a single value is accepted for one column).
 """
 
-import itertools
+from __future__ import annotations
 
-from recordio.dataset.order import DefaultOrder, shuffle_mode
+import itertools
+from collections.abc import Sequence
+from typing import Any
+
+from recordio.dataset.order import DefaultOrder, Sampler, Shuffle, shuffle_mode
 from recordio.dataset.node import Item
 from recordio.dataset.source import SampledSource, check_sampler_args, check_shards
 from recordio.errors import PipelineError
@@ -41,9 +45,11 @@ class GeneratorDataset(SampledSource):
         column_types, schema, max_rowsize: accepted for compatibility; values keep their types.
     """
 
-    def __init__(self, source, column_names=None, column_types=None, schema=None, num_samples=None,
-                 num_parallel_workers=1, shuffle=None, sampler=None, num_shards=None, shard_id=None,
-                 python_multiprocessing=True, max_rowsize=None):
+    def __init__(self, source: Any, column_names: str | Sequence[str] | None = None, column_types: Any = None,
+                 schema: Any = None, num_samples: int | None = None, num_parallel_workers: int = 1,
+                 shuffle: bool | Shuffle | None = None, sampler: Sampler | None = None,
+                 num_shards: int | None = None, shard_id: int | None = None, python_multiprocessing: bool = True,
+                 max_rowsize: Any = None) -> None:
         if column_names is None:
             raise ValueError("GeneratorDataset needs column_names")
         self.column_names = [column_names] if isinstance(column_names, str) else list(column_names)

@@ -25,7 +25,7 @@ from recordio.errors import PipelineError
 
 __all__ = ["DictIterator", "HostBatch", "ItemStream", "TupleIterator", "HostBatches"]
 
-_LIVE = weakref.WeakSet()
+_LIVE: "weakref.WeakSet[ItemStream]" = weakref.WeakSet()
 
 
 class HostBatch(typing.NamedTuple):

@@ -6,11 +6,20 @@ Rows are read with :class:`recordio.mindrecord.reader.FileReader` in chunks (``_
 the ``.db`` is foreign or cut strings at NUL), so no data page is read.
 """
 
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from recordio.dataset.order import DefaultOrder, shuffle_mode
+from recordio.dataset.order import DefaultOrder, Sampler, Shuffle, shuffle_mode
 from recordio.dataset.source import SampledSource, check_sampler_args, check_shards
 from recordio.errors import PipelineError
+
+if TYPE_CHECKING:
+    from recordio.mindrecord.reader import FileReader
 
 __all__ = ["MindDataset"]
 
@@ -61,9 +70,11 @@ class MindDataset(SampledSource):
         num_samples: at most this many rows per shard and epoch.
     """
 
-    def __init__(self, dataset_files, columns_list=None, num_parallel_workers=None, shuffle=None,
-                 num_shards=None, shard_id=None, sampler=None, padded_sample=None, num_padded=None,
-                 num_samples=None):
+    def __init__(self, dataset_files: str | os.PathLike | Sequence[str | os.PathLike],
+                 columns_list: Sequence[str] | None = None, num_parallel_workers: int | None = None,
+                 shuffle: bool | Shuffle | None = None, num_shards: int | None = None, shard_id: int | None = None,
+                 sampler: Sampler | None = None, padded_sample: dict | None = None, num_padded: int | None = None,
+                 num_samples: int | None = None) -> None:
         check_shards(num_shards, shard_id)
         self.columns_list = None if columns_list is None else list(columns_list)
         self.num_padded = _padding_args(padded_sample, num_padded, num_shards, self.columns_list)
@@ -73,7 +84,7 @@ class MindDataset(SampledSource):
             shuffle_mode(shuffle), num_shards, shard_id, self.num_padded, num_samples)
         super().__init__(sampler, 1, False)
         self.num_parallel_workers = num_parallel_workers
-        self._reader = None
+        self._reader: FileReader | None = None
         self._index_cols = None
         self.reader                      # a missing or malformed file fails here, not mid-iteration
         self._check_padding()
@@ -86,7 +97,8 @@ class MindDataset(SampledSource):
         return state
 
     @property
-    def reader(self):
+    def reader(self) -> FileReader:
+        """The dataset's :class:`~recordio.mindrecord.reader.FileReader` (opened on first use)."""
         if self._reader is None:
             from recordio.mindrecord.reader import FileReader
             reader = FileReader(self.dataset_files, columns=self.columns_list)

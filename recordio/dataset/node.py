@@ -7,11 +7,19 @@ iterator's epoch at the root, the data epoch below a ``repeat``. The builder met
 the pipeline "not a tree" and is refused when iterated, as in MindSpore.
 """
 
+from __future__ import annotations
+
 import weakref
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from recordio.errors import PipelineError
+
+if TYPE_CHECKING:
+    from recordio.dataset.iterators import DictIterator, TupleIterator
+    from recordio.offload.plan import OffloadPlan
 
 __all__ = ["Dataset", "Item", "NOT_A_TREE"]
 
@@ -116,70 +124,99 @@ class Dataset:
             seen.add(id(node))
 
     # -- builders ----------------------------------------------------------------------------------
-    def map(self, operations, input_columns=None, output_columns=None, num_parallel_workers=None,
-            python_multiprocessing=False, offload=None, max_rowsize=None, cache=None, callbacks=None):
-        """``max_rowsize`` is accepted and not needed (shared memory grows as needed);
-        ``cache`` and ``callbacks`` (MindSpore's cache server and map callbacks) are not supported."""
+    # Each builder returns the node that consumes this one. They import their node classes lazily:
+    # those modules import this one (a subclass needs its base), so a module-level import would
+    # close a circle; this is the only place in the pipeline that does so.
+    def map(self, operations: Callable | Sequence[Callable], input_columns: str | Sequence[str] | None = None,
+            output_columns: str | Sequence[str] | None = None, num_parallel_workers: int | None = None,
+            python_multiprocessing: bool = False, offload: bool | None = None, max_rowsize: Any = None,
+            cache: Any = None, callbacks: Any = None) -> Dataset:
+        """Apply ``operations`` in sequence to ``input_columns`` of each row (MindSpore's ``map``).
+
+        ``op(*input values)`` returns a value or a tuple of ``len(output_columns)`` values. As many
+        outputs as inputs take the inputs' places; otherwise the outputs come first, then the other
+        columns (MindSpore's order). ``num_parallel_workers`` threads (processes with
+        ``python_multiprocessing=True``) run the ops; ``offload=True`` moves the tail of offloadable
+        ops to the device (``docs/vision.md``). ``max_rowsize`` is accepted and not needed (shared
+        memory grows as needed); ``cache`` and ``callbacks`` (MindSpore's cache server and map
+        callbacks) are not supported.
+        """
         from recordio.dataset.map_op import MapDataset
         _unsupported("map", cache=cache, callbacks=callbacks)
         return MapDataset(self, operations, input_columns, output_columns, num_parallel_workers,
                           python_multiprocessing, offload)
 
-    def batch(self, batch_size, drop_remainder=False, num_parallel_workers=None, per_batch_map=None,
-              input_columns=None, output_columns=None, pad_info=None, python_multiprocessing=False,
-              max_rowsize=None):
-        """``per_batch_map`` runs in the pipeline thread; ``python_multiprocessing`` and
-        ``max_rowsize`` are accepted for compatibility."""
+    def batch(self, batch_size: int, drop_remainder: bool = False, num_parallel_workers: int | None = None,
+              per_batch_map: Callable | None = None, input_columns: str | Sequence[str] | None = None,
+              output_columns: str | Sequence[str] | None = None, pad_info: dict | None = None,
+              python_multiprocessing: bool = False, max_rowsize: Any = None) -> Dataset:
+        """Group ``batch_size`` rows into one (numeric columns of one shape are stacked; the others stay
+        lists unless ``pad_info={column: (shape or None, value)}`` pads them).
+
+        ``per_batch_map(*column lists, BatchInfo)`` runs in the pipeline thread on each batch;
+        ``python_multiprocessing`` and ``max_rowsize`` are accepted for compatibility.
+        """
         from recordio.dataset.batch_op import BatchDataset
         return BatchDataset(self, batch_size, drop_remainder, per_batch_map, input_columns,
                             output_columns, pad_info)
 
-    def shuffle(self, buffer_size):
+    def shuffle(self, buffer_size: int) -> Dataset:
+        """MindSpore's shuffle buffer of ``buffer_size`` rows, keyed by ``(seed, epoch, node position)``."""
         from recordio.dataset.ops import ShuffleDataset
         return ShuffleDataset(self, buffer_size)
 
-    def repeat(self, count=None):
+    def repeat(self, count: int | None = None) -> Dataset:
+        """``count`` passes over the data per epoch (``None`` or -1: endless)."""
         from recordio.dataset.ops import RepeatDataset
         return RepeatDataset(self, count)
 
-    def project(self, columns):
+    def project(self, columns: str | Sequence[str]) -> Dataset:
+        """Keep ``columns``, in that order."""
         from recordio.dataset.ops import ProjectDataset
         return ProjectDataset(self, columns)
 
-    def rename(self, input_columns, output_columns):
+    def rename(self, input_columns: str | Sequence[str], output_columns: str | Sequence[str]) -> Dataset:
+        """Rename columns in place (their positions do not change)."""
         from recordio.dataset.ops import RenameDataset
         return RenameDataset(self, input_columns, output_columns)
 
-    def filter(self, predicate, input_columns=None, num_parallel_workers=None):
+    def filter(self, predicate: Callable[..., bool], input_columns: str | Sequence[str] | None = None,
+               num_parallel_workers: int | None = None) -> Dataset:
+        """Keep the rows for which ``predicate(*values of input_columns)`` is true (all columns by default)."""
         from recordio.dataset.ops import FilterDataset
         return FilterDataset(self, predicate, input_columns)
 
-    def take(self, count=-1):
+    def take(self, count: int = -1) -> Dataset:
+        """The first ``count`` outputs of each epoch (-1: all)."""
         from recordio.dataset.ops import TakeDataset
         return TakeDataset(self, count)
 
-    def skip(self, count):
+    def skip(self, count: int) -> Dataset:
+        """Each epoch without its first ``count`` outputs."""
         from recordio.dataset.ops import SkipDataset
         return SkipDataset(self, count)
 
-    def zip(self, datasets):
+    def zip(self, datasets: Dataset | Sequence[Dataset]) -> Dataset:
+        """Rows of this dataset and ``datasets`` side by side, until the shortest ends (names must not clash)."""
         from recordio.dataset.ops import ZipDataset
         others = list(datasets) if isinstance(datasets, (tuple, list)) else [datasets]
         return ZipDataset([self, *others])
 
-    def concat(self, datasets):
+    def concat(self, datasets: Dataset | Sequence[Dataset]) -> Dataset:
+        """This dataset, then ``datasets``, one after another (same column names); also ``a + b``."""
         from recordio.dataset.ops import ConcatDataset
         others = list(datasets) if isinstance(datasets, (tuple, list)) else [datasets]
         return ConcatDataset([self, *others])
 
-    def __add__(self, other):
+    def __add__(self, other: Dataset) -> Dataset:
         return self.concat(other)
 
     # -- facts ----------------------------------------------------------------------------------------
-    def get_col_names(self):
+    def get_col_names(self) -> list[str]:
+        """The output column names; every output (dict keys, tuples) follows this order."""
         return list(self._columns())
 
-    def get_dataset_size(self):
+    def get_dataset_size(self) -> int:
         """Outputs (rows, or batches after ``batch``) per epoch; from the index where possible."""
         from recordio.dataset.context import RunContext
         size = self._size(RunContext.for_sizes(self))
@@ -187,7 +224,8 @@ class Dataset:
             size = sum(1 for _ in self._iter_items(num_epochs=1))
         return size
 
-    def get_batch_size(self):
+    def get_batch_size(self) -> int:
+        """The batch size of the last ``batch`` of the pipeline (1 without one)."""
         from recordio.dataset.batch_op import BatchDataset
         node = next((n for n in reversed(self._nodes()) if isinstance(n, BatchDataset)), None)
         return 1 if node is None else node.batch_size
@@ -203,19 +241,32 @@ class Dataset:
         finally:
             it.close()
 
-    def output_shapes(self):
+    def output_shapes(self) -> list[list[int]]:
+        """The shape of each output column, from the first output."""
         return [list(np.shape(v[0] if isinstance(v, list) else v)) for v in self._first_numpy()]
 
-    def output_types(self):
+    def output_types(self) -> list[np.dtype]:
+        """The numpy dtype of each output column, from the first output."""
         return [(v[0] if isinstance(v, list) else v).dtype for v in self._first_numpy()]
 
     # -- iteration (recordio.dataset.iterators) ---------------------------------------------------
-    def create_dict_iterator(self, num_epochs=-1, output_numpy=False, device=None):
+    def create_dict_iterator(self, num_epochs: int = -1, output_numpy: bool = False,
+                             device: Any = None) -> DictIterator:
+        """An iterator of dicts ``{column: value}`` (keys in ``get_col_names()`` order).
+
+        Each epoch ends with ``StopIteration``; iterating again starts the next one, up to
+        ``num_epochs`` (-1: no limit). Values are torch tensors (strings stay ``str``), or numpy
+        arrays with ``output_numpy=True``; ``device`` moves tensors there (and runs the offloaded
+        tail there).
+        """
         from recordio.dataset.iterators import DictIterator
         return DictIterator(self, num_epochs, output_numpy, device)
 
-    def create_tuple_iterator(self, columns=None, num_epochs=-1, output_numpy=False, do_copy=True,
-                              device=None):
+    def create_tuple_iterator(self, columns: Sequence[str] | None = None, num_epochs: int = -1,
+                              output_numpy: bool = False, do_copy: bool = True,
+                              device: Any = None) -> TupleIterator:
+        """Like :meth:`create_dict_iterator`, with lists of values in ``get_col_names()`` order (or in
+        the order of ``columns``). ``do_copy`` is accepted for compatibility."""
         from recordio.dataset.iterators import TupleIterator
         return TupleIterator(self, num_epochs, output_numpy, device, columns)
 
@@ -231,16 +282,18 @@ class Dataset:
         from recordio.dataset.iterators import HostBatches
         return HostBatches(self, num_epochs)
 
-    def offload_plan(self):
+    def offload_plan(self) -> OffloadPlan:
+        """Which ops run on the host and which are offloaded (``.explain()`` says why)."""
         from recordio.dataset.context import build_plan
         return build_plan(self).offload
 
-    def offload_module(self):
+    def offload_module(self) -> Any:
+        """The offloaded tail as a ``torch.nn.Module`` (imports torch)."""
         from recordio.offload.tail import build_tail
         return build_tail(self.offload_plan())
 
     # -- resume ------------------------------------------------------------------------------------------
-    def state_dict(self):
+    def state_dict(self) -> dict:
         """Where the latest iterator of this pipeline stands (see ``docs/pipeline.md``, Resume)."""
         live = self._state() if self._state is not None else None
         if live is not None:
@@ -249,11 +302,13 @@ class Dataset:
         from recordio.dataset.resume import initial_state
         return self._final_state or initial_state(config.get_seed())
 
-    def load_state_dict(self, state):
+    def load_state_dict(self, state: dict) -> None:
         """Make the next iterator of this pipeline start where ``state`` says."""
         from recordio.dataset.resume import check_state
         self._pending_state = check_state(state)
 
-    def save(self, file_name, num_files=1, file_type="mindrecord"):
+    def save(self, file_name: str, num_files: int = 1, file_type: str = "mindrecord") -> None:
+        """Write the pipeline's output as a MindRecord dataset of ``num_files`` shards (schema from
+        the first row), through ``FileWriter``."""
         from recordio.dataset.save import save_dataset
         save_dataset(self, file_name, num_files, file_type)

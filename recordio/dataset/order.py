@@ -17,7 +17,11 @@ are consumed. A resumed epoch with ``c`` positions consumed splits the remaining
 positions the same way, whatever the new ``W``.
 """
 
+from __future__ import annotations
+
 import enum
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
@@ -97,15 +101,16 @@ def _check_num_samples(num_samples):
 class Sampler:
     """Base class: ``order(n, seed, epoch, source)`` -> row ids of the epoch, in order."""
 
-    shards = None        # (num_shards, shard_id) for a distributed sampler
+    shards: tuple[int, int] | None = None        # (num_shards, shard_id) for a distributed sampler
 
-    def __init__(self, num_samples=None):
+    def __init__(self, num_samples: int | None = None) -> None:
         self.num_samples = _check_num_samples(num_samples)
 
-    def order(self, n, seed, epoch, source):
+    def order(self, n: int, seed: int, epoch: int, source: Any) -> np.ndarray:
+        """The row ids of epoch ``epoch`` of a source of ``n`` rows, in order (int64)."""
         raise NotImplementedError
 
-    def total(self, n, source):
+    def total(self, n: int, source: Any) -> int:
         """Length of ``order`` without computing it."""
         return n
 
@@ -113,40 +118,41 @@ class Sampler:
 class SequentialSampler(Sampler):
     """Rows in dataset order from ``start_index``."""
 
-    def __init__(self, start_index=None, num_samples=None):
+    def __init__(self, start_index: int | None = None, num_samples: int | None = None) -> None:
         super().__init__(num_samples)
         if start_index is not None and (not isinstance(start_index, int) or start_index < 0):
             raise ValueError(f"start_index must be None or an int >= 0, got {start_index!r}")
         self.start_index = start_index or 0
 
-    def order(self, n, seed, epoch, source):
+    def order(self, n: int, seed: int, epoch: int, source: Any) -> np.ndarray:
         return np.arange(min(self.start_index, n), n, dtype=np.int64)
 
-    def total(self, n, source):
+    def total(self, n: int, source: Any) -> int:
         return max(0, n - self.start_index)
 
 
 class RandomSampler(Sampler):
     """A new random order each epoch; with ``replacement``, ``num_samples`` independent draws."""
 
-    def __init__(self, replacement=False, num_samples=None):
+    def __init__(self, replacement: bool = False, num_samples: int | None = None) -> None:
         super().__init__(num_samples)
         self.replacement = bool(replacement)
 
-    def order(self, n, seed, epoch, source):
+    def order(self, n: int, seed: int, epoch: int, source: Any) -> np.ndarray:
         rng = epoch_rng(seed, epoch)
         if self.replacement:
             return rng.integers(0, n, size=self.num_samples or n, dtype=np.int64)
         return rng.permutation(n).astype(np.int64)
 
-    def total(self, n, source):
+    def total(self, n: int, source: Any) -> int:
         return (self.num_samples or n) if self.replacement else n
 
 
 class DistributedSampler(Sampler):
     """Shard ``shard_id`` of ``num_shards``: ``ceil(N / num_shards)`` rows, wrap-around padding."""
 
-    def __init__(self, num_shards, shard_id, shuffle=True, num_samples=None, offset=-1):
+    def __init__(self, num_shards: int, shard_id: int, shuffle: bool = True, num_samples: int | None = None,
+                 offset: int = -1) -> None:
         super().__init__(num_samples)
         if not isinstance(num_shards, int) or num_shards <= 0:
             raise ValueError(f"num_shards must be an int > 0, got {num_shards!r}")
@@ -155,7 +161,7 @@ class DistributedSampler(Sampler):
         self.shards = (num_shards, shard_id)
         self.shuffle = bool(shuffle)
 
-    def order(self, n, seed, epoch, source):
+    def order(self, n: int, seed: int, epoch: int, source: Any) -> np.ndarray:
         if self.shuffle:
             return epoch_rng(seed, epoch).permutation(n).astype(np.int64)
         return np.arange(n, dtype=np.int64)
@@ -164,7 +170,7 @@ class DistributedSampler(Sampler):
 class SubsetSampler(Sampler):
     """The given row ids, in the given order."""
 
-    def __init__(self, indices, num_samples=None):
+    def __init__(self, indices: Iterable[int], num_samples: int | None = None) -> None:
         super().__init__(num_samples)
         self.indices = np.asarray(list(indices), dtype=np.int64)
 
@@ -175,17 +181,17 @@ class SubsetSampler(Sampler):
                              f"of {n} rows")
         return self.indices
 
-    def order(self, n, seed, epoch, source):
+    def order(self, n: int, seed: int, epoch: int, source: Any) -> np.ndarray:
         return self._checked(n)
 
-    def total(self, n, source):
+    def total(self, n: int, source: Any) -> int:
         return len(self.indices)
 
 
 class SubsetRandomSampler(SubsetSampler):
     """The given row ids, in a random order each epoch."""
 
-    def order(self, n, seed, epoch, source):
+    def order(self, n: int, seed: int, epoch: int, source: Any) -> np.ndarray:
         return epoch_rng(seed, epoch).permutation(self._checked(n))
 
 
@@ -196,7 +202,8 @@ class PKSampler(Sampler):
     fewer than ``num_val`` rows repeats its rows to fill its share.
     """
 
-    def __init__(self, num_val, num_class=None, shuffle=False, class_column="label", num_samples=None):
+    def __init__(self, num_val: int, num_class: int | None = None, shuffle: bool = False,
+                 class_column: str = "label", num_samples: int | None = None) -> None:
         super().__init__(num_samples)
         if not isinstance(num_val, int) or num_val <= 0:
             raise ValueError(f"num_val must be an int > 0, got {num_val!r}")
@@ -214,7 +221,7 @@ class PKSampler(Sampler):
             self._groups = [np.flatnonzero(inverse == k).astype(np.int64) for k in range(len(values))]
         return self._groups
 
-    def order(self, n, seed, epoch, source):
+    def order(self, n: int, seed: int, epoch: int, source: Any) -> np.ndarray:
         groups = self._classes(source)
         rng = epoch_rng(seed, epoch)
         picks = []
@@ -223,7 +230,7 @@ class PKSampler(Sampler):
             picks.append(np.resize(rows, self.num_val))
         return np.concatenate(picks) if picks else np.zeros(0, np.int64)
 
-    def total(self, n, source):
+    def total(self, n: int, source: Any) -> int:
         return self.num_val * len(self._classes(source))
 
 
@@ -258,7 +265,7 @@ class DefaultOrder(Sampler):
         self.auto_shard = num_shards is None
         self.num_padded = num_padded or 0
 
-    def order(self, n, seed, epoch, source):
+    def order(self, n: int, seed: int, epoch: int, source: Any) -> np.ndarray:
         if self.mode is None:
             ids = np.arange(n, dtype=np.int64)
         elif self.mode == Shuffle.GLOBAL:
@@ -271,5 +278,5 @@ class DefaultOrder(Sampler):
             ids = np.concatenate([ids, np.arange(n, n + self.num_padded, dtype=np.int64)])
         return ids
 
-    def total(self, n, source):
+    def total(self, n: int, source: Any) -> int:
         return n + self.num_padded

@@ -14,12 +14,20 @@ are the same as without the DataLoader. Outputs are dicts of torch tensors (stri
 an offloaded tail runs in the worker, on the cpu.
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
 import torch
 import torch.utils.data
 
 from recordio.dataset.iterators import ItemStream, Tail
 from recordio.dataset.source import torch_world
 from recordio.dataset.values import to_torch
+
+if TYPE_CHECKING:
+    from recordio.dataset.node import Dataset
 
 __all__ = ["TorchDataset"]
 
@@ -28,17 +36,18 @@ class TorchDataset(torch.utils.data.IterableDataset):
     """A pipeline as a ``torch.utils.data.IterableDataset``: each DataLoader worker of each rank
     reads its own shard (see the module documentation)."""
 
-    def __init__(self, dataset, epoch=0):
+    def __init__(self, dataset: Dataset, epoch: int = 0) -> None:
         super().__init__()
         self.dataset = dataset
         self.epoch = epoch
         self.world = torch_world()   # captured here: spawned workers have no process group
 
-    def set_epoch(self, epoch):
+    def set_epoch(self, epoch: int) -> None:
         """The epoch the next iteration runs (reshuffles like ``DistributedSampler.set_epoch``)."""
         self.epoch = int(epoch)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        """This worker's share of the epoch: dicts of torch tensors (strings stay ``str``)."""
         info = torch.utils.data.get_worker_info()
         workers, worker = (info.num_workers, info.id) if info is not None else (1, 0)
         stream = ItemStream(self.dataset, num_epochs=self.epoch + 1, shards=(workers, worker),

@@ -76,7 +76,7 @@ def pad_column(name, values, shape, pad_value):
         if any(s > t for s, t in zip(a.shape, target)):
             raise ValueError(f"pad_info: column {name!r} row of shape {a.shape} is larger than the pad "
                              f"shape {tuple(target)}")
-        out[(i, *[slice(0, s) for s in a.shape])] = a
+        out[(i,) + tuple(slice(0, s) for s in a.shape)] = a
     return out
 
 

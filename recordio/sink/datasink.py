@@ -21,14 +21,22 @@ block, or dropping the last reference to the sink stops them (a ``break`` out of
 the status report and how to read it.
 """
 
+from __future__ import annotations
+
 import logging
+import threading
 import uuid
 import weakref
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from recordio.errors import PipelineError, SinkTimeoutError
 from recordio.sink.backends import make_backend
 from recordio.sink.channel import END, Channel, DeviceBatch, Failure, on_device, raise_failure
-from recordio.sink.status import diagnose
+from recordio.sink.status import SinkStatus, diagnose
+
+if TYPE_CHECKING:
+    from recordio.dataset.node import Dataset
 
 __all__ = ["DataSink"]
 
@@ -63,8 +71,9 @@ class DataSink:
     ``warn_after`` seconds (None: never).
     """
 
-    def __init__(self, dataset, device="cuda", sink_size=-1, prefetch_depth=2, timeout=600.0,
-                 channel_name=None, static_slots=False, warn_after=60.0):
+    def __init__(self, dataset: Dataset, device: Any = "cuda", sink_size: int = -1, prefetch_depth: int = 2,
+                 timeout: float | None = 600.0, channel_name: str | None = None, static_slots: bool = False,
+                 warn_after: float | None = 60.0) -> None:
         _check_args(sink_size, prefetch_depth, timeout)
         if warn_after is not None and (isinstance(warn_after, bool) or not isinstance(warn_after, (int, float))
                                        or warn_after <= 0):
@@ -91,11 +100,12 @@ class DataSink:
             self._dataset_size = self._dataset.get_dataset_size()
         return self._dataset_size
 
-    def __len__(self):
+    def __len__(self) -> int:
         """Batches per sink epoch."""
         return self.sink_size if self.sink_size > 0 else self._size()
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        """One sink epoch: ``len(self)`` batches, dicts of tensors on ``device``."""
         if self._closed:
             raise PipelineError(f"DataSink {self.channel_name} is closed")
         return self._sink_epoch(len(self))
@@ -158,18 +168,18 @@ class DataSink:
                    f"{status}")
         raise SinkTimeoutError(message, report=status)
 
-    def status(self):
+    def status(self) -> SinkStatus:
         """A :class:`~recordio.sink.status.SinkStatus`; ``str()`` of it is the MindSpore-shaped report."""
         if self._channel is None:
             return Channel(self.channel_name, self._backend, None, None, 0, 1, 1).status()
         return self._channel.status()
 
     @property
-    def threads(self):
+    def threads(self) -> list[threading.Thread]:
         """The sink's background threads (empty before the first iteration)."""
         return [] if self._channel is None else self._channel.threads
 
-    def close(self):
+    def close(self) -> None:
         """Stop the threads and release the slots; safe to call twice."""
         self._closed = True
         if self._finalizer is not None:

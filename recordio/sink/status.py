@@ -50,10 +50,10 @@ class SinkStatus:
     produced: int = 0            # batches the host pipeline produced
     consumed: int = 0            # batches the training loop took
     stages: dict = dataclasses.field(default_factory=dict)   # stage -> what it is doing now
-    since_consumed_s: float = None   # seconds since the consumer last got a batch (or started)
+    since_consumed_s: float | None = None   # seconds since the consumer last got a batch (or started)
     wait_s: float = 0.0          # total time the consumer spent waiting for batches
     max_wait_s: float = 0.0
-    last_error: str = None
+    last_error: str | None = None
 
     def report(self):
         """The report in MindSpore's layout."""

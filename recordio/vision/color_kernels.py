@@ -15,7 +15,7 @@ import numpy as np
 try:                                # the optional C kernels (setup.py); same values, one pass each
     from recordio.vision import _kernels
 except ImportError:                 # pragma: no cover - built without a C compiler
-    _kernels = None
+    _kernels = None  # type: ignore[assignment]
 
 __all__ = ["ADJUST", "adjust_all", "adjust_brightness", "adjust_contrast", "adjust_hue", "adjust_saturation",
            "adjust_sharpness", "finish", "grey", "grey_mean"]

@@ -16,7 +16,7 @@ import numpy as np
 try:                                # optional C extension (setup.py): decodes only a crop's region
     from recordio.vision import _jpeg
 except ImportError:                 # pragma: no cover - built without libjpeg-turbo's headers
-    _jpeg = None
+    _jpeg = None  # type: ignore[assignment]
 
 from recordio.errors import FormatError
 from recordio.keys import _ROW
