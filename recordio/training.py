@@ -33,6 +33,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -179,17 +180,48 @@ def _step(model, loss_fn, optimizer, batch, columns):
     return loss.detach()
 
 
-def _direct_batches(dataset, device, num_epochs):
-    """The pipeline's batches moved to ``device`` in the loop, tail applied: no prefetch."""
+def _direct_batches(dataset, device, num_epochs, where):
+    """The pipeline's batches moved to ``device`` in the loop, tail applied: no prefetch.
+    ``where["position"]`` follows the pipeline state after the batch last yielded."""
     batches = dataset._iter_host_batches(num_epochs=num_epochs)
     tail, seed = batches.tail_module(device), batches.seed
     try:
         for host_batch in batches:
             columns = {name: value if torch_dtype(value) is None else torch.from_numpy(value).to(device)
                        for name, value in host_batch.columns.items()}
+            where["position"] = host_batch.state
             yield columns if tail is None else tail(columns, host_batch.rows, host_batch.epoch, seed)
     finally:
         batches.close()
+
+
+class _Checkpoint:
+    """``train(checkpoint=...)``: model, optimizer, RNG, counters and pipeline position in one file,
+    written atomically (a temporary file renamed over the old one) every ``every`` steps."""
+
+    def __init__(self, path, every):
+        if every is not None and (isinstance(every, bool) or not isinstance(every, int) or every < 1):
+            raise ValueError(f"checkpoint_every must be an int of at least 1 or None, found {every!r}")
+        self.path, self.every = os.fspath(path), every
+
+    def load(self, state):
+        """Restore a saved run into ``state``; returns (epoch, steps done in it, pipeline position)."""
+        if not os.path.exists(self.path):
+            return 1, 0, None
+        saved = torch.load(self.path, map_location="cpu", weights_only=False)
+        state["model"].load_state_dict(saved["model"])
+        state["optimizer"].load_state_dict(saved["optimizer"])
+        torch.set_rng_state(saved["rng"])
+        state["params"].cur_step_num = saved["cur_step_num"]
+        return saved["epoch"], saved["epoch_step"], saved["pipeline"]
+
+    def save(self, state, epoch, epoch_step, position, steps):
+        obj = {"model": state["model"].state_dict(), "optimizer": state["optimizer"].state_dict(),
+               "rng": torch.get_rng_state(), "cur_step_num": steps,
+               "epoch": epoch, "epoch_step": epoch_step, "pipeline": position}
+        tmp = f"{self.path}.tmp-{os.getpid()}"
+        torch.save(obj, tmp)
+        os.replace(tmp, self.path)
 
 
 def _timed(batches):
@@ -203,9 +235,10 @@ def _timed(batches):
         yield batch, time.perf_counter() - t0
 
 
-def _run_epoch(state, batches, per_step):
-    """Run one epoch's steps; per-step hooks when ``per_step``. Returns (last loss, steps, wait)."""
-    p, ctx, callbacks = state["params"], state["context"], state["callbacks"]
+def _run_epoch(state, batches, per_step, first_step=0):
+    """Run one epoch's steps from ``first_step``; per-step hooks when ``per_step``. Returns (last
+    loss, steps, wait)."""
+    p, ctx, callbacks, checkpoint = state["params"], state["context"], state["callbacks"], state["checkpoint"]
     loss, steps, wait = None, 0, 0.0
     for batch, waited in _timed(batches):
         t0 = time.perf_counter()
@@ -213,24 +246,29 @@ def _run_epoch(state, batches, per_step):
             _hook(callbacks, "on_train_step_begin", ctx)
         loss = _step(state["model"], state["loss_fn"], state["optimizer"], batch, state["columns"])
         steps, wait = steps + 1, wait + waited
+        state["epoch_step"] = first_step + steps
         if per_step:
             p.cur_step_num += 1
             p.net_outputs = float(loss)
             p.step_time_s = time.perf_counter() - t0 + waited
             _hook(callbacks, "on_train_step_end", ctx)
-            if ctx.get_stop_requested():
-                break
+        if checkpoint is not None:
+            counted = p.cur_step_num if per_step else p.cur_step_num + steps
+            if checkpoint.every and counted % checkpoint.every == 0:
+                checkpoint.save(state, p.cur_epoch_num, first_step + steps, state["position"](), counted)
+        if per_step and ctx.get_stop_requested():
+            break
     return loss, steps, wait
 
 
-def _epoch(state, epoch, batches, sink_mode):
+def _epoch(state, epoch, batches, sink_mode, first_step=0):
     p, ctx, callbacks = state["params"], state["context"], state["callbacks"]
     p.cur_epoch_num = epoch
     _hook(callbacks, "on_train_epoch_begin", ctx)
     t0 = time.perf_counter()
     if sink_mode:
         _hook(callbacks, "on_train_step_begin", ctx)
-    loss, steps, wait = _run_epoch(state, batches, per_step=not sink_mode)
+    loss, steps, wait = _run_epoch(state, batches, not sink_mode, first_step)
     p.epoch_time_s, p.data_wait_s, p.epoch_steps = time.perf_counter() - t0, wait, steps
     if sink_mode:
         p.cur_step_num += steps
@@ -249,13 +287,20 @@ def _pick_device(device):
 def train(model: torch.nn.Module, loss_fn: Callable[..., torch.Tensor], optimizer: torch.optim.Optimizer,
           dataset: Any, epochs: int, dataset_sink_mode: bool = True, sink_size: int = -1,
           callbacks: Iterable[Any] | None = None, device: str | torch.device | None = None,
-          columns: Sequence[str] = ("image", "label")) -> None:
+          columns: Sequence[str] = ("image", "label"), checkpoint: str | os.PathLike | None = None,
+          checkpoint_every: int | None = None) -> None:
     """Train ``model`` on ``dataset`` for ``epochs`` epochs (MindSpore's ``Model.train``).
 
     ``columns``: the dataset columns fed to the model; the last is the target, the others
     are the model's positional inputs. ``device``: where to train (default: CUDA when
     available, else CPU). ``callbacks=None`` means ``[LossMonitor()]``. Integer targets
     are cast to int64 for torch's losses.
+
+    ``checkpoint``: a file that holds the model, the optimizer, torch's RNG, the step counters and
+    the pipeline's position, written atomically every ``checkpoint_every`` steps (and at the end).
+    When the file exists, training resumes from it: the steps already run are not run again, and
+    the next batches are the ones the interrupted run would have had (same augmentations), so the
+    losses continue step for step.
     """
     if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
         raise ValueError(f"epochs must be an int of at least 1, found {epochs!r}")
@@ -267,16 +312,27 @@ def train(model: torch.nn.Module, loss_fn: Callable[..., torch.Tensor], optimize
     batch_num = len(sink) if sink is not None else dataset.get_dataset_size()
     params = CallbackParams(model, loss_fn, optimizer, dataset, epochs, batch_num, dataset_sink_mode, device)
     context = RunContext(params)
-    state = {"model": model, "loss_fn": loss_fn, "optimizer": optimizer, "columns": tuple(columns),
-             "params": params, "context": context, "callbacks": callbacks}
-    stream = None if sink is not None else _direct_batches(dataset, device, epochs)
+    where: dict = {"position": None}
+    saver = None if checkpoint is None else _Checkpoint(checkpoint, checkpoint_every)
+    state: dict[str, Any] = {"model": model, "loss_fn": loss_fn, "optimizer": optimizer, "columns": tuple(columns),
+             "params": params, "context": context, "callbacks": callbacks, "checkpoint": saver,
+             "position": sink.state_dict if sink is not None else lambda: where["position"], "epoch_step": 0}
+    first_epoch, done, position = (1, 0, None) if saver is None else saver.load(state)
+    if position is not None:
+        (sink if sink is not None else dataset).load_state_dict(position)
+    stream = None if sink is not None else _direct_batches(dataset, device, None, where)
     try:
         _hook(callbacks, "on_train_begin", context)
-        for epoch in range(1, epochs + 1):
-            batches = iter(sink) if sink is not None else itertools.islice(stream or (), batch_num)
-            _epoch(state, epoch, batches, sink is not None)
+        for epoch in range(first_epoch, epochs + 1):
+            todo = batch_num - (done if epoch == first_epoch else 0)
+            batches = itertools.islice(iter(sink) if sink is not None else (stream or ()), todo)
+            _epoch(state, epoch, batches, sink is not None, batch_num - todo)
             if context.get_stop_requested():
                 break
+        if saver is not None and state["position"]() is not None:
+            epoch, step = params.cur_epoch_num, state["epoch_step"]
+            epoch, step = (epoch + 1, 0) if step >= batch_num else (epoch, step)
+            saver.save(state, epoch, step, state["position"](), params.cur_step_num)
         _hook(callbacks, "on_train_end", context)
     finally:
         if sink is not None:

@@ -55,6 +55,10 @@ class BatchDataset(Dataset):
         from recordio.dataset.map_op import merge_names
         return merge_names(names, ins, outs, "batch")
 
+    def _block_rows(self):
+        rows = self.children[0]._block_rows()
+        return None if rows is None else rows * self.batch_size
+
     def _size(self, ctx):
         n = self.children[0]._size(ctx)
         if n is None:

@@ -45,13 +45,15 @@ def build_plan(root):
 class RunContext:
     """The state one iteration of a pipeline carries down to its nodes."""
 
-    def __init__(self, plan, seed, shards=None, resume=None, world=None):
+    def __init__(self, plan, seed, shards=None, resume=None, world=None, block=1):
         from recordio.dataset.source import torch_world
         self.plan = plan
         self.world = world if world is not None else torch_world()   # (size, rank) of torch.distributed
         self.seed = seed
-        self.shards = shards          # (num_shards, shard_id) imposed on the sources, or None
+        self.shards = shards          # (DataLoader workers, worker id) splitting each source's shard, or None
+        self.block = block            # source rows per worker block (rows per output of the pipeline)
         self.resume = resume          # (data epoch, consumed) for a positional resume, or None
+        self.same_split = False       # the resume state was saved under this run's shard split
         self._runners = {}
 
     @classmethod

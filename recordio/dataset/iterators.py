@@ -29,11 +29,13 @@ _LIVE: "weakref.WeakSet[ItemStream]" = weakref.WeakSet()
 
 
 class HostBatch(typing.NamedTuple):
-    """A pipeline output before the offloaded tail: numpy columns (or lists), row ids, epoch."""
+    """A pipeline output before the offloaded tail: numpy columns (or lists), row ids, epoch, and
+    the pipeline state after it (what ``load_state_dict`` resumes from to continue after it)."""
 
     columns: dict
     rows: np.ndarray
     epoch: int
+    state: dict | None = None
 
 
 class _Producer:
@@ -79,7 +81,7 @@ class _Producer:
 class ItemStream:
     """Items of ``num_epochs`` epochs (``None``/-1: endless); ``StopIteration`` ends each epoch."""
 
-    def __init__(self, root, num_epochs=1, shards=None, world=None, first_epoch=None, track=True):
+    def __init__(self, root, num_epochs=1, shards=None, world=None, first_epoch=None, track=True, block=1):
         """``track=False``: an internal pass (sizes, shapes, save) that neither takes a loaded state
         nor becomes the pipeline's ``state_dict()``."""
         plan = build_plan(root)
@@ -91,11 +93,12 @@ class ItemStream:
             state["epoch"] = first_epoch
         self.plan, self.seed = plan, state["seed"]
         self.epoch, self.delivered, self.source = state["epoch"], state["delivered"], state["source"]
-        ctx = RunContext(plan, self.seed, shards, None, world)
+        ctx = RunContext(plan, self.seed, shards, None, world, block)
         self.shards = _splits(root, ctx)
         skip = self.delivered
         if self.source is not None and root._positional():
             ctx.resume, skip = (self.source["epoch"], self.source["consumed"]), 0
+            ctx.same_split = state.get("shards") == self.shards
         elif skip and state.get("shards") not in (None, self.shards):
             raise PipelineError(f"this pipeline resumes by replaying its epoch, which needs the same shards "
                                 f"(saved under {state.get('shards')}, now {self.shards})")
@@ -145,6 +148,11 @@ class ItemStream:
         if kind == "error":
             raise payload
         raise StopIteration
+
+    def position(self):
+        """The state after the last output delivered, as it stands (no look at what comes next)."""
+        return {"version": 1, "seed": self.seed, "epoch": self.epoch, "delivered": self.delivered,
+                "source": self.source, "shards": self.shards}
 
     def state_dict(self):
         """The state after the last output delivered (an epoch that is over counts as over)."""
@@ -309,7 +317,7 @@ class HostBatches:
             cols = {n: (v if batched and isinstance(v, np.ndarray) else
                         to_numpy(v) if batched else collate([to_numpy(v)]))
                     for n, v in item.cols.items()}
-            yield HostBatch(cols, item.rows, int(item.epoch))
+            yield HostBatch(cols, item.rows, int(item.epoch), stream.position())
 
     def close(self):
         self._batches.close()

@@ -77,6 +77,9 @@ class MapDataset(Dataset):
                                 f"{child._columns()}")
         self._columns()                  # output names that clash fail here, not mid-iteration
 
+    def _block_rows(self):
+        return self.children[0]._block_rows()
+
     def _map_spec(self, uid):
         from recordio.offload.plan import MapSpec
         return MapSpec(uid, list(self.operations), self.input_columns, self.output_columns, self.offload)

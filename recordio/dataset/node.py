@@ -95,6 +95,11 @@ class Dataset:
         """True when resume can restart the source at a position (no buffering, one source)."""
         return all(c._positional() for c in self.children)
 
+    def _block_rows(self):
+        """Source rows behind each output, when every output is made of a fixed number of them (a
+        row-for-row chain, then ``batch``); None otherwise. DataLoader workers deal blocks of it."""
+        return None
+
     def _map_spec(self, uid):
         """A map's ``recordio.offload.plan.MapSpec`` under ``uid``; None for other nodes."""
         return None

@@ -79,6 +79,9 @@ class ProjectDataset(Dataset):
         if missing:
             raise PipelineError(f"project: column(s) {missing} not in {child._columns()}")
 
+    def _block_rows(self):
+        return self.children[0]._block_rows()
+
     def _columns(self):
         return list(self.columns)
 
@@ -94,6 +97,9 @@ class RenameDataset(Dataset):
         if len(ins) != len(outs):
             raise ValueError(f"rename: {len(ins)} input column(s) but {len(outs)} output column(s)")
         self.mapping = dict(zip(ins, outs))
+
+    def _block_rows(self):
+        return self.children[0]._block_rows()
 
     def _columns(self):
         return [self.mapping.get(c, c) for c in self.children[0]._columns()]

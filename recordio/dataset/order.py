@@ -73,13 +73,30 @@ def shard_size(total, num_shards, start=0):
     return -(-remaining // num_shards)
 
 
-def shard_positions(total, num_shards, shard_id, start=0):
-    """Positions of the global order shard ``shard_id`` reads, after ``start`` were consumed."""
+def shard_positions(total, num_shards, shard_id, start=0, same_split=False):
+    """Positions of the global order shard ``shard_id`` reads, after ``start`` were consumed.
+
+    Positions past the end (the last round's padding) wrap around to the first positions not
+    consumed, so no row consumed before ``start`` comes again; with ``same_split`` (a resume under
+    the split that saved ``start``) they wrap to the epoch's first positions instead, exactly as
+    the uninterrupted epoch does.
+    """
     remaining = total - start
     if remaining <= 0:
         return np.zeros(0, np.int64)
     k = np.arange(shard_size(total, num_shards, start), dtype=np.int64)
+    if same_split:
+        return (start + shard_id + num_shards * k) % total
     return start + (shard_id + num_shards * k) % remaining
+
+
+def worker_blocks(n, workers, worker, block, first=0):
+    """Indices into a shard's ``n`` positions that DataLoader worker ``worker`` of ``workers`` reads:
+    blocks of ``block`` positions dealt round robin (block ``b`` to worker ``b % workers``), counted
+    from the shard's ``first`` position of the epoch, so that the workers' outputs, taken in turn,
+    are the shard's outputs in order."""
+    k = np.arange(n, dtype=np.int64)
+    return np.flatnonzero(((first + k) // block) % workers == worker)
 
 
 def consumed_after(start, num_shards, delivered, total):

@@ -54,20 +54,31 @@ class SampledSource(Dataset):
     def _shard_split(self, ctx):
         return self._split(ctx)
 
-    def _split(self, ctx):
+    def _rank_split(self, ctx):
+        """``(num_shards, shard_id)`` of this rank: the sampler's, else torch.distributed's."""
         shards = self.sampler.shards
         if shards is None and getattr(self.sampler, "auto_shard", False):
             shards = ctx.world and (ctx.world[0], ctx.world[1])
-        num, sid = shards or (1, 0)
+        return shards or (1, 0)
+
+    def _split(self, ctx):
+        """The rank's split times the DataLoader workers' (rows dealt one by one)."""
+        num, sid = self._rank_split(ctx)
         if ctx.shards is not None:
             extra, extra_id = ctx.shards
             num, sid = num * extra, sid * extra + extra_id
         return num, sid
 
     def _size(self, ctx):
-        num, _ = self._split(ctx)
+        num, _ = self._rank_split(ctx)
         per = _order.shard_size(self.sampler.total(self._num_rows(), self), num)
-        return min(per, self.sampler.num_samples) if self.sampler.num_samples else per
+        per = min(per, self.sampler.num_samples) if self.sampler.num_samples else per
+        if ctx.shards is not None:
+            per = len(_order.worker_blocks(per, *ctx.shards, ctx.block))
+        return per
+
+    def _block_rows(self):
+        return 1
 
     def _positional(self):
         return True
@@ -87,14 +98,19 @@ class SampledSource(Dataset):
         if start is None:
             return EpochRows(epoch, iter(()), np.zeros(0, np.int64), 0, 1, 0)
         ids = self.sampler.order(self._num_rows(), ctx.seed, epoch, self)
-        num, sid = self._split(ctx)
-        positions = _order.shard_positions(len(ids), num, sid, start)
+        num, sid = self._rank_split(ctx)
+        positions = _order.shard_positions(len(ids), num, sid, start, ctx.same_split)
         if self.sampler.num_samples:
             positions = positions[:self.sampler.num_samples]
+        index = None
+        if ctx.shards is not None:         # DataLoader workers: blocks of the rank's positions
+            first = start // num if ctx.same_split else 0     # a worker's own state, or a fresh deal
+            index = _order.worker_blocks(len(positions), *ctx.shards, ctx.block, first)
+            positions = positions[index]
         mine = np.asarray(ids, dtype=np.int64)[positions]
-        if self._reads_everything_in_order(mine, len(ids)):
+        if index is None and self._reads_everything_in_order(mine, len(ids)):
             return EpochRows(epoch, self._scan_rows(), None, 0, 1, len(ids))
-        return EpochRows(epoch, self._by_id(ctx, mine), mine, start, num, len(ids))
+        return EpochRows(epoch, self._by_id(ctx, mine), mine, start, num, len(ids), index)
 
     def _by_id(self, ctx, ids):
         """Rows read by id, a chunk of :data:`CHUNK` ids at a time."""
@@ -114,12 +130,15 @@ class EpochRows:
     and the resume point after each, computed in bulk.
 
     ``ids``: the row ids in delivery order (``None``: ``0, 1, 2, ...``, the sequential scan).
-    After ``d`` rows, the epoch's global order is consumed up to ``min(total, start + num * d)``.
+    ``index``: the shard's position index of each row delivered (``None``: ``0, 1, 2, ...``; a
+    DataLoader worker reads blocks of them). After the row of index ``k``, the epoch's global order
+    is consumed up to ``min(total, start + num * (k + 1))`` (ranks in lockstep).
     """
 
-    def __init__(self, epoch, rows, ids, start, num, total):
+    def __init__(self, epoch, rows, ids, start, num, total, index=None):
         self.epoch, self.rows, self.ids = epoch, rows, ids
         self.start, self.num, self.total = start, num, total
+        self.index = index
 
     def ids_of(self, first, end):
         """Row ids of the rows ``first .. end - 1`` delivered, as an int64 array."""
@@ -128,6 +147,8 @@ class EpochRows:
         return self.ids[first:end].copy()          # a batch owns its ids
 
     def position_after(self, delivered):
+        if self.index is not None and delivered:
+            delivered = int(self.index[delivered - 1]) + 1
         return self.epoch, _order.consumed_after(self.start, self.num, delivered, self.total)
 
     def row_ids(self):
@@ -136,7 +157,7 @@ class EpochRows:
     def positions_after(self):
         if self.ids is None:
             return zip(itertools.repeat(self.epoch), itertools.count(1))
-        delivered = np.arange(1, len(self.ids) + 1, dtype=np.int64)
+        delivered = np.arange(1, len(self.ids) + 1, dtype=np.int64) if self.index is None else self.index + 1
         consumed = np.minimum(self.total, self.start + self.num * delivered)
         return zip(itertools.repeat(self.epoch), consumed.tolist())
 

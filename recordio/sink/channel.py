@@ -53,6 +53,7 @@ class DeviceBatch:
     rows: object
     epoch: int
     ready: object
+    state: dict | None = None      # the pipeline state after this batch
 
 
 class Channel:
@@ -249,7 +250,7 @@ def _to_device(channel, host_batch, tail, seed, index):
                        for name, value in columns.items()}
         ready = backend.new_event()
         backend.record(ready)
-    return DeviceBatch(columns, host_batch.rows, host_batch.epoch, ready)
+    return DeviceBatch(columns, host_batch.rows, host_batch.epoch, ready, host_batch.state)
 
 
 def on_device(value, backend):

@@ -30,6 +30,7 @@ import weakref
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from recordio.dataset.resume import check_state, initial_state
 from recordio.errors import PipelineError, SinkTimeoutError
 from recordio.sink.backends import make_backend
 from recordio.sink.channel import END, Channel, DeviceBatch, Failure, on_device, raise_failure
@@ -94,6 +95,8 @@ class DataSink:
         self._finalizer = None
         self._closed = False
         self._dataset_size = None
+        self._state: dict | None = None      # after the last batch handed to the consumer
+        self._seed_at_start = 0               # the seed the running channel's pipeline started from
 
     def _size(self):
         if self._dataset_size is None:
@@ -133,6 +136,7 @@ class DataSink:
             log.info("DataSink %s: dataset size %d is not a multiple of sink_size %d; sink epochs will "
                      "straddle data epochs (pad or drop to align them)", self.channel_name, size, self.sink_size)
         source = self._dataset._iter_host_batches(num_epochs=None)
+        self._seed_at_start = source.seed
         return Channel(self.channel_name, self._backend, source, source.tail_module(self.device), source.seed,
                        self.prefetch_depth, HOST_QUEUE_DEPTH, self.static_slots)
 
@@ -158,7 +162,24 @@ class DataSink:
         for value in item.columns.values():
             if on_device(value, self._backend):
                 self._backend.hand_over(value)
+        self._state = item.state
         return dict(item.columns)
+
+    def state_dict(self) -> dict:
+        """The pipeline state after the last batch the consumer received (batches prefetched into
+        the queues and never handed out are produced again after a resume, identically)."""
+        if self._state is not None:
+            return dict(self._state)
+        return self._dataset.state_dict() if self._channel is None else initial_state(self._seed_at_start)
+
+    def load_state_dict(self, state: dict) -> None:
+        """Start the sink where ``state`` says (a state of a sink, an iterator or a TorchDataset); only
+        before the sink's first batch."""
+        if self._channel is not None:
+            raise PipelineError(f"DataSink {self.channel_name}: load_state_dict after iteration started; "
+                                f"build a new DataSink to resume")
+        self._dataset.load_state_dict(state)
+        self._state = check_state(state)
 
     def _raise_timeout_or_closed(self, channel):
         if channel.stop.is_set():
