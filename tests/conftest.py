@@ -6,6 +6,12 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import settings
+
+# Hypothesis: CI replays the same examples every run (derandomize); locally the search stays random
+# (HYPOTHESIS_PROFILE=ci reproduces CI).
+settings.register_profile("ci", derandomize=True, print_blob=True)
+settings.load_profile("ci" if os.environ.get("CI") else os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 TESTS = pathlib.Path(__file__).resolve().parent

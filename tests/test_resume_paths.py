@@ -221,3 +221,10 @@ def test_a_finished_checkpoint_trains_nothing_more(path, tmp_path):
     ckpt = tmp_path / "run.pt"
     _train(path, ckpt, sink=False, epochs=1)
     assert _train(path, ckpt, sink=False, epochs=1) == []
+
+
+def test_unbatched_scalars_are_0d_in_torch_as_in_numpy():
+    ds = rio.GeneratorDataset([(np.int64(i), 1.5) for i in range(3)], ["a", "b"], shuffle=False)
+    as_torch = next(iter(ds.create_dict_iterator(num_epochs=1)))
+    as_numpy = next(iter(ds.create_dict_iterator(num_epochs=1, output_numpy=True)))
+    assert [tuple(v.shape) for v in as_torch.values()] == [v.shape for v in as_numpy.values()] == [(), ()]

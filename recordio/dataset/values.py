@@ -93,6 +93,6 @@ def to_torch(value):
         return arr.item() if arr.ndim == 0 else arr.tolist()
     if arr.dtype.kind == "O":
         return value
-    if not arr.flags.writeable:
-        arr = arr.copy()
-    return torch.from_numpy(np.ascontiguousarray(arr))
+    if not arr.flags.writeable or not arr.flags.c_contiguous:
+        arr = np.array(arr, order="C")         # (np.ascontiguousarray would make a 0-d value 1-d)
+    return torch.from_numpy(arr)
