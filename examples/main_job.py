@@ -12,6 +12,7 @@ one, else on the CPU, in a few minutes on two cores:
 5. the accuracy on the held-out split.
 
 Usage: python examples/main_job.py [--out DIR] [--per-class N] [--epochs N] [--device cpu|cuda]
+       [--checkpoint FILE]   (stop it at any time; the same command resumes after the last sink epoch)
 """
 
 import argparse
@@ -41,6 +42,9 @@ def parse_args(argv):
     parser.add_argument("--shards", type=int, default=4, help="data files per split (default 4)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--device", default=None, help="torch device (default: cuda when available, else cpu)")
+    parser.add_argument("--checkpoint", default=None,
+                        help="save model, optimizer and the sink's position here after every sink epoch, and "
+                             "resume from it when it exists (stop the job at any time and run it again)")
     return parser.parse_args(argv)
 
 
@@ -148,11 +152,37 @@ def fit(args, path, device, classes):
     print(ds.offload_plan(), flush=True)
     model.train()
     with rio.DataSink(ds, device=device, sink_size=-1, prefetch_depth=2) as sink:
-        for epoch in range(1, args.epochs + 1):
+        first = resume(args.checkpoint, model, optimizer, sink)
+        for epoch in range(first, args.epochs + 1):
             loss, samples, seconds, waited = sink_epoch(model, optimizer, sink)
             print(f"sink epoch {epoch}/{args.epochs}: loss {loss:.4f}, {samples / seconds:,.0f} samples/s, "
                   f"data wait {waited / seconds:.1%}", flush=True)
+            save(args.checkpoint, model, optimizer, sink, epoch)
     return model
+
+
+def resume(path, model, optimizer, sink):
+    """The first sink epoch to run: 1, or the one after a saved checkpoint (which is loaded)."""
+    import torch
+
+    if path is None or not os.path.exists(path):
+        return 1
+    saved = torch.load(path, map_location="cpu", weights_only=False)
+    model.load_state_dict(saved["model"])
+    optimizer.load_state_dict(saved["optimizer"])
+    sink.load_state_dict(saved["data"])                  # after the last batch the loop received
+    print(f"resumed from {path} after sink epoch {saved['epoch']}", flush=True)
+    return saved["epoch"] + 1
+
+
+def save(path, model, optimizer, sink, epoch):
+    """Write the checkpoint atomically: a crash while saving keeps the previous one."""
+    import torch
+
+    if path is not None:
+        torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                    "data": sink.state_dict(), "epoch": epoch}, f"{path}.tmp")
+        os.replace(f"{path}.tmp", path)
 
 
 def evaluate(model, path, crop, device):

@@ -14,9 +14,9 @@ from conftest import ROOT
 SMALL = ["--per-class", "80", "--val-per-class", "20", "--epochs", "4", "--shards", "2"]
 
 
-def run_job(out, device):
-    done = subprocess.run([sys.executable, "examples/main_job.py", "--out", str(out), *SMALL, "--device", device],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+def run_job(out, device, *extra):
+    done = subprocess.run([sys.executable, "examples/main_job.py", "--out", str(out), *SMALL, "--device", device,
+                           *extra], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return done.stdout
 
@@ -79,3 +79,16 @@ def test_photos_split_uses_disjoint_parts_of_each_photo(tmp_path):
             files = sorted((tmp_path / split / name).iterdir())
             assert len(files) == count and all(cv2.imread(str(f)).shape == (32, 32, 3) for f in files)
     assert splits == {"train": str(tmp_path / "train"), "val": str(tmp_path / "val")}
+
+
+def test_a_stopped_job_resumes_from_its_checkpoint(job, tmp_path):
+    """Stopped after two sink epochs, the same command finishes the run as if it had not stopped."""
+    _, uninterrupted = job
+    checkpoint = tmp_path / "job.pt"
+    first = run_job(tmp_path / "a", "cpu", "--checkpoint", str(checkpoint), "--epochs", "2")
+    second = run_job(tmp_path / "b", "cpu", "--checkpoint", str(checkpoint))
+    assert "resumed from" in second and "after sink epoch 2" in second
+    line = r"sink epoch (\d)/\d: loss ([\d.]+)"
+    assert [e for e in re.findall(line, first)] == re.findall(line, uninterrupted)[:2]
+    assert [e for e in re.findall(line, second)] == re.findall(line, uninterrupted)[2:]
+    assert accuracy_of(second) == accuracy_of(uninterrupted)
