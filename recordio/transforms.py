@@ -27,12 +27,20 @@ def to_numpy_dtype(data_type):
     return dtype
 
 
+INT64_RANGE = (-2.0 ** 63, 2.0 ** 63 - 1024)      # the float64 values that fit in an int64
+
+
 def cast(array, dtype):
-    """C-style cast: float -> integer truncates toward zero and wraps (3.7 -> 3, -1.2 -> 255 for uint8)."""
+    """C-style cast: float -> integer truncates toward zero and wraps (3.7 -> 3, -1.2 -> 255 for uint8).
+
+    Defined for every float, the same on every device (the offloaded TypeCast computes it too):
+    NaN -> 0; infinities and values beyond int64 saturate at int64's range first, then wrap.
+    """
     array = np.asarray(array)
     if array.dtype.kind == "f" and dtype.kind in "iu":
-        with np.errstate(invalid="ignore"):
-            return np.trunc(array).astype(np.int64).astype(dtype)
+        wide = np.nan_to_num(np.trunc(array.astype(np.float64)), nan=0.0, posinf=INT64_RANGE[1],
+                             neginf=INT64_RANGE[0])
+        return np.clip(wide, *INT64_RANGE).astype(np.int64).astype(dtype)
     return array.astype(dtype)
 
 

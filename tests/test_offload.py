@@ -203,3 +203,16 @@ def test_tail_never_modifies_the_callers_batch():
     OffloadTail({"image": [(1, OPS["hflip"]), (2, OPS["jitter"]), (3, OPS["sharpness"])]}, cpu_chunk=100)(
         {"image": x}, ROWS, EPOCH, SEED)
     assert torch.equal(x, before)
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int32", "int64"])
+def test_typecast_of_any_float_is_defined_and_equal_on_host_and_offloaded(dtype):
+    from recordio.offload.tail import TypeCastOp
+    from recordio.transforms import TypeCast
+    values = np.array([np.nan, np.inf, -np.inf, 1e30, -1e30, 2.0 ** 63, 3.7, -1.2, 300.5, -0.5],
+                      np.float32).reshape(1, -1)
+    host = TypeCast(dtype)(values)
+    device = TypeCastOp(0, TypeCast(dtype))(torch.from_numpy(values), None, 0, 0).numpy()
+    assert host.dtype == device.dtype == np.dtype(dtype)
+    assert np.array_equal(host, device)
+    assert host[0, 0] == 0 and host[0, 6] == 3 and (dtype != "uint8" or host[0, 7] == 255)

@@ -479,3 +479,39 @@ def test_no_warning_while_batches_keep_coming(no_leaks, caplog):
         with DataSink(pipeline(), device="cpu", warn_after=5.0) as sink:
             assert len(list(sink)) == 5
     assert not [r for r in caplog.records if "no batch for" in r.getMessage()]
+
+
+class _StickyError(CpuBackend):
+    """A device that fails on the third copy, and whose every later synchronize re-raises the error,
+    as CUDA does with a sticky error."""
+
+    def __init__(self):
+        self.copies = 0
+
+    def _count(self):
+        self.copies += 1
+        if self.copies == 3:
+            raise RuntimeError("CUDA error: an illegal memory access was encountered (sticky)")
+
+    def to_device(self, host_tensor):
+        self._count()
+        return super().to_device(host_tensor)
+
+    def copy_into(self, dst, src):
+        self._count()
+        return super().copy_into(dst, src)
+
+    def synchronize(self):
+        if self.copies >= 3:
+            raise RuntimeError("CUDA error: an illegal memory access was encountered (sticky)")
+
+
+def test_a_sticky_device_error_reaches_the_loop_and_cleanup_still_runs(no_leaks):
+    sink = DataSink(pipeline(), device=_StickyError(), static_slots=True)
+    with pytest.raises(RuntimeError, match="sticky"):
+        list(sink)
+    channel = sink._channel
+    for thread in sink.threads:
+        thread.join(5)
+    assert channel.ring.nbytes == 0 and not channel.slots._buffers     # both closed despite the error
+    sink.close()

@@ -68,3 +68,96 @@ def test_many_epochs_keep_host_memory_bounded():
                 pass
         ring = sink._channel.ring
         assert ring.nbytes <= ring.size * 2 * (4 * 64 * 1024 * 4)
+
+
+# --- the bugs the GPU path is known for: each test can catch one --------------------------------------
+
+
+def _tail_batch(n=64, side=224, seed=0):
+    return np.random.default_rng(seed).integers(0, 256, (n, side, side, 3), dtype=np.uint8)
+
+
+@pytest.mark.parametrize("rounding", ["per_op", "none"])
+def test_the_cuda_tail_equals_the_cpu_tail_exactly_on_large_batches(rounding):
+    from recordio.offload.tail import OffloadTail
+    ops = [(1, vision.RandomHorizontalFlip(0.5)), (2, vision.RandomColorAdjust(0.4, 0.4, 0.4, 0.1)),
+           (3, vision.RandomSharpness((0.1, 1.9))), (4, vision.Normalize([123.7, 116.3, 103.5], [58.4, 57.1, 57.4])),
+           (5, vision.HWC2CHW())]
+    batch, rows = _tail_batch(), np.arange(64)
+    cpu = OffloadTail({"image": ops}, rounding)({"image": torch.from_numpy(batch)}, rows, 0, 1)["image"]
+    gpu = OffloadTail({"image": ops}, rounding)({"image": torch.from_numpy(batch).cuda()}, rows, 0, 1)["image"]
+    assert torch.equal(cpu, gpu.cpu())
+
+
+def test_the_tail_makes_no_host_sync():
+    from recordio.offload.tail import OffloadTail
+    ops = [(1, vision.RandomHorizontalFlip(0.5)), (2, vision.RandomColorAdjust(0.4, 0.4, 0.4, 0.1)),
+           (3, vision.Rescale(1 / 255, 0.0)), (4, vision.Normalize([0.5] * 3, [0.25] * 3)), (5, vision.HWC2CHW())]
+    tail = OffloadTail({"image": ops})
+    x = torch.from_numpy(_tail_batch(8, 32)).cuda()
+    tail({"image": x}, np.arange(8), 0, 1)                    # constants are made (and cached) once
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        tail({"image": x}, np.arange(8, 16), 0, 1)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+
+
+def test_sink_iteration_makes_no_host_sync_on_the_consumer():
+    with DataSink(offloadable(), device="cuda", prefetch_depth=2) as sink:
+        it = iter(sink)
+        next(it)
+        torch.cuda.set_sync_debug_mode("error")
+        try:
+            for _ in range(3):
+                next(it)
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+
+
+def test_device_memory_returns_to_its_baseline_after_close():
+    torch.cuda.synchronize()
+    baseline = torch.cuda.memory_allocated()
+    sink = DataSink(offloadable(), device="cuda", sink_size=4, static_slots=True)
+    for _ in range(3):
+        for batch in sink:
+            del batch
+    sink.close()
+    torch.cuda.synchronize()
+    assert torch.cuda.memory_allocated() == baseline
+
+
+def test_close_with_work_in_flight_is_prompt_and_clean():
+    sink = DataSink(blocks(256, (256, 1024)), device="cuda", prefetch_depth=4)
+    it = iter(sink)
+    next(it)
+    sink.close()                                              # copies still queued on the side stream
+    assert not any(t.is_alive() for t in sink.threads)
+    torch.cuda.synchronize()
+
+
+def test_an_error_in_the_gpu_tail_reaches_the_consumer():
+    images = [(np.zeros((8, 8, 3), np.uint8),) for _ in range(8)]
+    ds = GeneratorDataset(images, ["image"], shuffle=False)
+    ds = ds.map([vision.Normalize([0.0], [1.0])], input_columns=["image"], offload=True).batch(4)   # 1 channel: fails
+    with DataSink(ds, device="cuda") as sink, pytest.raises(Exception) as info:
+        next(iter(sink))
+    assert "DataSink" in " ".join(getattr(info.value, "__notes__", [])) or "Normalize" in str(info.value)
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
+def test_a_plain_cuda_sink_follows_the_device_set_before_iteration():
+    sink = DataSink(blocks(), device="cuda")                  # built while cuda:0 is current
+    torch.cuda.set_device(1)
+    try:
+        assert next(iter(sink))["x"].device == torch.device("cuda", 1)
+    finally:
+        sink.close()
+        torch.cuda.set_device(0)
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
+def test_cuda_1_gets_its_batches():
+    with DataSink(offloadable(), device="cuda:1") as sink:
+        assert next(iter(sink))["image"].device == torch.device("cuda", 1)

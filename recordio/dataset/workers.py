@@ -105,6 +105,13 @@ def _check_picklable(error):
                           f"pickled, so it cannot leave the worker process)") from None
 
 
+def _cuda_initialized():
+    """Whether this process already uses CUDA (a forked child could not): then workers come from a
+    fork server (the map's function must then be picklable)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and torch.cuda.is_initialized()
+
+
 class ProcessRunner(_PooledRunner):
     """Chunks run in forked worker processes; data crosses through shared-memory files."""
 
@@ -117,7 +124,9 @@ class ProcessRunner(_PooledRunner):
 
     def _submit(self, chunk):
         if self.pool is None:
-            method = "fork" if sys.platform.startswith("linux") else "spawn"
+            method = "spawn"
+            if sys.platform.startswith("linux"):
+                method = "forkserver" if _cuda_initialized() else "fork"
             self.pool = cf.ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context(method),
                                                initializer=_init_worker, initargs=(self.fn,))
         n = next(self.count)

@@ -4,24 +4,50 @@ Each kernel takes a batch ``x`` (B, *sample_shape) and per-sample parameters, an
 operation sequence of the host kernel in ``recordio.vision.color_kernels`` so that both give the same values.
 uint8 input is rounded and saturated after every colour adjustment, as the host ops do; float input
 is clamped to [0, 255] and not rounded.
+
+
+No kernel synchronises the host with the device: constants are device tensors made once per device
+and cached (:func:`device_const`; tensors, not Python floats, so a division stays a true division
+on CUDA), and per-batch parameters go to the device from pinned memory without blocking
+(:func:`to_device`).
 """
 
+import numpy as np
 import torch
 
-__all__ = ["adjust", "blur_sum", "finish", "flip", "grey", "per_sample", "sharpness"]
+__all__ = ["adjust", "blur_sum", "device_const", "finish", "flip", "grey", "per_sample", "sharpness",
+           "to_device"]
 
 F32 = torch.float32
 GREY_WEIGHTS = (9798, 19235, 3735)          # as recordio.vision.color_kernels
+_CONSTANTS: dict = {}                        # (bytes, shape, dtype, device) -> device tensor
+
+
+def device_const(value, device, dtype=F32):
+    """``value`` (a number or an array) as a tensor on ``device``, made once and cached."""
+    arr = np.asarray(value, dtype=torch.empty(0, dtype=dtype).numpy().dtype)
+    key = (arr.tobytes(), arr.shape, dtype, str(device))
+    tensor = _CONSTANTS.get(key)
+    if tensor is None:
+        tensor = _CONSTANTS[key] = torch.from_numpy(arr.copy()).to(device)
+    return tensor
+
+
+def to_device(values, device, dtype=None):
+    """A per-batch host array on ``device``: through pinned memory and a non-blocking copy on CUDA."""
+    t = torch.as_tensor(values, dtype=dtype)
+    if torch.device(device).type == "cuda":
+        return t.pin_memory().to(device, non_blocking=True)
+    return t.to(device)
 
 
 def per_sample(values, x, dtype=F32):
     """A (B,) parameter as a tensor broadcastable against ``x`` (B, ...), on ``x``'s device."""
-    t = torch.as_tensor(values, dtype=dtype).to(x.device, non_blocking=True)
-    return t.view(-1, *[1] * (x.dim() - 1))
+    return to_device(values, x.device, dtype).view(-1, *[1] * (x.dim() - 1))
 
 
 def _const(value, x):
-    return torch.tensor(value, dtype=F32, device=x.device)
+    return device_const(value, x.device)
 
 
 def finish(out, is_uint8):
@@ -45,7 +71,7 @@ def grey_mean(x):
     g = grey(x)
     if x.dtype == torch.uint8:
         total = g.to(torch.int64).sum(dim=(1, 2)).to(torch.float64)
-        count = torch.tensor(float(g[0].numel()), dtype=torch.float64, device=x.device)
+        count = device_const(float(g[0].numel()), x.device, torch.float64)
         return (total / count).round().to(F32).view(-1, 1, 1, 1)
     return g.to(torch.float64).mean(dim=(1, 2)).to(F32).view(-1, 1, 1, 1)
 
@@ -117,7 +143,7 @@ def adjust(x, factors, order, enabled):
             chosen = (order[:, pos] == k).nonzero()[0] if enabled[k] else ()
             if len(chosen) == 0:
                 continue
-            index = torch.as_tensor(chosen).to(x.device, non_blocking=True)
+            index = to_device(chosen, x.device)
             sub = out.index_select(0, index)
             a = per_sample(factors[chosen, k], sub)
             out.index_copy_(0, index, ADJUST[k](sub, a).to(out.dtype))
@@ -152,5 +178,5 @@ def flip(x, mask, axis):
     chosen = mask.nonzero()[0]
     if len(chosen) == 0:
         return x
-    index = torch.as_tensor(chosen).to(x.device, non_blocking=True)
+    index = to_device(chosen, x.device)
     return x.index_copy(0, index, x.index_select(0, index).flip(axis + 1))

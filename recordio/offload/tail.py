@@ -19,7 +19,7 @@ import torch
 from recordio.offload import kernels as K
 from recordio.errors import PipelineError
 from recordio.keys import Keys
-from recordio.transforms import to_numpy_dtype
+from recordio.transforms import INT64_RANGE, to_numpy_dtype
 
 __all__ = ["OffloadTail", "build_tail", "device_op"]
 
@@ -80,7 +80,9 @@ class TypeCastOp(DeviceOp):
     def __call__(self, x, rows, epoch, seed):
         dtype = getattr(torch, to_numpy_dtype(self.op.data_type).name)
         if x.is_floating_point() and not dtype.is_floating_point and dtype != torch.bool:
-            return x.to(torch.int64).to(dtype)          # C-style: truncate toward zero, then wrap
+            low, high = INT64_RANGE                     # as recordio.transforms.cast, on any device
+            wide = x.to(torch.float64).trunc().nan_to_num(0.0, posinf=high, neginf=low).clamp(low, high)
+            return wide.to(torch.int64).to(dtype)
         return x.to(dtype)
 
 
@@ -114,17 +116,16 @@ class AffineOp(DeviceOp):
         for op in self.ops:
             a, b = _affine_of(op, tuple(y.shape[1:]))
             scale, offset = scale * a, offset * a + b
-        as_tensor = lambda v: torch.as_tensor(np.asarray(v, np.float32)).to(y.device, non_blocking=True)  # noqa: E731
-        return y * as_tensor(scale) + as_tensor(offset)
+        return y * K.device_const(scale, y.device) + K.device_const(offset, y.device)
 
     @staticmethod
     def _single(op, y):
         if type(op).__name__ == "Rescale":
-            return y * torch.tensor(op.rescale, dtype=torch.float32) + torch.tensor(op.shift, dtype=torch.float32)
+            return y * K.device_const(op.rescale, y.device) + K.device_const(op.shift, y.device)
         scale, _ = _affine_of(op, tuple(y.shape[1:]))
         shape = scale.shape
-        mean = torch.as_tensor(np.asarray(op.mean, np.float32).reshape(shape)).to(y.device)
-        std = torch.as_tensor(np.asarray(op.std, np.float32).reshape(shape)).to(y.device)
+        mean = K.device_const(np.asarray(op.mean, np.float32).reshape(shape), y.device)
+        std = K.device_const(np.asarray(op.std, np.float32).reshape(shape), y.device)
         return (y - mean) / std
 
     def __repr__(self):

@@ -13,6 +13,7 @@ slot, status, timeout, error and shutdown code runs on every device:
 ``hand_over(t)``    make ``t`` safe to use on the consumer's current stream (``record_stream``)
 ``synchronize()``   block until everything queued on the side stream has run
 ``prepare_thread()``  called once in the feeder thread before its first batch
+``bind()``          fix the device when iteration starts (``"cuda"``: the current device then)
 ==================  =========================================================
 
 and, for ``static_slots=True`` (fixed device buffers, see ``sink_ring.DeviceSlots``):
@@ -24,7 +25,7 @@ and, for ``static_slots=True`` (fixed device buffers, see ``sink_ring.DeviceSlot
 ``stream_wait(e)``      make the side stream wait for ``e`` (no host block)
 ======================  =====================================================
 
-:class:`CudaBackend` follows OFFLOAD.md section 4.3 (pinned ring, side stream,
+:class:`CudaBackend` follows the design in ``docs/sink.md`` (pinned ring, side stream,
 per-slot events, ``wait_event`` + ``record_stream``). :class:`CpuBackend` has no
 pinning, streams or events; its "copy" is a real copy (``clone``) so that a batch
 handed out never aliases a host slot that the feeder will overwrite. The test
@@ -54,6 +55,9 @@ class DeviceBackend:
     """Base class: a synchronous device where every operation completes at once."""
 
     device = torch.device("cpu")
+
+    def bind(self):
+        return None
 
     def alloc_host(self, nbytes):
         return torch.empty(nbytes, dtype=torch.uint8)
@@ -106,11 +110,23 @@ class CudaBackend(DeviceBackend):
     """One CUDA device: pinned host slots, a side stream for copies and the tail, events."""
 
     def __init__(self, device):
-        device = torch.device(device)
-        if device.index is None:
-            device = torch.device("cuda", torch.cuda.current_device())
-        self.device = device
-        self._stream = torch.cuda.Stream(device)
+        self._asked = torch.device(device)
+        self._bound = None
+        self._stream = None
+
+    @property
+    def device(self):
+        """``cuda:N`` as asked; plain ``"cuda"`` is the current device (under DDP, the one the process
+        selected with ``torch.cuda.set_device``), fixed by :meth:`bind` when iteration starts."""
+        if self._bound is not None:
+            return self._bound
+        index = self._asked.index
+        return torch.device("cuda", torch.cuda.current_device() if index is None else index)
+
+    def bind(self):
+        if self._bound is None:
+            self._bound = self.device
+            self._stream = torch.cuda.Stream(self._bound)
 
     def alloc_host(self, nbytes):
         return torch.empty(nbytes, dtype=torch.uint8, pin_memory=True)
@@ -125,7 +141,7 @@ class CudaBackend(DeviceBackend):
         return host_tensor.to(self.device, non_blocking=True)
 
     def new_event(self):
-        return torch.cuda.Event()
+        return torch.cuda.Event(blocking=True)      # a host wait on it sleeps instead of spinning a core
 
     def record(self, event):
         event.record(self._stream)

@@ -197,6 +197,10 @@ def _feeder_loop(channel, tail, seed):
                 item = _to_device(channel, item, tail, seed, sent)
                 if item is None:        # stopped while waiting for a free device slot
                     return
+            if not isinstance(item, DeviceBatch):          # the end or a failure: clean up first, so that
+                error = _close_device_state(channel)     # an error of the device reaches the consumer
+                if error is not None and not isinstance(item, Failure):
+                    item = Failure("device cleanup", error, sent)
             channel.set_stage("feeder", f"waiting to put batch {sent} (device queue full)")
             if not channel.put(channel.device_queue, item):
                 return
@@ -210,11 +214,24 @@ def _feeder_loop(channel, tail, seed):
         channel.set_stage("feeder", f"failed on batch {sent}")
         channel.put(channel.device_queue, Failure("host->device copy", exc, sent))
     finally:
-        channel.ring.close()
-        if channel.slots is not None:
-            channel.slots.close()
+        error = _close_device_state(channel)
+        if error is not None and not channel.stop.is_set():
+            channel.put(channel.device_queue, Failure("device cleanup", error, sent))
         if channel.stop.is_set():
             channel.set_stage("feeder", "stopped")
+
+
+def _close_device_state(channel):
+    """Close the ring and the static slots, both whatever happens; returns the first error (a sticky
+    CUDA error re-raised by the final synchronize), or None. Safe to call twice."""
+    error = None
+    closers = [channel.ring.close] + ([channel.slots.close] if channel.slots is not None else [])
+    for close in closers:
+        try:
+            close()
+        except BaseException as exc:   # noqa: BLE001 - forwarded to the consumer
+            error = error or exc
+    return error
 
 
 def _to_device(channel, host_batch, tail, seed, index):

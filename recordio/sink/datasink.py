@@ -66,7 +66,9 @@ class DataSink:
     consumer waits for one batch before :class:`SinkTimeoutError` (None waits forever).
     ``channel_name``: the name in the status report (a fresh uuid by default).
     ``static_slots``: hand out batches that live in ``prefetch_depth + 2`` fixed device buffers
-    instead of fresh tensors (for CUDA graphs and a steady memory footprint); such a batch stays
+    instead of fresh tensors (a steady device-memory footprint, no allocation per batch); the
+    buffers are used in turn, so a captured CUDA graph must copy each batch into its own static
+    input tensors (``static_x.copy_(batch["x"])``, a device-to-device copy); such a batch stays
     valid until the next batch is asked for (``.clone()`` what you keep longer).
     ``warn_after``: while the consumer waits, log the status report as a warning every
     ``warn_after`` seconds (None: never).
@@ -84,7 +86,6 @@ class DataSink:
             raise ValueError(f"DataSink: static_slots must be True or False, found {static_slots!r}")
         self._dataset = dataset
         self._backend = make_backend(device)
-        self.device = self._backend.device
         self.sink_size = sink_size
         self.prefetch_depth = prefetch_depth
         self.timeout = timeout
@@ -130,7 +131,13 @@ class DataSink:
             self._channel.start()
         return self._channel
 
+    @property
+    def device(self) -> Any:
+        """The device batches go to (plain ``"cuda"``: the current device when iteration starts)."""
+        return self._backend.device
+
     def _new_channel(self):
+        self._backend.bind()
         size = self._size()
         if self.sink_size > 0 and size and size % self.sink_size:
             log.info("DataSink %s: dataset size %d is not a multiple of sink_size %d; sink epochs will "

@@ -70,10 +70,13 @@ class SlotRing:
         return sum(b.numel() for b in self._buffers.values())
 
     def close(self):
-        """Wait for the side stream, then drop every buffer."""
-        self._backend.synchronize()
-        self._buffers.clear()
-        self._copied = [None] * self.size
+        """Wait for the side stream, then drop every buffer (also when the wait raises: a sticky CUDA
+        error surfaces here, and the caller forwards it)."""
+        try:
+            self._backend.synchronize()
+        finally:
+            self._buffers.clear()
+            self._copied = [None] * self.size
 
 
 class DeviceSlots:
