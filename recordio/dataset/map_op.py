@@ -11,7 +11,7 @@ import functools
 
 from recordio import config
 from recordio.dataset.node import Dataset, Item
-from recordio.dataset.values import to_op_input
+from recordio.dataset.values import from_pil, to_op_input
 from recordio.errors import PipelineError
 from recordio.keys import derive_uid, op_scope, row_scope
 
@@ -45,7 +45,7 @@ def apply_ops(ops, uid, seed, values, row, epoch):
                     e.recordio_row = first_row
                     raise
             values = out if isinstance(out, tuple) else (out,)
-    return values
+    return tuple(map(from_pil, values))
 
 
 def run_chunk(ops, uid, seed, chunk):

@@ -7,9 +7,17 @@
 * iterators give numpy values (``output_numpy=True``) or torch tensors with strings left as ``str``.
 """
 
+import sys
+
 import numpy as np
 
 __all__ = ["collate", "to_numpy", "to_op_input", "to_torch"]
+
+
+def from_pil(value):
+    """A PIL image (MindSpore's Python vision path) as the numpy array a map outputs; else ``value``."""
+    image = sys.modules.get("PIL.Image")          # only set when an op imported Pillow
+    return np.asarray(value) if image is not None and isinstance(value, image.Image) else value
 
 
 def to_op_input(value):

@@ -166,18 +166,22 @@ def _resample(small, box, out, s, interpolation):
 
 
 class Decode:
-    """Decode JPEG/PNG bytes into an RGB uint8 <H,W,3> image."""
+    """Decode JPEG/PNG bytes into an RGB uint8 <H,W,3> image; ``to_pil=True``: an RGB PIL image
+    (MindSpore's Python path, see :mod:`recordio.vision.pil`)."""
 
     def __init__(self, to_pil=False):
-        if to_pil:
-            raise ValueError("Decode: to_pil=True is not supported (recordio ops work on numpy arrays)")
-        self.to_pil = False
+        if not isinstance(to_pil, bool):
+            raise TypeError(f"Decode: to_pil must be a bool, got {to_pil!r}")
+        self.to_pil = to_pil
 
     def __call__(self, data):
+        if self.to_pil:
+            from recordio.vision import pil
+            return pil.decode(as_buffer("Decode", data))
         return decode("Decode", as_buffer("Decode", data))
 
     def __repr__(self):
-        return "Decode()"
+        return "Decode(to_pil=True)" if self.to_pil else "Decode()"
 
 
 class RandomCropDecodeResize(RandomAreaCrop):

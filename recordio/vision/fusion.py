@@ -35,7 +35,7 @@ def fuse_decode(operations):
     """
     ops = list(operations)
     for j in range(len(ops) - 1):
-        if type(ops[j]) is Decode and isinstance(ops[j + 1], (Resize, RandomResizedCrop)):
+        if type(ops[j]) is Decode and not ops[j].to_pil and isinstance(ops[j + 1], (Resize, RandomResizedCrop)):
             ops[j] = _DeferredDecode()
     return ops
 

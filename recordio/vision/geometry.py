@@ -7,6 +7,7 @@ from recordio.keys import current_keys
 from recordio.vision._checks import check_image, check_number, check_prob, check_size, pair
 from recordio.vision._geometry import (Border, Inter, RandomAreaCrop, SliceMode, check_enum, resize,
                                        shorter_side_size)
+from recordio.vision import pil
 from recordio.vision.decode import EncodedImage, decode_region
 
 __all__ = ["Border", "CenterCrop", "HWC2CHW", "Inter", "RandomCrop", "RandomHorizontalFlip",
@@ -27,6 +28,8 @@ class Resize:
     def __call__(self, img):
         if isinstance(img, EncodedImage):
             return decode_region(img, self.region, self.interpolation)
+        if pil.is_pil(img):
+            return pil.resize(img, self.size, self.interpolation)
         img = check_image("Resize", img)
         return resize(img, *shorter_side_size(*img.shape[:2], self.size), self.interpolation)
 
@@ -116,6 +119,8 @@ class CenterCrop:
         self.size = pair(check_size("size", size))
 
     def __call__(self, img):
+        if pil.is_pil(img):
+            return pil.center_crop(img, self.size)
         img = check_image("CenterCrop", img)
         h, w = self.size
         dh, dw = max(0, h - img.shape[0]), max(0, w - img.shape[1])

@@ -1,0 +1,109 @@
+"""MindSpore's PIL path: ``Decode(to_pil=True)`` and the ops that take its PIL images.
+
+Scripts written for MindSpore's Python transforms decode to a PIL image, then ``Resize``,
+``CenterCrop`` and ``Grayscale`` it with Pillow, and ``ToTensor`` turns it into a CHW float32 array
+(``/ 255``), usually followed by ``Normalize(..., is_hwc=False)``. These functions are MindSpore
+2.10's (``mindspore.dataset.vision.py_transforms_util``) semantics, so the values are the same;
+``Resize`` and ``CenterCrop`` dispatch here when they receive a PIL image. A map whose last op
+returns a PIL image outputs it as a numpy array, as MindSpore does. Pillow is imported on first use.
+"""
+
+import io
+import sys
+
+import numpy as np
+
+from recordio.errors import FormatError
+from recordio.vision._geometry import Inter
+
+__all__ = ["Grayscale", "ToTensor", "center_crop", "decode", "is_pil", "resize"]
+
+
+def is_pil(value):
+    """Whether ``value`` is a PIL image (without importing Pillow when nothing imported it)."""
+    image = sys.modules.get("PIL.Image")
+    return image is not None and isinstance(value, image.Image)
+
+
+def _image():
+    from PIL import Image
+    return Image
+
+
+def decode(buf, op="Decode"):
+    """Encoded bytes -> an RGB PIL image."""
+    Image = _image()
+    try:
+        return Image.open(io.BytesIO(bytes(buf))).convert("RGB")
+    except (OSError, ValueError, SyntaxError) as exc:
+        raise FormatError(f"{op}: failed to decode the image with Pillow ({len(buf)} bytes): {exc}") from None
+
+
+def _filter(interpolation):
+    Image = _image()
+    filters = {Inter.NEAREST: Image.NEAREST, Inter.LINEAR: Image.BILINEAR, Inter.CUBIC: Image.BICUBIC}
+    if interpolation not in filters:
+        raise TypeError(f"Resize: interpolation {interpolation} is not supported with PIL input")
+    return filters[interpolation]
+
+
+def resize(img, size, interpolation):
+    """MindSpore's PIL resize: an int sets the shorter edge (aspect ratio kept, truncated), else (h, w)."""
+    if isinstance(size, int):
+        width, height = img.size
+        if (width <= height and width == size) or (height <= width and height == size):
+            return img
+        aspect = width / height
+        out = (size, int(size / aspect)) if width < height else (int(size * aspect), size)
+        return img.resize(out, _filter(interpolation))
+    return img.resize((size[1], size[0]), _filter(interpolation))
+
+
+def center_crop(img, size):
+    """MindSpore's PIL centre crop: the box at ``round((H - h) / 2)``; outside the image is black."""
+    h, w = (size, size) if isinstance(size, int) else size
+    width, height = img.size
+    top, left = int(round((height - h) / 2.0)), int(round((width - w) / 2.0))
+    return img.crop((left, top, left + w, top + h))
+
+
+class Grayscale:
+    """A PIL image (or an RGB uint8 array) to grey, with 1 or 3 identical channels (MindSpore's)."""
+
+    def __init__(self, num_output_channels=1):
+        if num_output_channels not in (1, 3):
+            raise ValueError(f"Grayscale: num_output_channels must be 1 or 3, got {num_output_channels!r}")
+        self.num_output_channels = num_output_channels
+
+    def __call__(self, img):
+        Image = _image()
+        if not is_pil(img):
+            img = Image.fromarray(np.asarray(img, dtype=np.uint8))
+        grey = img.convert("L")
+        if self.num_output_channels == 1:
+            return grey
+        plane = np.array(grey, dtype=np.uint8)
+        return Image.fromarray(np.dstack([plane, plane, plane]), "RGB")
+
+    def __repr__(self):
+        return f"Grayscale(num_output_channels={self.num_output_channels})"
+
+
+class ToTensor:
+    """A PIL image or an HWC array -> CHW ``output_type`` (float32) scaled by 1/255 (MindSpore's:
+    a float32 multiply by the float32 reciprocal, not a division)."""
+
+    def __init__(self, output_type=np.float32):
+        self.output_type = np.dtype(output_type)
+
+    def __call__(self, img):
+        arr = np.asarray(img)
+        if arr.ndim not in (2, 3):
+            raise TypeError(f"ToTensor: the image must have 2 or 3 dimensions, found shape {arr.shape}")
+        if arr.ndim == 2:
+            arr = arr[:, :, None]
+        scaled = arr.transpose(2, 0, 1).astype(np.float32) * np.float32(1 / 255.0)   # MindSpore's float32 product
+        return scaled.astype(self.output_type, copy=False)
+
+    def __repr__(self):
+        return f"ToTensor(output_type={self.output_type.name})"
