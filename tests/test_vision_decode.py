@@ -121,7 +121,7 @@ def test_compose_fuses_decode_with_the_following_crop(jpegs):
     assert np.array_equal(out, under(chain, jpegs[2], row=3))
 
 
-@pytest.mark.parametrize("make", [lambda: vision.Decode(to_pil=True), lambda: vision.RandomCropDecodeResize(0),
+@pytest.mark.parametrize("make", [lambda: vision.Decode(to_pil="yes"), lambda: vision.RandomCropDecodeResize(0),
                                   lambda: vision.RandomCropDecodeResize(8, scale=(2, 1)),
                                   lambda: vision.RandomCropDecodeResize(8, interpolation=1)])
 def test_bad_parameters(make):
