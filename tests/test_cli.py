@@ -1,6 +1,7 @@
 """The command line: output, --json, exit codes, help examples, and that every command is documented."""
 
 import json
+import os
 import pathlib
 import subprocess
 import sys
@@ -75,3 +76,14 @@ def _timed(argv):
     out = subprocess.run(argv, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "24"
     return time.perf_counter() - start
+
+
+def test_bench_quick_runs_every_suite_from_a_plain_clone(tmp_path):
+    """`recordio bench --quick` needs nothing beside the clone (its workloads live in tools/)."""
+    env = {k: v for k, v in os.environ.items() if k != "RECORDIO_MINDSPORE_PYTHON"}
+    done = subprocess.run([sys.executable, "-m", "recordio.tools", "bench", "--quick", "--workdir", str(tmp_path),
+                           "--json", str(tmp_path / "bench.json")], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    suites = {row["suite"] for row in json.loads((tmp_path / "bench.json").read_text())["results"]}
+    assert suites == {"storage", "pipeline", "vision", "sink", "convert"}
