@@ -5,14 +5,16 @@ setter validates its argument; every getter returns the current value.
 """
 
 __all__ = [
-    "get_auto_offload", "get_num_parallel_workers", "get_prefetch_size", "get_seed",
-    "set_auto_offload", "set_num_parallel_workers", "set_prefetch_size", "set_seed",
+    "get_auto_offload", "get_bytes_form", "get_num_parallel_workers", "get_prefetch_size", "get_seed",
+    "set_auto_offload", "set_bytes_form", "set_num_parallel_workers", "set_prefetch_size", "set_seed",
 ]
 
 DEFAULT_SEED = 5489  # MindSpore's default (the mt19937 default seed)
 
 _settings: dict[str, int | bool] = {"seed": DEFAULT_SEED, "prefetch_size": 16, "num_parallel_workers": 2,
                                    "auto_offload": False}
+_BYTES_FORMS = ("uint8", "mindspore")
+_bytes_form = ["uint8"]
 
 
 def _positive_int(name, value, limit=None):
@@ -64,3 +66,18 @@ def set_auto_offload(offload: bool) -> None:
 def get_auto_offload() -> bool:
     """Whether maps offload their trailing supported ops by default (see :func:`set_auto_offload`)."""
     return bool(_settings["auto_offload"])
+
+
+def set_bytes_form(form: str) -> None:
+    """How ``output_numpy=True`` gives ``bytes`` columns: ``"uint8"`` (default: a 1-D uint8 array,
+    lossless) or ``"mindspore"`` (MindSpore 2.10's ``numpy.bytes_`` array, dtype ``S<n>``, for scripts
+    that check it; numpy cannot tell ``b""`` from ``b"\\x00"`` in it and drops trailing NUL bytes
+    when an element is taken out)."""
+    if form not in _BYTES_FORMS:
+        raise ValueError(f"bytes form must be one of {_BYTES_FORMS}, got {form!r}")
+    _bytes_form[0] = form
+
+
+def get_bytes_form() -> str:
+    """The current bytes form (see :func:`set_bytes_form`)."""
+    return _bytes_form[0]

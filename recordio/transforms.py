@@ -11,7 +11,10 @@ _TORCH_NAMES = {"float": "float32", "double": "float64", "half": "float16", "lon
 
 
 def to_numpy_dtype(data_type):
-    """A numpy dtype from a numpy dtype/type, a torch dtype or a dtype name ('float32', 'torch.int64')."""
+    """A numpy dtype from a numpy dtype/type, a torch dtype, a MindSpore type (``recordio.common.dtype``)
+    or a dtype name ('float32', 'torch.int64')."""
+    if getattr(data_type, "numpy_dtype", None) is not None:  # recordio.common.dtype.Type (mstype.int32)
+        data_type = data_type.numpy_dtype
     if type(data_type).__module__ == "torch":          # torch.dtype, without importing torch
         data_type = str(data_type)
     if isinstance(data_type, str):

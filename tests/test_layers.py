@@ -1,6 +1,6 @@
 """The layers of the package, held by parsing every import (module level and inside functions).
 
-    errors, config  ->  keys  ->  mindrecord (the bytes)  ->  vision, transforms  ->  offload
+    errors, config  ->  keys, common  ->  mindrecord (the bytes)  ->  vision, transforms  ->  offload
     ->  dataset (the pipeline)  ->  sink  ->  training
 
 A package may import those on its own floor or below; nothing inside ``recordio/`` imports the
@@ -20,6 +20,7 @@ ALLOWED = {
     "errors": set(),
     "config": {"errors"},
     "keys": GROUND,
+    "common": GROUND,
     "mindrecord": GROUND | {"keys"},
     "vision": GROUND | {"keys"},
     "transforms": GROUND | {"keys", "vision"},

@@ -35,11 +35,31 @@ _SOURCE_TAG = 0x5EED_0F_0DE5
 
 
 class Shuffle(str, enum.Enum):
-    """MindDataset's shuffle modes (``True`` means ``GLOBAL``)."""
+    """MindSpore's shuffle modes. ``ADAPTIVE`` (what ``None`` and ``True`` mean): ``GLOBAL`` up to
+    100 million rows, ``PARTIAL`` beyond; ``PARTIAL``: rows shuffled within each window of 1 million
+    consecutive rows; ``FILES``: files in a random order; ``INFILE``: rows shuffled within each
+    file; ``FALSE``: dataset order."""
 
+    FALSE = "false"
+    ADAPTIVE = "adaptive"
     GLOBAL = "global"
+    PARTIAL = "partial"
     FILES = "files"
     INFILE = "infile"
+
+
+PARTIAL_WINDOW = 1_000_000          # rows per window of Shuffle.PARTIAL (MindSpore's)
+ADAPTIVE_LIMIT = 100_000_000        # Shuffle.ADAPTIVE is GLOBAL up to this many rows (MindSpore's)
+
+
+def partial_order(n, rng, window=None):
+    """Rows shuffled within each window of ``window`` (:data:`PARTIAL_WINDOW`) consecutive rows,
+    windows in order."""
+    window = window or PARTIAL_WINDOW
+    ids = np.arange(n, dtype=np.int64)
+    for start in range(0, n, window):
+        ids[start:start + window] = start + rng.permutation(min(window, n - start))
+    return ids
 
 
 def epoch_rng(seed, epoch, tag=_SOURCE_TAG):
@@ -149,17 +169,23 @@ class SequentialSampler(Sampler):
 
 
 class RandomSampler(Sampler):
-    """A new random order each epoch; with ``replacement``, ``num_samples`` independent draws."""
+    """A new random order each epoch (``shuffle``: a :class:`Shuffle` mode, ``GLOBAL`` by default);
+    with ``replacement``, ``num_samples`` independent draws."""
 
-    def __init__(self, replacement: bool = False, num_samples: int | None = None) -> None:
+    def __init__(self, replacement: bool = False, num_samples: int | None = None,
+                 shuffle: Shuffle = Shuffle.GLOBAL) -> None:
         super().__init__(num_samples)
-        self.replacement = bool(replacement)
+        if not isinstance(replacement, bool):
+            raise TypeError(f"replacement must be a bool, got {replacement!r}")
+        if not isinstance(shuffle, Shuffle) or shuffle == Shuffle.FALSE:
+            raise ValueError(f"RandomSampler: shuffle must be a Shuffle mode other than FALSE, got {shuffle!r}")
+        self.replacement = replacement
+        self.shuffle = shuffle
 
     def order(self, n: int, seed: int, epoch: int, source: Any) -> np.ndarray:
-        rng = epoch_rng(seed, epoch)
         if self.replacement:
-            return rng.integers(0, n, size=self.num_samples or n, dtype=np.int64)
-        return rng.permutation(n).astype(np.int64)
+            return epoch_rng(seed, epoch).integers(0, n, size=self.num_samples or n, dtype=np.int64)
+        return shuffled_ids(self.shuffle, n, seed, epoch, source)
 
     def total(self, n: int, source: Any) -> int:
         return (self.num_samples or n) if self.replacement else n
@@ -255,18 +281,33 @@ class PKSampler(Sampler):
 
 
 
-def shuffle_mode(shuffle, default=Shuffle.GLOBAL):
+def shuffle_mode(shuffle, default=Shuffle.ADAPTIVE):
     """``shuffle`` argument -> a :class:`Shuffle` member or ``None`` (no shuffle)."""
     if shuffle is None:
         return default
     if shuffle is True:
-        return Shuffle.GLOBAL
-    if shuffle is False:
+        return Shuffle.ADAPTIVE
+    if shuffle is False or shuffle == Shuffle.FALSE:
         return None
     if isinstance(shuffle, Shuffle):
         return shuffle
-    raise ValueError(f"shuffle must be None, a bool or a Shuffle member (GLOBAL, FILES, INFILE), "
+    raise ValueError(f"shuffle must be None, a bool or a Shuffle member ({', '.join(m.name for m in Shuffle)}), "
                      f"got {shuffle!r}")
+
+
+def shuffled_ids(mode, n, seed, epoch, source):
+    """The row ids of an epoch under shuffle ``mode`` (a :class:`Shuffle` member, or None)."""
+    if mode is None:
+        return np.arange(n, dtype=np.int64)
+    if mode == Shuffle.ADAPTIVE:
+        mode = Shuffle.GLOBAL if n <= ADAPTIVE_LIMIT else Shuffle.PARTIAL
+    rng = epoch_rng(seed, epoch)
+    if mode == Shuffle.GLOBAL:
+        return rng.permutation(n).astype(np.int64)
+    if mode == Shuffle.PARTIAL:
+        return partial_order(n, rng)
+    order = files_order if mode == Shuffle.FILES else infile_order
+    return order(source._file_counts(), rng)
 
 
 class DefaultOrder(Sampler):
@@ -283,14 +324,7 @@ class DefaultOrder(Sampler):
         self.num_padded = num_padded or 0
 
     def order(self, n: int, seed: int, epoch: int, source: Any) -> np.ndarray:
-        if self.mode is None:
-            ids = np.arange(n, dtype=np.int64)
-        elif self.mode == Shuffle.GLOBAL:
-            ids = epoch_rng(seed, epoch).permutation(n).astype(np.int64)
-        elif self.mode == Shuffle.FILES:
-            ids = files_order(source._file_counts(), epoch_rng(seed, epoch))
-        else:
-            ids = infile_order(source._file_counts(), epoch_rng(seed, epoch))
+        ids = shuffled_ids(self.mode, n, seed, epoch, source)
         if self.num_padded:
             ids = np.concatenate([ids, np.arange(n, n + self.num_padded, dtype=np.int64)])
         return ids

@@ -11,6 +11,8 @@ import sys
 
 import numpy as np
 
+from recordio.config import get_bytes_form
+
 __all__ = ["collate", "to_numpy", "to_op_input", "to_torch"]
 
 
@@ -30,7 +32,13 @@ def to_op_input(value):
 
 
 def to_numpy(value):
-    """A value as ``output_numpy=True`` gives it; lists (unstacked batch columns) stay lists."""
+    """A value as ``output_numpy=True`` gives it; lists (unstacked batch columns) stay lists, except
+    bytes under ``config.set_bytes_form("mindspore")``: one ``S<n>`` array, as MindSpore gives."""
+    if get_bytes_form() == "mindspore":
+        if type(value) is bytes:
+            return np.array([value])
+        if isinstance(value, list) and value and all(type(v) is bytes for v in value):
+            return np.array(value)
     if isinstance(value, list):
         return [np.frombuffer(v, np.uint8) if type(v) is bytes else to_op_input(v) for v in value]
     return to_op_input(value)

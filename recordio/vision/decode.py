@@ -35,9 +35,12 @@ def _where():
 
 
 def as_buffer(op, data):
-    """Encoded bytes as a 1-D uint8 array (bytes, bytearray, memoryview or a uint8 array)."""
+    """Encoded bytes as a 1-D uint8 array (bytes, bytearray, memoryview, a uint8 array, or MindSpore's
+    one-element ``S<n>`` array)."""
     if isinstance(data, (bytes, bytearray, memoryview)):
         return np.frombuffer(data, np.uint8)
+    if isinstance(data, np.ndarray) and data.dtype.kind == "S" and data.size == 1:
+        return np.frombuffer(data.tobytes(), np.uint8)      # the whole item: trailing NULs kept
     if isinstance(data, np.ndarray) and data.dtype == np.uint8 and data.ndim == 1:
         return data
     raise TypeError(f"{op}: expected encoded image bytes{_where()}, found "

@@ -1,0 +1,1 @@
+"""Names MindSpore scripts import from ``mindspore.common`` (``dtype``, as ``mstype``)."""

@@ -1,0 +1,114 @@
+"""The ``mindspore.dataset`` names MindRecord scripts use: shuffle modes, ``RandomSampler(shuffle=)``,
+``recordio.common.dtype`` (``mstype``), and MindSpore's bytes form as an option (lossless uint8 by
+default)."""
+
+import numpy as np
+import pytest
+
+import recordio as rio
+import recordio.common.dtype as mstype
+from ms_client import run_oracle
+from ms_oracle import from_plain
+from recordio import transforms, vision
+from recordio.dataset import GeneratorDataset, MindDataset, RandomSampler, Shuffle, config
+from recordio.dataset import order
+
+
+def test_partial_shuffles_within_windows_in_order():
+    ids = order.partial_order(10, np.random.default_rng(0), window=4)
+    assert sorted(ids[:4]) == [0, 1, 2, 3] and sorted(ids[4:8]) == [4, 5, 6, 7] and sorted(ids[8:]) == [8, 9]
+    assert list(ids) != list(range(10))
+
+
+def test_adaptive_is_global_up_to_the_limit_then_partial(monkeypatch):
+    glob = order.shuffled_ids(Shuffle.GLOBAL, 50, 1, 0, None)
+    assert np.array_equal(order.shuffled_ids(Shuffle.ADAPTIVE, 50, 1, 0, None), glob)
+    monkeypatch.setattr(order, "ADAPTIVE_LIMIT", 10)
+    monkeypatch.setattr(order, "PARTIAL_WINDOW", 8)
+    assert np.array_equal(order.shuffled_ids(Shuffle.ADAPTIVE, 50, 1, 0, None),
+                          order.partial_order(50, order.epoch_rng(1, 0), window=8))
+
+
+@pytest.mark.parametrize("shuffle", [Shuffle.FALSE, False])
+def test_shuffle_false_keeps_the_order(shuffle):
+    ds = GeneratorDataset([(i,) for i in range(20)], ["x"], shuffle=shuffle)
+    assert [int(r["x"]) for r in ds.create_dict_iterator(num_epochs=1, output_numpy=True)] == list(range(20))
+
+
+def test_random_sampler_takes_a_shuffle_mode():
+    rows = [(i,) for i in range(30)]
+    for mode in (Shuffle.GLOBAL, Shuffle.PARTIAL, Shuffle.ADAPTIVE):
+        ds = GeneratorDataset(rows, ["x"], sampler=RandomSampler(shuffle=mode))
+        got = [int(r["x"]) for r in ds.create_dict_iterator(num_epochs=1, output_numpy=True)]
+        assert sorted(got) == list(range(30)) and got != list(range(30))
+    with pytest.raises(ValueError, match="shuffle"):
+        RandomSampler(shuffle=Shuffle.FALSE)
+
+
+def test_mstype_works_where_dtypes_are_taken():
+    assert repr(mstype.int32) == "Int32" and mstype.float32.numpy_dtype == np.float32
+    assert mstype.dtype_to_nptype(mstype.uint8) is np.uint8
+    assert transforms.TypeCast(mstype.int32)(np.array([1.7, -2.5], np.float32)).dtype == np.int32
+    assert mstype.int_ == mstype.int64 and mstype.int32 != mstype.int64
+    with pytest.raises(TypeError):
+        mstype.dtype_to_nptype(mstype.string)
+
+
+@pytest.fixture(scope="module")
+def blobs(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("bytes") / "b.mindrecord")
+    values = [b"", b"\x00", b"ab\x00\x00", b"\x00\x00x", b"plain"]
+    with rio.FileWriter(path) as w:
+        w.add_schema({"blob": {"type": "bytes"}, "i": {"type": "int32"}}, "bytes forms")
+        w.write_raw_data([{"blob": v, "i": k} for k, v in enumerate(values)])
+    return path, values
+
+
+def test_default_bytes_form_is_lossless_through_ops_and_iterators(blobs):
+    path, values = blobs
+    ds = MindDataset(path, shuffle=False).map(lambda b: b, input_columns="blob")
+    numpy_rows = list(ds.create_dict_iterator(num_epochs=1, output_numpy=True))
+    assert [r["blob"].tobytes() for r in numpy_rows] == values
+    torch_rows = list(MindDataset(path, shuffle=False).create_dict_iterator(num_epochs=1))
+    assert [bytes(r["blob"].numpy()) for r in torch_rows] == values
+    batched = next(iter(MindDataset(path, shuffle=False).batch(5).create_dict_iterator(num_epochs=1, output_numpy=True)))
+    assert [b.tobytes() for b in batched["blob"]] == values
+
+
+def test_mindspore_bytes_form_is_an_s_array(blobs):
+    path, values = blobs
+    config.set_bytes_form("mindspore")
+    try:
+        rows = list(MindDataset(path, shuffle=False).create_dict_iterator(num_epochs=1, output_numpy=True))
+        batch = next(iter(MindDataset(path, shuffle=False).batch(5).create_dict_iterator(num_epochs=1,
+                                                                                         output_numpy=True)))
+    finally:
+        config.set_bytes_form("uint8")
+    assert all(r["blob"].dtype.kind == "S" and r["blob"].shape == (1,) for r in rows)
+    assert rows[4]["blob"][0] == b"plain" and rows[2]["blob"].tobytes() == b"ab\x00\x00"
+    assert batch["blob"].dtype == np.dtype("S5") and batch["blob"].shape == (5,)
+    with pytest.raises(ValueError, match="bytes form"):
+        config.set_bytes_form("latin1")
+
+
+def test_vision_ops_take_both_bytes_forms():
+    import cv2
+    jpeg = cv2.imencode(".png", np.full((4, 5, 3), 7, np.uint8))[1].tobytes()
+    as_uint8 = vision.Decode()(np.frombuffer(jpeg, np.uint8))
+    as_s = vision.Decode()(np.array([jpeg]))
+    assert np.array_equal(as_uint8, as_s) and as_s.shape == (4, 5, 3)
+
+
+@pytest.mark.mindspore
+def test_names_and_the_bytes_form_match_mindspore(mindspore_python, blobs, tmp_path):
+    path, _ = blobs
+    [answer] = run_oracle(mindspore_python, [{"op": "read", "source": path, "readers": ["MindDataset"]}], tmp_path)
+    theirs = from_plain(answer["MindDataset"])
+    config.set_bytes_form("mindspore")
+    try:
+        ours = list(MindDataset(path, shuffle=False).create_dict_iterator(num_epochs=1, output_numpy=True))
+    finally:
+        config.set_bytes_form("uint8")
+    for mine, their in zip(ours, theirs, strict=True):
+        assert mine["blob"].dtype == their["blob"].dtype and mine["blob"].shape == their["blob"].shape
+        assert mine["blob"].tobytes() == their["blob"].tobytes()
