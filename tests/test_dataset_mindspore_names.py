@@ -112,3 +112,65 @@ def test_names_and_the_bytes_form_match_mindspore(mindspore_python, blobs, tmp_p
     for mine, their in zip(ours, theirs, strict=True):
         assert mine["blob"].dtype == their["blob"].dtype and mine["blob"].shape == their["blob"].shape
         assert mine["blob"].tobytes() == their["blob"].tobytes()
+
+
+def test_minddataset_getitem_gives_the_row_in_column_order(blobs):
+    path, values = blobs
+    ds = MindDataset(path, columns_list=["i", "blob"], shuffle=False)
+    i, blob = ds[2]
+    assert int(i) == 2 and blob.tobytes() == values[2]
+    assert [int(MindDataset(path, shuffle=False)[k][1]) for k in range(5)] == list(range(5))   # sorted: blob, i
+    shuffled = MindDataset(path, columns_list=["i"])
+    first_epoch = [int(r["i"]) for r in shuffled.create_dict_iterator(num_epochs=1, output_numpy=True)]
+    assert [int(shuffled[k][0]) for k in range(5)] == first_epoch
+    with pytest.raises(ValueError, match="negative"):
+        ds[-1]
+    with pytest.raises(IndexError):
+        ds[5]
+
+
+@pytest.fixture(scope="module")
+def text_files(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("text")
+    (folder / "b.txt").write_text("second file\n\nlast line")
+    (folder / "a.txt").write_text("first line\r\nsecond line\n")
+    return folder
+
+
+def test_text_file_dataset_reads_non_empty_lines_of_sorted_files(text_files):
+    from recordio.dataset import TextFileDataset
+    ds = TextFileDataset(str(text_files / "*.txt"), shuffle=False)
+    got = [str(r["text"]) for r in ds.create_dict_iterator(num_epochs=1, output_numpy=True)]
+    assert got == ["first line\r", "second line", "second file", "last line"]      # MindSpore keeps the \r
+    shuffled = TextFileDataset([str(text_files / "b.txt"), str(text_files / "a.txt")])
+    assert sorted(str(r["text"]) for r in shuffled.create_dict_iterator(num_epochs=1, output_numpy=True)) == \
+        sorted(got)
+    with pytest.raises(FileNotFoundError):
+        TextFileDataset(str(text_files / "*.csv"))
+
+
+@pytest.mark.mindspore
+def test_text_file_dataset_and_getitem_match_mindspore(mindspore_python, text_files, blobs, tmp_path):
+    import subprocess
+    path, _ = blobs
+    script = (
+        "import sys, pickle, numpy as np\n"
+        "import mindspore.dataset as ds\n"
+        f"t = ds.TextFileDataset({str(text_files / '*.txt')!r}, shuffle=False, num_parallel_workers=1)\n"
+        "lines = [str(r['text']) for r in t.create_dict_iterator(num_epochs=1, output_numpy=True)]\n"
+        f"m = ds.MindDataset({path!r}, columns_list=['i', 'blob'], shuffle=False)\n"
+        "row = [(a.dtype.str, a.shape, a.tobytes()) for a in m[3]]\n"
+        "pickle.dump((lines, row, [m.get_col_names()]), open(sys.argv[1], 'wb'), protocol=4)\n")
+    (tmp_path / "run.py").write_text(script)
+    done = subprocess.run([mindspore_python, str(tmp_path / "run.py"), str(tmp_path / "out.pkl")],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    import pickle
+    lines, row, _ = pickle.load(open(tmp_path / "out.pkl", "rb"))
+    from recordio.dataset import TextFileDataset
+    ours = [str(r["text"]) for r in TextFileDataset(str(text_files / "*.txt"), shuffle=False)
+            .create_dict_iterator(num_epochs=1, output_numpy=True)]
+    assert ours == lines
+    mine = MindDataset(path, columns_list=["i", "blob"], shuffle=False)[3]
+    assert int(mine[0]) == int(np.frombuffer(row[0][2], np.dtype(row[0][0]))[0]) and mine[0].dtype.str == row[0][0]
+    assert mine[1].tobytes() == row[1][2]

@@ -13,12 +13,13 @@ from recordio.dataset.mind_dataset import MindDataset
 from recordio.dataset.node import Dataset
 from recordio.dataset.ops import ConcatDataset
 from recordio.dataset.order import Shuffle
+from recordio.dataset.text import TextFileDataset
 from recordio.dataset.order import (DistributedSampler, PKSampler, RandomSampler, Sampler,
                                        SequentialSampler, SubsetRandomSampler, SubsetSampler)
 
 __all__ = ["ConcatDataset", "Dataset", "DistributedSampler", "GeneratorDataset", "HostBatch",
            "MindDataset", "PKSampler", "RandomSampler", "Sampler", "SequentialSampler", "Shuffle",
-           "SubsetRandomSampler", "SubsetSampler", "TorchDataset", "config"]
+           "SubsetRandomSampler", "SubsetSampler", "TextFileDataset", "TorchDataset", "config"]
 
 
 def __getattr__(name):

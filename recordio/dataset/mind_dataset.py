@@ -14,8 +14,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from recordio.dataset import order as order_mod
 from recordio.dataset.order import DefaultOrder, Sampler, Shuffle, shuffle_mode
 from recordio.dataset.source import SampledSource, check_sampler_args, check_shards
+from recordio.dataset.values import to_numpy
 from recordio.errors import PipelineError
 
 if TYPE_CHECKING:
@@ -106,6 +108,24 @@ class MindDataset(SampledSource):
                 reader._order_columns(sorted(reader.schema))      # MindSpore's order: names sorted
             self._reader = reader
         return self._reader
+
+    def __getitem__(self, index: int) -> list:
+        """The ``index``-th row the first epoch of this dataset gives (its shuffle and shard
+        included; ``shuffle=False``: row ``index`` of the dataset) as a list of numpy arrays in
+        ``get_col_names()`` order (MindSpore's random access; its shuffled orders differ by design)."""
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise TypeError(f"MindDataset: index must be an int, got {type(index).__name__}")
+        if index < 0:
+            raise ValueError(f"index cannot be negative, but got {index}.")
+        from recordio import config
+        from recordio.dataset.context import RunContext
+        ids = self.sampler.order(self._num_rows(), config.get_seed(), 0, self)
+        num, sid = self._rank_split(RunContext.for_sizes(self))
+        ids = np.asarray(ids, np.int64)[order_mod.shard_positions(len(ids), num, sid)]
+        if index >= len(ids):
+            raise IndexError(f"MindDataset: index {index} is out of range for {len(ids)} rows")
+        row = self._fetch(ids[index:index + 1])[0]
+        return [to_numpy(row[name]) for name in self._columns()]
 
     def _check_padding(self):
         if self.num_padded or self.padded_sample is not None:
