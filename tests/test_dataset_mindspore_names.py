@@ -174,3 +174,72 @@ def test_text_file_dataset_and_getitem_match_mindspore(mindspore_python, text_fi
     mine = MindDataset(path, columns_list=["i", "blob"], shuffle=False)[3]
     assert int(mine[0]) == int(np.frombuffer(row[0][2], np.dtype(row[0][0]))[0]) and mine[0].dtype.str == row[0][0]
     assert mine[1].tobytes() == row[1][2]
+
+
+def _callback_log(module, step_size, rows=5, epochs=2, workers=1):
+    log = []
+
+    class Rec(module.DSCallback):
+        def __init__(self):
+            super().__init__(step_size)
+
+        def _add(self, kind, c):
+            log.append((kind, c.cur_epoch_num, c.cur_step_num_in_epoch, c.cur_step_num))
+
+        def ds_begin(self, c):
+            self._add("begin", c)
+
+        def ds_epoch_begin(self, c):
+            self._add("epoch_begin", c)
+
+        def ds_epoch_end(self, c):
+            self._add("epoch_end", c)
+
+        def ds_step_begin(self, c):
+            self._add("step_begin", c)
+
+        def ds_step_end(self, c):
+            self._add("step_end", c)
+
+    data = module.GeneratorDataset([(i,) for i in range(rows)], ["x"], shuffle=False, num_parallel_workers=1)
+    data = data.map(lambda x: x, callbacks=Rec(), num_parallel_workers=workers)
+    it = data.create_tuple_iterator(num_epochs=epochs)
+    for _ in range(epochs):
+        for _ in it:
+            pass
+    return log
+
+
+def _by_kind(log):
+    return {kind: [e for e in log if e[0] == kind] for kind in {e[0] for e in log}}
+
+
+@pytest.mark.parametrize("step_size", [1, 2])
+def test_ds_callbacks_see_epochs_and_steps(step_size):
+    import recordio.dataset as rds
+    log = _by_kind(_callback_log(rds, step_size, workers=2))
+    assert log["begin"] == [("begin", 0, 0, 0)]
+    assert log["epoch_begin"] == [("epoch_begin", 1, 0, 0), ("epoch_begin", 2, 0, 5)]
+    assert log["epoch_end"] == [("epoch_end", 1, 5, 5), ("epoch_end", 2, 5, 10)]
+    steps = [k for k in range(1, 6) if (k - 1) % step_size == 0]
+    expected = [(e, k, 5 * (e - 1) + k) for e in (1, 2) for k in steps]
+    assert [e[1:] for e in log["step_begin"]] == expected == [e[1:] for e in log["step_end"]]
+    with pytest.raises(ValueError, match="step_size"):
+        rds.DSCallback(0)
+
+
+@pytest.mark.mindspore
+def test_ds_callbacks_match_mindspore(mindspore_python, tmp_path):
+    import inspect
+    import pickle
+    import subprocess
+    source = "import pickle, sys\nimport mindspore.dataset as module\n" + inspect.getsource(_callback_log) + \
+        "pickle.dump([_callback_log(module, s) for s in (1, 2)], open(sys.argv[1], 'wb'))\n"
+    (tmp_path / "run.py").write_text(source)
+    done = subprocess.run([mindspore_python, str(tmp_path / "run.py"), str(tmp_path / "out.pkl")],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    theirs = pickle.load(open(tmp_path / "out.pkl", "rb"))
+    import recordio.dataset as rds
+    for step_size, their in zip((1, 2), theirs):
+        assert _by_kind(_callback_log(rds, step_size)) == _by_kind(their)

@@ -7,19 +7,20 @@ workers, resume).
 import importlib
 
 from recordio import config
+from recordio.dataset import callback
+from recordio.dataset.callback import DSCallback
 from recordio.dataset.generator import GeneratorDataset
 from recordio.dataset.iterators import HostBatch
 from recordio.dataset.mind_dataset import MindDataset
 from recordio.dataset.node import Dataset
 from recordio.dataset.ops import ConcatDataset
-from recordio.dataset.order import Shuffle
+from recordio.dataset.order import (DistributedSampler, PKSampler, RandomSampler, Sampler, SequentialSampler,
+                                    Shuffle, SubsetRandomSampler, SubsetSampler)
 from recordio.dataset.text import TextFileDataset
-from recordio.dataset.order import (DistributedSampler, PKSampler, RandomSampler, Sampler,
-                                       SequentialSampler, SubsetRandomSampler, SubsetSampler)
 
-__all__ = ["ConcatDataset", "Dataset", "DistributedSampler", "GeneratorDataset", "HostBatch",
+__all__ = ["ConcatDataset", "DSCallback", "Dataset", "DistributedSampler", "GeneratorDataset", "HostBatch",
            "MindDataset", "PKSampler", "RandomSampler", "Sampler", "SequentialSampler", "Shuffle",
-           "SubsetRandomSampler", "SubsetSampler", "TextFileDataset", "TorchDataset", "config"]
+           "SubsetRandomSampler", "SubsetSampler", "TextFileDataset", "TorchDataset", "callback", "config"]
 
 
 def __getattr__(name):

@@ -55,6 +55,7 @@ class RunContext:
         self.resume = resume          # (data epoch, consumed) for a positional resume, or None
         self.same_split = False       # the resume state was saved under this run's shard split
         self._runners = {}
+        self._hooks = {}
 
     @classmethod
     def for_sizes(cls, root, shards=None):
@@ -74,6 +75,13 @@ class RunContext:
         if epoch < r_epoch:
             return None
         return consumed if epoch == r_epoch else 0
+
+    def map_hooks(self, node):
+        """The callbacks of map ``node`` in this run (``ds_begin`` is called on first use)."""
+        from recordio.dataset.callback import MapHooks
+        if id(node) not in self._hooks:
+            self._hooks[id(node)] = MapHooks(node.callbacks)
+        return self._hooks[id(node)]
 
     def runner(self, node, fn, workers, processes, window):
         key = id(node)

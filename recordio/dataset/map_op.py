@@ -10,6 +10,7 @@ import collections
 import functools
 
 from recordio import config
+from recordio.dataset.callback import DSCallback
 from recordio.dataset.node import Dataset, Item
 from recordio.dataset.values import from_pil, to_op_input
 from recordio.errors import PipelineError
@@ -58,7 +59,7 @@ class MapDataset(Dataset):
     CHUNK_PROCESSES = 16
 
     def __init__(self, child, operations, input_columns, output_columns, num_parallel_workers,
-                 python_multiprocessing, offload):
+                 python_multiprocessing, offload, callbacks=None):
         super().__init__([child])
         ops = list(operations) if isinstance(operations, (list, tuple)) else [operations]
         if not ops or not all(callable(op) for op in ops):
@@ -71,6 +72,10 @@ class MapDataset(Dataset):
         if offload not in (None, True, False):
             raise TypeError(f"map: offload must be None, True or False, got {offload!r}")
         self.offload = offload
+        callbacks = [] if callbacks is None else callbacks if isinstance(callbacks, (list, tuple)) else [callbacks]
+        if not all(isinstance(cb, DSCallback) for cb in callbacks):
+            raise TypeError(f"map: callbacks must be DSCallback objects, got {callbacks!r}")
+        self.callbacks = list(callbacks)
         missing = [c for c in (self.input_columns or []) if c not in child._columns()]
         if missing:
             raise PipelineError(f"map: input column(s) {missing} not in the pipeline's columns "
@@ -106,10 +111,15 @@ class MapDataset(Dataset):
         fn = functools.partial(run_chunk, spec.operations, spec.uid, ctx.seed)
         runner = ctx.runner(self, fn, workers, self.python_multiprocessing, 2 * workers)
         sent = collections.deque()
+        hooks = ctx.map_hooks(self) if self.callbacks else None
+        if hooks is not None:
+            hooks.epoch_begin()
 
         def chunks():
             group = []
             for item in self.children[0]._items(ctx, epoch):
+                if hooks is not None:
+                    hooks.step_begin()
                 group.append(item)
                 if len(group) == chunk:
                     sent.append(group)
@@ -121,8 +131,13 @@ class MapDataset(Dataset):
 
         for results in runner.imap(chunks()):
             for item, values in zip(sent.popleft(), results):
-                yield Item(merge_values(item.cols, ins, outs, values, spec.uid, item.row), item.row,
+                out = Item(merge_values(item.cols, ins, outs, values, spec.uid, item.row), item.row,
                            item.epoch, item.pos)
+                if hooks is not None:
+                    hooks.step_end()
+                yield out
+        if hooks is not None:
+            hooks.epoch_end()
 
     def _renamed(self, ctx, epoch, ins, outs):
         for item in self.children[0]._items(ctx, epoch):

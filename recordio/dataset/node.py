@@ -142,14 +142,14 @@ class Dataset:
         outputs as inputs take the inputs' places; otherwise the outputs come first, then the other
         columns (MindSpore's order). ``num_parallel_workers`` threads (processes with
         ``python_multiprocessing=True``) run the ops; ``offload=True`` moves the tail of offloadable
-        ops to the device (``docs/vision.md``). ``max_rowsize`` is accepted and not needed (shared
-        memory grows as needed); ``cache`` and ``callbacks`` (MindSpore's cache server and map
-        callbacks) are not supported.
+        ops to the device (``docs/vision.md``). ``callbacks``: :class:`~recordio.dataset.DSCallback`
+        objects, called as rows pass. ``max_rowsize`` is accepted and not needed (shared memory grows
+        as needed); ``cache`` (MindSpore's cache server) is not supported.
         """
         from recordio.dataset.map_op import MapDataset
-        _unsupported("map", cache=cache, callbacks=callbacks)
+        _unsupported("map", cache=cache)
         return MapDataset(self, operations, input_columns, output_columns, num_parallel_workers,
-                          python_multiprocessing, offload)
+                          python_multiprocessing, offload, callbacks)
 
     def batch(self, batch_size: int, drop_remainder: bool = False, num_parallel_workers: int | None = None,
               per_batch_map: Callable | None = None, input_columns: str | Sequence[str] | None = None,
