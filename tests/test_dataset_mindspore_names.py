@@ -243,3 +243,30 @@ def test_ds_callbacks_match_mindspore(mindspore_python, tmp_path):
     import recordio.dataset as rds
     for step_size, their in zip((1, 2), theirs):
         assert _by_kind(_callback_log(rds, step_size)) == _by_kind(their)
+
+
+@pytest.mark.parametrize("sizes,expected", [([0.9, 0.1], [9, 1]), ([3, 7], [3, 7]), ([0.33, 0.33, 0.34], [4, 3, 3]),
+                                            ([0.5, 0.49, 0.01], [5, 5, 0])])
+def test_split_sizes_follow_mindspore(sizes, expected):
+    from recordio.dataset.source import split_sizes
+    if 0 in expected:
+        with pytest.raises(rio.PipelineError, match="too small"):
+            split_sizes(sizes, 10)
+    else:
+        assert split_sizes(sizes, 10) == expected
+
+
+@pytest.mark.parametrize("randomize", [False, True])
+def test_split_gives_disjoint_fixed_parts(blobs, randomize):
+    path, _ = blobs
+    parts = MindDataset(path, columns_list=["i"]).split([0.6, 0.4], randomize=randomize)
+    epochs = [[[int(r["i"]) for r in p.create_dict_iterator(num_epochs=1, output_numpy=True)] for p in parts]
+              for _ in range(2)]
+    assert epochs[0] == epochs[1]                                   # the same order every epoch
+    first, second = epochs[0]
+    assert len(first) == 3 and len(second) == 2 and sorted(first + second) == list(range(5))
+    if not randomize:
+        assert first == [0, 1, 2] and second == [3, 4]
+    assert [p.get_dataset_size() for p in parts] == [3, 2]
+    with pytest.raises(rio.PipelineError, match="sharded"):
+        MindDataset(path, num_shards=2, shard_id=0).split([0.5, 0.5])

@@ -6,8 +6,10 @@ An epoch's rows come as an :class:`EpochRows`: the row dicts, with their row ids
 points computed in bulk, so that ``batch`` can build its columns without an ``Item`` per row.
 """
 
+import copy
 import itertools
 import sys
+import weakref
 
 import numpy as np
 
@@ -51,6 +53,8 @@ class SampledSource(Dataset):
         self.python_multiprocessing = python_multiprocessing
 
     # subclasses: _num_rows(), _fetch(ids) -> list of column dicts, _columns()
+    def _num_rows(self) -> int:
+        raise NotImplementedError
     def _shard_split(self, ctx):
         return self._split(ctx)
 
@@ -79,6 +83,28 @@ class SampledSource(Dataset):
 
     def _block_rows(self):
         return 1
+
+    def split(self, sizes: list, randomize: bool = True) -> tuple:
+        """Non-overlapping datasets of ``sizes`` rows (ints summing to the size, or fractions summing
+        to 1, rounded as MindSpore does); with ``randomize`` the rows are dealt from one fixed random
+        order of ``config.get_seed()``. Each split reads its rows in the same order every epoch (as
+        MindSpore's); give it a sampler (``use_sampler``-style: ``split.sampler = ...``) to change it."""
+        if self.sampler.shards is not None:
+            raise PipelineError("split: the dataset should not be sharded before split")
+        absolute = split_sizes(sizes, self._num_rows())
+        ids = np.arange(self._num_rows(), dtype=np.int64)
+        if randomize:
+            from recordio import config
+            ids = _order.epoch_rng(config.get_seed(), 0, _SPLIT_TAG).permutation(ids)
+        starts = np.concatenate([[0], np.cumsum(absolute)[:-1]])
+        return tuple(self._with_sampler(_order.SubsetSampler(ids[s:s + n])) for s, n in zip(starts, absolute))
+
+    def _with_sampler(self, sampler):
+        clone = copy.copy(self)
+        clone.sampler = sampler
+        clone.children, clone._consumers = [], weakref.WeakSet()
+        clone._state = clone._pending_state = clone._final_state = None
+        return clone
 
     def _positional(self):
         return True
@@ -160,6 +186,32 @@ class EpochRows:
         delivered = np.arange(1, len(self.ids) + 1, dtype=np.int64) if self.index is None else self.index + 1
         consumed = np.minimum(self.total, self.start + self.num * delivered)
         return zip(itertools.repeat(self.epoch), consumed.tolist())
+
+
+_SPLIT_TAG = 0x5B117
+
+
+def split_sizes(sizes, total):
+    """MindSpore's absolute split sizes: ints as given (they must sum to ``total``), else fractions
+    rounded, the difference going to the first split (or taken from the first that can give it)."""
+    if not isinstance(sizes, list) or not sizes:
+        raise PipelineError(f"split: sizes must be a non-empty list, got {sizes!r}")
+    if all(isinstance(s, int) and not isinstance(s, bool) for s in sizes):
+        if any(s <= 0 for s in sizes) or sum(sizes) != total:
+            raise PipelineError(f"split: sizes {sizes} must be positive and sum to the dataset size {total}")
+        return list(sizes)
+    if not all(isinstance(s, float) and 0 < s <= 1 for s in sizes) or abs(sum(sizes) - 1) > 1e-6:
+        raise ValueError(f"split: sizes must be all ints or all floats in (0, 1] summing to 1, got {sizes}")
+    absolute = [int(round(s * total)) for s in sizes]
+    if 0 in absolute:
+        raise PipelineError(f"split: percentage {sizes[absolute.index(0)]} is too small for {total} rows")
+    difference = total - sum(absolute)
+    if difference > 0:
+        absolute[0] += difference
+    else:
+        k = next(i for i, n in enumerate(absolute) if n + difference > 0)
+        absolute[k] += difference
+    return absolute
 
 
 def check_sampler_args(sampler, shuffle, num_shards):
