@@ -13,6 +13,16 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 # (module, names): the public callables whose signatures must be fully annotated
 PUBLIC = [
+    ("recordio.mindrecord.writer", ["FileWriter", "FileWriter.open_for_append", "FileWriter.add_schema",
+                                    "FileWriter.add_index", "FileWriter.write_raw_data", "FileWriter.commit",
+                                    "FileWriter.set_header_size", "FileWriter.set_page_size"]),
+    ("recordio.mindrecord.reader", ["FileReader", "FileReader.__getitem__", "FileReader.__getitems__",
+                                    "FileReader.get_next", "FileReader.index_column", "FileReader.close"]),
+    ("recordio.mindrecord.shard_writer", ["ShardWriter", "ShardWriter.write_raw_data", "ShardWriter.commit",
+                                          "missing_shards", "finalize_shards"]),
+    ("recordio.mindrecord.count", ["count_rows"]),
+    ("recordio.mindrecord.verification", ["verify", "add_checksums"]),
+    ("recordio.mindrecord.description", ["describe", "count_where"]),
     ("recordio.config", ["set_seed", "get_seed", "set_prefetch_size", "get_prefetch_size",
                          "set_num_parallel_workers", "get_num_parallel_workers", "set_auto_offload",
                          "get_auto_offload"]),

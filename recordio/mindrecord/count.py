@@ -1,5 +1,9 @@
 """Row counts from the index alone: no data page is read and numpy is not imported."""
 
+from __future__ import annotations
+
+import os
+
 from recordio.mindrecord import format as fmt
 from recordio.mindrecord import index
 from recordio.errors import IndexFileError
@@ -22,7 +26,7 @@ def _shard_count(path):
     return found
 
 
-def count_rows(path):
+def count_rows(path: str | os.PathLike | list) -> int:
     """Number of rows of the dataset that ``path`` (any shard, or a list of data files) belongs to."""
     recover(path)
     return sum(_shard_count(p) for p in fmt.dataset_paths(path))

@@ -1,6 +1,8 @@
 """``describe(path)``: what a dataset is, and ``count_where``: rows by indexed values — both from
 headers and indexes only (no data page is read)."""
 
+from __future__ import annotations
+
 import os
 
 from recordio.mindrecord import format as fmt
@@ -28,7 +30,7 @@ def _shard_facts(path):
     return header, facts
 
 
-def describe(path):
+def describe(path: str | os.PathLike | list) -> dict:
     """A dict describing the dataset ``path`` (any shard, or a list of data files)."""
     shards = [_shard_facts(p) for p in fmt.dataset_paths(path)]
     header = shards[0][0]
@@ -44,7 +46,7 @@ def describe(path):
 _PARSE = {"int32": int, "int64": int, "float32": float, "float64": float, "string": str}
 
 
-def count_where(path, conditions):
+def count_where(path: str | os.PathLike | list, conditions: list[tuple[str, str]]) -> int:
     """Rows whose indexed fields equal the given values; ``conditions`` = [(field, text), ...].
 
     Values are parsed with the field's type. This reads only the ``.db`` files; note that

@@ -12,11 +12,15 @@ exhaust file descriptors. A reader can be pickled and used after ``fork`` or und
 ``spawn``: maps are reopened in the new process.
 """
 
+from __future__ import annotations
+
 import bisect
 import collections
 import functools
 import mmap
 import os
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import msgpack
 import numpy as np
@@ -67,8 +71,9 @@ class FileReader:
             header's page table instead, for datasets whose ``.db`` files are lost.
     """
 
-    def __init__(self, file_name, num_consumer=4, columns=None, operator=None, *, verify=False,
-                 use_index=True):
+    def __init__(self, file_name: str | os.PathLike | Sequence[str | os.PathLike], num_consumer: int = 4,
+                 columns: Sequence[str] | None = None, operator: Any = None, *, verify: bool = False,
+                 use_index: bool = True) -> None:
         recover(file_name)
         shards, schema = open_shards(file_name, use_index)
         if columns is not None:
@@ -83,52 +88,52 @@ class FileReader:
         self._verify = verify
         self._starts = np.cumsum([0] + [s.count for s in shards]).tolist()
         self._decode, self._need_raw, self._need_blob = schema.decoder(self._columns)
-        self._maps = collections.OrderedDict()
+        self._maps: collections.OrderedDict = collections.OrderedDict()
         self._all_locs = np.concatenate([np.concatenate([s.raw, s.blob], axis=1) for s in shards]
                                         ).astype(np.int64).reshape(-1, 4)
         self._locs = np.split(self._all_locs, np.cumsum([s.count for s in shards])[:-1])
         self._starts_np = np.asarray(self._starts, dtype=np.int64)
-        self._verified = [set() for _ in shards]
+        self._verified: list[set] = [set() for _ in shards]
         if verify:
             _require_checksums(shards)
 
     # --- facts ----------------------------------------------------------------------------------
 
     @property
-    def schema(self):
+    def schema(self) -> SchemaView:
         """``{field: {"type": ..., ["shape": [...]]}}``; also callable, as in MindSpore."""
         return SchemaView(self._schema.to_json())
 
     @property
-    def files(self):
+    def files(self) -> list[str]:
         """Paths of the data files, in dataset order."""
         return [s.path for s in self._shards]
 
     @property
-    def file_row_counts(self):
+    def file_row_counts(self) -> list[int]:
         """Rows in each data file, in dataset order."""
         return [s.count for s in self._shards]
 
     @property
-    def index_fields(self):
+    def index_fields(self) -> list[str]:
         """Names of the fields indexed in the ``.db`` files."""
         return [f["index_field"] for f in self._shards[0].header["index_fields"] or []]
 
     @property
-    def header(self):
+    def header(self) -> dict:
         """The first file's header (dict; ``page`` holds that file's pages)."""
         return self._shards[0].header
 
-    def len(self):
+    def len(self) -> int:
         """Number of rows (MindSpore's method name)."""
         return len(self)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self._starts[-1]
 
     # --- rows -----------------------------------------------------------------------------------
 
-    def __getitem__(self, item):
+    def __getitem__(self, item: int | slice) -> Any:
         if type(item) is not int:
             if isinstance(item, slice):
                 return self.__getitems__(range(*item.indices(len(self))))
@@ -143,7 +148,7 @@ class FileReader:
         k = bisect.bisect_right(self._starts, i) - 1 if len(self._shards) > 1 else 0
         return self._read_at(k, i - self._starts[k], *self._all_locs[i].tolist())
 
-    def __getitems__(self, indices):
+    def __getitems__(self, indices: Sequence[int] | np.ndarray) -> list[dict]:
         """Rows at ``indices`` (the batched fetch protocol of ``torch.utils.data``), located in bulk."""
         idx = np.asarray(indices, dtype=np.int64).reshape(-1)
         n = len(self)
@@ -159,14 +164,14 @@ class FileReader:
             rows.append(self._read_at(k, lo, *loc))
         return rows
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[dict]:
         for k, shard in enumerate(self._shards):
             locs = self._locs[k]
             for first in range(0, shard.count, _CHUNK):
                 for local, (rs, re_, bs, be) in enumerate(locs[first:first + _CHUNK].tolist(), first):
                     yield self._read_at(k, local, rs, re_, bs, be)
 
-    def get_next(self):
+    def get_next(self) -> Iterator[dict]:
         """Yield every row in order (MindSpore's generator method)."""
         yield from self
 
@@ -194,7 +199,7 @@ class FileReader:
         if self._need_blob:
             self._check_page(k, shard.page_of(bs))
 
-    def index_column(self, field):
+    def index_column(self, field: str) -> np.ndarray:
         """Values of an indexed scalar field for every row, in row order, as a numpy array.
 
         The values are always those of the data files: the raw records are decoded (blob
@@ -244,7 +249,7 @@ class FileReader:
                                 f"checksum: the file is corrupt")
         self._verified[k].add(slot)
 
-    def close(self):
+    def close(self) -> None:
         """Release the memory maps (the reader reopens them if used again)."""
         while self._maps:
             self._maps.popitem()[1].close()

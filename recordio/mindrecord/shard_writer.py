@@ -18,6 +18,8 @@ dataset with the same crash-safe protocol as :class:`FileWriter` (``commit.py``)
     finalize_shards("out/train.mindrecord", shard_num=N)
 """
 
+from __future__ import annotations
+
 import json
 import os
 import shutil
@@ -51,8 +53,9 @@ def _record_path(folder, shard_id):
 class ShardWriter(CommitOnExit):
     """Write shard ``shard_id`` of an ``shard_num``-shard dataset (a :class:`FileWriter` for one part)."""
 
-    def __init__(self, file_name, shard_id, shard_num, schema, desc=None, index_fields=None,
-                 header_size=fmt.DEFAULT_HEADER_SIZE, page_size=fmt.DEFAULT_PAGE_SIZE):
+    def __init__(self, file_name: str | os.PathLike, shard_id: int, shard_num: int, schema: dict,
+                 desc: str | None = None, index_fields: list[str] | None = None,
+                 header_size: int = fmt.DEFAULT_HEADER_SIZE, page_size: int = fmt.DEFAULT_PAGE_SIZE) -> None:
         fmt.shard_file_names(os.fspath(file_name), shard_num)      # validates name and count
         if isinstance(shard_id, bool) or not isinstance(shard_id, int) or not 0 <= shard_id < shard_num:
             raise ValueError(f"shard_id must be an int in [0, {shard_num}), got {shard_id!r}")
@@ -67,12 +70,12 @@ class ShardWriter(CommitOnExit):
             self._writer.add_index(list(index_fields))
         self.rows = 0
 
-    def write_raw_data(self, raw_data):
+    def write_raw_data(self, raw_data: list[dict]) -> None:
         """Validate and write rows (all-or-nothing per call, as :meth:`FileWriter.write_raw_data`)."""
         self._writer.write_raw_data(raw_data)
         self.rows += len(raw_data)
 
-    def commit(self):
+    def commit(self) -> None:
         """Publish the part, then mark it complete."""
         record = _record_path(self.folder, self.shard_id)
         if os.path.exists(record):
@@ -88,7 +91,7 @@ class ShardWriter(CommitOnExit):
         os.replace(tmp, record)
         fsync_dir(self.folder)
 
-    def abort(self):
+    def abort(self) -> None:
         """Drop this part; the shard stays missing."""
         self._writer.abort()
 
@@ -108,13 +111,13 @@ def _load_record(folder, shard_id, shard_num):
     return facts if os.path.exists(part) and os.path.exists(part + ".db") else None
 
 
-def missing_shards(file_name, shard_num):
+def missing_shards(file_name: str | os.PathLike, shard_num: int) -> list[int]:
     """Shard ids whose part is not complete yet (a rerun writes only these)."""
     folder = parts_dir(file_name)
     return [i for i in range(shard_num) if _load_record(folder, i, shard_num) is None]
 
 
-def finalize_shards(file_name, shard_num, overwrite=False):
+def finalize_shards(file_name: str | os.PathLike, shard_num: int, overwrite: bool = False) -> None:
     """Turn N complete parts into the dataset ``file_name`` and publish it atomically."""
     file_name = os.path.abspath(os.fspath(file_name))
     folder = parts_dir(file_name)
@@ -131,7 +134,7 @@ def finalize_shards(file_name, shard_num, overwrite=False):
     records = [_load_record(folder, i, shard_num) for i in range(shard_num)]
     compression = max(0, sum(r["compression_size"] for r in records))
     staging = Staging(targets)
-    moved = []
+    moved: list[tuple[str, str]] = []
     try:
         _stage_parts(folder, staging, targets, compression, moved)
         staging.publish()

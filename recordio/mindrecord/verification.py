@@ -9,6 +9,8 @@ no checksums: it is verified structurally and the report says so.
 :func:`add_checksums` adds the checksum table to such a dataset.
 """
 
+from __future__ import annotations
+
 import math
 import mmap
 import os
@@ -53,7 +55,7 @@ class Report:
         return "\n".join(lines)
 
 
-def verify(path):
+def verify(path: str | os.PathLike | list) -> Report:
     """Verify the dataset ``path`` (any shard, or a list of data files); returns a :class:`Report`."""
     report = Report(os.fspath(path) if isinstance(path, (str, os.PathLike)) else list(path))
     shards = []
@@ -249,7 +251,7 @@ def _compare_checksums(fd, shard, table, report):
         report.checked_slots += 1
 
 
-def add_checksums(path):
+def add_checksums(path: str | os.PathLike | list) -> list[str]:
     """Add (or refresh) the checksum table of every shard's ``.db``; returns the ``.db`` paths.
 
     Only for datasets that verify structurally: checksums of damaged data would bless it.

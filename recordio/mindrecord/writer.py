@@ -6,8 +6,11 @@ rows of a call go to the first shards; the ``.db`` keeps whole strings and store
 as NULL; header/page sizes always apply; empty single blobs are stored as given.
 """
 
+from __future__ import annotations
+
 import os
 import warnings
+from typing import Any
 
 from recordio.mindrecord import format as fmt
 from recordio.mindrecord.commit import CommitOnExit, Staging, clean_stale
@@ -31,7 +34,8 @@ class FileWriter(CommitOnExit):
     them); ``fsync`` (default True) makes commit durable before it returns.
     """
 
-    def __init__(self, file_name, shard_num=1, overwrite=False, *, checksums=True, fsync=True):
+    def __init__(self, file_name: str | os.PathLike, shard_num: int = 1, overwrite: bool = False, *,
+                 checksums: bool = True, fsync: bool = True) -> None:
         if not isinstance(overwrite, bool):
             raise TypeError(f"overwrite must be a bool, got {type(overwrite).__name__}")
         names = fmt.shard_file_names(os.fspath(file_name), shard_num)
@@ -44,18 +48,19 @@ class FileWriter(CommitOnExit):
         self._check_targets()
         self._header_size = fmt.DEFAULT_HEADER_SIZE
         self._page_size = fmt.DEFAULT_PAGE_SIZE
-        self._schema = None
+        self._schema: Any = None
         self._desc = ""
-        self._index_fields = []
+        self._index_fields: list[str] = []
         self._index_set = False
-        self._files = None          # ShardFiles, created at the first write
-        self._shards = None
+        self._files: Any = None     # ShardFiles, created at the first write
+        self._shards: Any = None
         self._compression_size = 0
-        self._parallel = None
+        self._parallel: bool | None = None
         self._committed = False
 
     @classmethod
-    def open_for_append(cls, file_name, *, checksums=True, fsync=True):
+    def open_for_append(cls, file_name: str | os.PathLike, *, checksums: bool = True,
+                        fsync: bool = True) -> FileWriter:
         """A writer that adds rows to the existing dataset of ``file_name`` (any of its shards).
 
         Schema, index fields and sizes come from the dataset. Until :meth:`commit` the
@@ -80,7 +85,7 @@ class FileWriter(CommitOnExit):
 
     # --- configuration (MindSpore names) ----------------------------------------------------------
 
-    def add_schema(self, content, desc=None):
+    def add_schema(self, content: dict, desc: str | None = None) -> int:
         """Set the schema (once); returns the schema id, always 0."""
         if self._schema is not None:
             raise SchemaError("the schema is already added; a dataset has exactly one schema")
@@ -90,7 +95,7 @@ class FileWriter(CommitOnExit):
         self._desc = desc or ""
         return 0
 
-    def add_index(self, index_fields):
+    def add_index(self, index_fields: list[str]) -> None:
         """Select the scalar fields that get ``.db`` columns (default: every scalar field)."""
         if self._schema is None:
             raise SchemaError("add_index needs a schema: call add_schema first")
@@ -116,12 +121,12 @@ class FileWriter(CommitOnExit):
             raise SchemaError(f"index field {name!r} is added repeatedly")
         _check_index_columns(self._index_fields + [name])
 
-    def set_header_size(self, header_size):
+    def set_header_size(self, header_size: int) -> None:
         """Bytes reserved for each file's header (16 KiB..128 MiB, multiple of 4; default 16 MiB)."""
         self._require_not_started("set_header_size")
         self._header_size = fmt.check_header_size(header_size)
 
-    def set_page_size(self, page_size):
+    def set_page_size(self, page_size: int) -> None:
         """Bytes of each page (32 KiB..256 MiB, multiple of 4; default 32 MiB)."""
         self._require_not_started("set_page_size")
         self._page_size = fmt.check_page_size(page_size)
@@ -141,7 +146,7 @@ class FileWriter(CommitOnExit):
     # --- writing ----------------------------------------------------------------------------------
 
     @property
-    def index_fields(self):
+    def index_fields(self) -> list[str]:
         """Fields that get ``.db`` columns: those given to add_index, else every scalar field."""
         if self._index_set:
             return list(self._index_fields)
@@ -162,7 +167,7 @@ class FileWriter(CommitOnExit):
             self._shards = [ShardPages(i, self._page_size) for i in range(len(self._targets))]
             self._index_values = [[] for _ in self._targets]
 
-    def write_raw_data(self, raw_data, parallel_writer=False):
+    def write_raw_data(self, raw_data: list[dict], parallel_writer: bool = False) -> None:
         """Validate every row of ``raw_data`` (a list of dicts), then write them all.
 
         A bad row raises :class:`SchemaError` naming the row, field, expected and found;
@@ -228,7 +233,7 @@ class FileWriter(CommitOnExit):
 
     # --- commit -----------------------------------------------------------------------------------
 
-    def commit(self):
+    def commit(self) -> None:
         """Write headers and indexes and publish the dataset atomically."""
         self._start()
         try:
@@ -246,7 +251,7 @@ class FileWriter(CommitOnExit):
                 "schema": self._schema.to_json(), "blob_fields": self._schema.blob_fields,
                 "desc": self._desc}
 
-    def abort(self):
+    def abort(self) -> None:
         """Drop everything written so far; the target path is left as it was."""
         if self._files is not None and not self._committed:
             self._files.abort()
