@@ -290,3 +290,38 @@ def test_field_starting_with_a_digit_is_stored_but_not_indexed(tmp_path):
     w.commit()
     reader = FileReader(str(tmp_path / "x.mr"))
     assert reader.index_fields == ["b"] and reader[0] == {"1a": 1, "b": 2}
+
+
+def _shard_rows(path, shard_num):
+    import recordio
+    width = len(str(shard_num - 1))
+    return [recordio.count_rows([f"{path}{str(i).rjust(width, '0')}"]) for i in range(shard_num)]
+
+
+def test_one_row_calls_fill_every_shard(tmp_path):
+    import recordio
+    path = str(tmp_path / "one.mindrecord")
+    with recordio.FileWriter(path, shard_num=4) as w:
+        w.add_schema({"x": {"type": "int32"}}, "one row per call")
+        for i in range(10):
+            w.write_raw_data([{"x": i}])
+    assert _shard_rows(path, 4) == [3, 3, 2, 2]
+    with recordio.FileWriter.open_for_append(path + "0") as w:     # appends continue from the counts
+        for i in range(3):
+            w.write_raw_data([{"x": 10 + i}])
+    assert _shard_rows(path, 4) == [4, 3, 3, 3]
+    assert sorted(int(r["x"]) for r in recordio.FileReader(path + "0")) == list(range(13))
+
+
+def test_leftovers_go_to_the_shards_holding_the_fewest_rows(tmp_path):
+    import recordio
+    from recordio.mindrecord.staging import split_counts
+    assert split_counts(5, 4) == [2, 1, 1, 1]
+    assert split_counts(5, 4, [2, 1, 1, 1]) == [1, 2, 1, 1]
+    assert split_counts(8, 4, [5, 0, 3, 1]) == [2, 2, 2, 2]          # multiples split evenly, as MindSpore
+    path = str(tmp_path / "left.mindrecord")
+    with recordio.FileWriter(path, shard_num=4) as w:
+        w.add_schema({"x": {"type": "int32"}}, "leftovers")
+        w.write_raw_data([{"x": i} for i in range(5)])
+        w.write_raw_data([{"x": i} for i in range(5, 10)])
+    assert _shard_rows(path, 4) == [3, 3, 2, 2]

@@ -19,10 +19,15 @@ from recordio.mindrecord.checksums import compute as checksums_of
 __all__ = ["ShardFiles", "split_counts"]
 
 
-def split_counts(n, shards):
-    """Rows per shard for a call of ``n`` rows: the first ``n % shards`` shards get one more."""
+def split_counts(n, shards, held=None):
+    """Rows per shard for a call of ``n`` rows: ``n // shards`` each, and the ``n % shards`` leftover
+    rows go to the shards ``held`` (their current row counts) says hold the fewest rows, lowest index
+    first. Deterministic and derived from the dataset itself, so appends continue it and one-row
+    calls fill every shard; a call that is a multiple of ``shards`` splits as MindSpore does."""
     q, r = divmod(n, shards)
-    return [q + 1 if i < r else q for i in range(shards)]
+    held = held or [0] * shards
+    fewest = set(sorted(range(shards), key=lambda i: (held[i], i))[:r])
+    return [q + 1 if i in fewest else q for i in range(shards)]
 
 
 class ShardFiles:

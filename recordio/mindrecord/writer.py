@@ -213,7 +213,8 @@ class FileWriter(CommitOnExit):
     def _write_split(self, encoded):
         raws, blobs, values, saved = encoded
         start = 0
-        for shard, count in zip(range(len(self._shards)), split_counts(len(raws), len(self._shards))):
+        held = [pages.rows for pages in self._shards]
+        for shard, count in zip(range(len(self._shards)), split_counts(len(raws), len(self._shards), held)):
             if count:
                 self._write_shard(shard, raws[start:start + count], blobs[start:start + count],
                                   values[start:start + count])
