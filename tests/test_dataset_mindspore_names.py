@@ -270,3 +270,47 @@ def test_split_gives_disjoint_fixed_parts(blobs, randomize):
     assert [p.get_dataset_size() for p in parts] == [3, 2]
     with pytest.raises(rio.PipelineError, match="sharded"):
         MindDataset(path, num_shards=2, shard_id=0).split([0.5, 0.5])
+
+
+@pytest.fixture(scope="module")
+def ten(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("blocks") / "ten.mindrecord")
+    with rio.FileWriter(path) as w:
+        w.add_schema({"i": {"type": "int32"}}, "ten rows")
+        w.write_raw_data([{"i": i} for i in range(10)])
+    return path
+
+
+def _shards_by_block(path, num, env=False, **kw):
+    out = []
+    for k in range(num):
+        ds = MindDataset(path, shuffle=False, num_shards=num, shard_id=k, **kw)
+        out.append([int(r["i"]) for r in ds.create_dict_iterator(num_epochs=1, output_numpy=True)])
+    return out
+
+
+def test_shard_by_block_gives_contiguous_blocks(ten, monkeypatch):
+    assert _shards_by_block(ten, 4, shard_by_block=True) == [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9, 0, 1]]
+    assert _shards_by_block(ten, 4) == [[0, 4, 8], [1, 5, 9], [2, 6, 0], [3, 7, 1]]
+    monkeypatch.setenv("MS_DEV_MINDRECORD_SHARD_BY_BLOCK", "true")
+    assert _shards_by_block(ten, 3) == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 0, 1]]
+
+
+def test_padded_sample_may_hold_more_keys_than_columns_list(ten):
+    ds = MindDataset(ten, columns_list=["i"], shuffle=False, num_shards=4, shard_id=3, num_padded=2,
+                     padded_sample={"i": -1, "extra": b"ignored"})
+    assert [int(r["i"]) for r in ds.create_dict_iterator(num_epochs=1, output_numpy=True)] == [3, 7, -1]
+
+
+@pytest.mark.mindspore
+@pytest.mark.parametrize("num", [3, 4])
+def test_shard_by_block_matches_mindspore(mindspore_python, ten, num):
+    import os
+    import subprocess
+    code = ("import mindspore.dataset as ds\n"
+            f"print([[int(r['i']) for r in ds.MindDataset({ten!r}, shuffle=False, num_shards={num}, shard_id=k)"
+            f".create_dict_iterator(num_epochs=1, output_numpy=True)] for k in range({num})])")
+    done = subprocess.run([mindspore_python, "-c", code], capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, MS_DEV_MINDRECORD_SHARD_BY_BLOCK="true", GLOG_v="3"))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == str(_shards_by_block(ten, num, shard_by_block=True))

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from recordio.dataset import order as order_mod
 from recordio.dataset.order import DefaultOrder, Sampler, Shuffle, shuffle_mode
 from recordio.dataset.source import SampledSource, check_sampler_args, check_shards
 from recordio.dataset.values import to_numpy
@@ -37,10 +36,10 @@ def _padding_args(padded_sample, num_padded, num_shards, columns_list):
         raise PipelineError("padded_sample needs num_shards and shard_id (padding evens out shards)")
     if columns_list is None:
         raise PipelineError("padded_sample needs columns_list (the padded row's columns)")
-    if not isinstance(padded_sample, dict) or sorted(padded_sample) != sorted(columns_list):
+    if not isinstance(padded_sample, dict) or not set(columns_list) <= set(padded_sample):
         found = sorted(padded_sample) if isinstance(padded_sample, dict) else padded_sample
-        raise PipelineError(f"padded_sample must be a dict with exactly the columns {sorted(columns_list)}, "
-                            f"got {found}")
+        raise PipelineError(f"padded_sample must be a dict with (at least) the columns {sorted(columns_list)}, "
+                            f"got {found}")                # more keys are fine: the listed ones are used
     if isinstance(num_padded, bool) or not isinstance(num_padded, int) or num_padded < 0:
         raise PipelineError(f"num_padded must be an int >= 0 with padded_sample, got {num_padded!r}")
     return num_padded
@@ -63,10 +62,13 @@ class MindDataset(SampledSource):
         dataset_files: one data file (its sibling shards are read too) or a list of files.
         columns_list: the fields to read (default: all).
         num_parallel_workers: accepted for compatibility (rows are read in the pipeline thread).
-        shuffle: ``None``/``True``/``Shuffle.GLOBAL`` (default), ``Shuffle.FILES``,
-            ``Shuffle.INFILE`` or ``False``; every epoch reshuffles from ``config.get_seed()``.
+        shuffle: ``None``/``True``/``Shuffle.ADAPTIVE`` (default), ``Shuffle.GLOBAL``, ``Shuffle.PARTIAL``,
+            ``Shuffle.FILES``, ``Shuffle.INFILE`` or ``False``; every epoch reshuffles from
+            ``config.get_seed()``.
         num_shards, shard_id: this process's share: ``ceil(N / num_shards)`` rows taken after the
-            shuffle (torch.distributed's rank and world size when not given).
+            shuffle (torch.distributed's rank and world size when not given), every ``num_shards``-th
+            position, or, with ``shard_by_block=True`` (or ``MS_DEV_MINDRECORD_SHARD_BY_BLOCK=true``,
+            MindSpore's switch), a contiguous block of positions (better locality).
         sampler: a sampler instead of ``shuffle``/``num_shards``.
         padded_sample, num_padded: rows appended so that the shards divide evenly.
         num_samples: at most this many rows per shard and epoch.
@@ -76,14 +78,18 @@ class MindDataset(SampledSource):
                  columns_list: Sequence[str] | None = None, num_parallel_workers: int | None = None,
                  shuffle: bool | Shuffle | None = None, num_shards: int | None = None, shard_id: int | None = None,
                  sampler: Sampler | None = None, padded_sample: dict | None = None, num_padded: int | None = None,
-                 num_samples: int | None = None) -> None:
+                 num_samples: int | None = None, cache: Any = None, *, shard_by_block: bool | None = None) -> None:
+        if cache is not None:
+            raise NotImplementedError("MindDataset: cache (MindSpore's cache server) is not supported by recordio")
         check_shards(num_shards, shard_id)
+        if shard_by_block is None:
+            shard_by_block = os.environ.get("MS_DEV_MINDRECORD_SHARD_BY_BLOCK", "").lower() in ("true", "1")
         self.columns_list = None if columns_list is None else list(columns_list)
         self.num_padded = _padding_args(padded_sample, num_padded, num_shards, self.columns_list)
         self.padded_sample = padded_sample
         self.dataset_files = dataset_files
         sampler = check_sampler_args(sampler, shuffle, num_shards) or DefaultOrder(
-            shuffle_mode(shuffle), num_shards, shard_id, self.num_padded, num_samples)
+            shuffle_mode(shuffle), num_shards, shard_id, self.num_padded, num_samples, bool(shard_by_block))
         super().__init__(sampler, 1, False)
         self.num_parallel_workers = num_parallel_workers
         self._reader: FileReader | None = None
@@ -121,7 +127,7 @@ class MindDataset(SampledSource):
         from recordio.dataset.context import RunContext
         ids = self.sampler.order(self._num_rows(), config.get_seed(), 0, self)
         num, sid = self._rank_split(RunContext.for_sizes(self))
-        ids = np.asarray(ids, np.int64)[order_mod.shard_positions(len(ids), num, sid)]
+        ids = np.asarray(ids, np.int64)[self._shard_positions(len(ids), num, sid, 0, False)]
         if index >= len(ids):
             raise IndexError(f"MindDataset: index {index} is out of range for {len(ids)} rows")
         row = self._fetch(ids[index:index + 1])[0]

@@ -20,6 +20,7 @@ positions the same way, whatever the new ``W``.
 from __future__ import annotations
 
 import enum
+import os
 from collections.abc import Iterable
 from typing import Any
 
@@ -108,6 +109,13 @@ def shard_positions(total, num_shards, shard_id, start=0, same_split=False):
     if same_split:
         return (start + shard_id + num_shards * k) % total
     return start + (shard_id + num_shards * k) % remaining
+
+
+def block_positions(total, num_shards, shard_id):
+    """Shard ``shard_id``'s positions when shards take contiguous blocks of the global order
+    (``shard_by_block``): ``ceil(T / W)`` consecutive positions, wrapping to the start at the end."""
+    per = shard_size(total, num_shards)
+    return (shard_id * per + np.arange(per, dtype=np.int64)) % max(total, 1)
 
 
 def worker_blocks(n, workers, worker, block, first=0):
@@ -203,6 +211,7 @@ class DistributedSampler(Sampler):
             raise ValueError(f"shard_id must be an int in [0, {num_shards}), got {shard_id!r}")
         self.shards = (num_shards, shard_id)
         self.shuffle = bool(shuffle)
+        self.by_block = os.environ.get("MS_DEV_MINDRECORD_SHARD_BY_BLOCK", "").lower() in ("true", "1")
 
     def order(self, n: int, seed: int, epoch: int, source: Any) -> np.ndarray:
         if self.shuffle:
@@ -316,9 +325,10 @@ class DefaultOrder(Sampler):
     Without ``num_shards`` the split follows torch.distributed when it is initialised.
     """
 
-    def __init__(self, mode, num_shards=None, shard_id=None, num_padded=0, num_samples=None):
+    def __init__(self, mode, num_shards=None, shard_id=None, num_padded=0, num_samples=None, by_block=False):
         super().__init__(num_samples)
         self.mode = mode
+        self.by_block = by_block              # shards take contiguous blocks (MindSpore's strategy 2)
         self.shards = None if num_shards is None else (num_shards, shard_id)
         self.auto_shard = num_shards is None
         self.num_padded = num_padded or 0

@@ -107,7 +107,12 @@ class SampledSource(Dataset):
         return clone
 
     def _positional(self):
-        return True
+        return not getattr(self.sampler, "by_block", False)     # blocks resume by replaying the epoch
+
+    def _shard_positions(self, total, num, sid, start, same_split):
+        if getattr(self.sampler, "by_block", False):
+            return _order.block_positions(total, num, sid)
+        return _order.shard_positions(total, num, sid, start, same_split)
 
     def _fetch_runner(self, ctx):
         workers = self._fetch_workers
@@ -125,7 +130,7 @@ class SampledSource(Dataset):
             return EpochRows(epoch, iter(()), np.zeros(0, np.int64), 0, 1, 0)
         ids = self.sampler.order(self._num_rows(), ctx.seed, epoch, self)
         num, sid = self._rank_split(ctx)
-        positions = _order.shard_positions(len(ids), num, sid, start, ctx.same_split)
+        positions = self._shard_positions(len(ids), num, sid, start, ctx.same_split)
         if self.sampler.num_samples:
             positions = positions[:self.sampler.num_samples]
         index = None
