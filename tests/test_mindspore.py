@@ -422,7 +422,8 @@ def _build_cases(oracle):
 
 
 def _build_random(oracle):
-    for side in ("ours", "ms", "ours_append", "ms_append", "ours_parallel", "ms_parallel"):
+    for side in ("ours", "ms", "ours_append", "ms_append", "ours_parallel", "ms_parallel", "ours_parallel_ints",
+                 "ms_parallel_ints"):
         (oracle.folder / side).mkdir()
     for seed in SEEDS:
         spec = oracle.random[seed] = random_dataset(seed)
@@ -436,17 +437,26 @@ def _build_random(oracle):
         oracle.write(("append", seed), job, files)
 
 
+def parallel_int_spec():
+    """parallel_writer=True with compressed int arrays: each file's header holds its own compression_size."""
+    rng = np.random.default_rng(5)
+    rows = [{"ids": rng.integers(0, 2 ** (8 * (1 + i % 4)), 5 + i, dtype=np.int64), "label": np.int32(i)}
+            for i in range(12)]
+    return {"schema": {"ids": {"type": "int64", "shape": [-1]}, "label": {"type": "int32"}}, "index": None,
+            "shard_num": 3, "desc": "parallel ints", "calls": [rows[:2], rows[2:3], rows[3:8], rows[8:]]}
+
+
 def _build_parallel(oracle):
-    spec = parallel_spec()
-    path = oracle.folder / "ours_parallel" / "par.mindrecord"
-    with rio.FileWriter(str(path), shard_num=3) as w:
-        w.add_schema(spec["schema"], spec["desc"])
-        for call in spec["calls"]:
-            w.write_raw_data(call, parallel_writer=True)
-    job = {"op": "write", "path": str(oracle.folder / "ms_parallel" / "par.mindrecord"), "shard_num": 3,
-           "schema": spec["schema"], "desc": spec["desc"], "calls": [to_plain(c) for c in spec["calls"]],
-           "parallel_writer": True}
-    oracle.write("parallel", job, shard_files(path, 3))
+    for key, spec in (("parallel", parallel_spec()), ("parallel_ints", parallel_int_spec())):
+        path = oracle.folder / f"ours_{key}" / "par.mindrecord"
+        with rio.FileWriter(str(path), shard_num=3) as w:
+            w.add_schema(spec["schema"], spec["desc"])
+            for call in spec["calls"]:
+                w.write_raw_data(call, parallel_writer=True)
+        job = {"op": "write", "path": str(oracle.folder / f"ms_{key}" / "par.mindrecord"), "shard_num": 3,
+               "schema": spec["schema"], "desc": spec["desc"], "calls": [to_plain(c) for c in spec["calls"]],
+               "parallel_writer": True}
+        oracle.write(key, job, shard_files(path, 3))
 
 
 def _build_checksummed_golden(oracle):
@@ -712,8 +722,9 @@ def test_same_bytes_as_mindspore_after_open_for_append(oracle, seed):
     assert_same_files(_written(oracle, ("append", seed)), oracle.folder / "ms_append")
 
 
-def test_same_bytes_as_mindspore_parallel_writer(oracle):
-    assert_same_files(_written(oracle, "parallel"), oracle.folder / "ms_parallel")
+@pytest.mark.parametrize("key", ["parallel", "parallel_ints"])
+def test_same_bytes_as_mindspore_parallel_writer(oracle, key):
+    assert_same_files(_written(oracle, key), oracle.folder / f"ms_{key}")
 
 
 def test_random_datasets_cover_the_format(oracle):

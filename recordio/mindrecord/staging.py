@@ -94,8 +94,9 @@ def header_bytes(header_size, page_size, header, shard, names, i, independent=Fa
     addresses, shard_id = ([names[i]], 0) if independent else (names, i)
     for page in shard.pages:
         page.shard_id = shard_id       # MindSpore files pages under this id when it opens one file
+    compression = header["file_compression_sizes"][i] if independent else header["compression_size"]
     return fmt.encode_header(header_size, page_size, header["index_fields"], shard.pages,
-                             header["compression_size"], header["schema"], header["blob_fields"],
+                             compression, header["schema"], header["blob_fields"],
                              header["desc"], addresses, shard_id)
 
 

@@ -55,6 +55,7 @@ class FileWriter(CommitOnExit):
         self._files: Any = None     # ShardFiles, created at the first write
         self._shards: Any = None
         self._compression_size = 0
+        self._file_compression: dict[int, int] = {}
         self._parallel: bool | None = None
         self._committed = False
 
@@ -79,6 +80,7 @@ class FileWriter(CommitOnExit):
         writer._index_fields = [f["index_field"] for f in header["index_fields"] or []]
         writer._index_set, writer._parallel, writer._committed = True, False, False
         writer._compression_size = header.get("compression_size", 0)
+        writer._file_compression = {}
         writer._files = AppendFiles(shards, writer._header_size, writer._page_size, **writer._options)
         writer._shards, writer._index_values = states, values
         return writer
@@ -226,6 +228,7 @@ class FileWriter(CommitOnExit):
         shard = self._files.next_rotating(len(self._shards))
         self._write_shard(shard, raws, blobs, values)
         self._compression_size += saved
+        self._file_compression[shard] = self._file_compression.get(shard, 0) + saved
 
     def _write_shard(self, shard, raws, blobs, values):
         writes = self._shards[shard].add(blobs, raws)
@@ -248,7 +251,9 @@ class FileWriter(CommitOnExit):
         self._committed = True
 
     def _header_fields(self):
+        sizes = [max(0, self._file_compression.get(i, 0)) for i in range(len(self._shards))]
         return {"index_fields": self.index_fields, "compression_size": max(0, self._compression_size),
+                "file_compression_sizes": sizes,      # parallel_writer: each file is its own dataset
                 "schema": self._schema.to_json(), "blob_fields": self._schema.blob_fields,
                 "desc": self._desc}
 
