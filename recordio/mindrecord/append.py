@@ -15,6 +15,7 @@ after the journal exists is finished by :func:`recover` (run by readers and writ
 when they find a journal whose writer is dead): applying the plan is idempotent.
 """
 
+import errno
 import json
 import os
 
@@ -24,6 +25,7 @@ from recordio.mindrecord.codec import unpack_raw
 from recordio.mindrecord.commit import Staging, clean_stale, fsync_dir, fsync_file
 from recordio.mindrecord.pages import ShardPages
 from recordio.mindrecord.recovery import apply_plan, finish_plan, journal_paths, recover, remove_journal
+from recordio.mindrecord.fileio import pwrite_all
 from recordio.mindrecord.staging import build_index, header_bytes, warn_encrypt_tail
 from recordio.mindrecord.fileset import open_shards
 
@@ -57,6 +59,15 @@ def _shard_state(i, shard, fields):
     return state, [tuple(r[f] for f in fields) for r in records]
 
 
+def _reserve(fd, at, n):
+    """Allocate the blocks of ``[at, at + n)`` where the filesystem can (``ENOSPC`` now, not later)."""
+    try:
+        os.posix_fallocate(fd, at, n)
+    except OSError as exc:
+        if exc.errno not in (errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
+            raise
+
+
 class AppendFiles:
     """The files of an append in progress; the same interface as ``ShardFiles``."""
 
@@ -87,13 +98,25 @@ class AppendFiles:
             if page_id < self.old_pages[shard]:
                 self._spool(shard, at, data)
             else:
-                os.pwrite(self.fds[shard], data, at)
+                pwrite_all(self.fds[shard], data, at, self.targets[shard])
 
     def _spool(self, shard, at, data):
         with open(self.spools[shard], "ab") as f:
             pos = f.tell()
             f.write(data)
         self.deferred[shard].append([at, pos, len(data)])
+
+    def _preflight(self, plan):
+        """Make sure every write the journal will order can be done: reserve the blocks of each
+        region (``ENOSPC`` now, not halfway through applying) and rewrite each region's last byte in
+        place (a file size limit refuses writes past it even inside the file: ``EFBIG`` now)."""
+        for i, shard in enumerate(plan["shards"]):
+            regions = [(0, len(shard["header"]) // 2)] + [(at, n) for at, _, n in shard["deferred"]]
+            fd = self.fds[i]
+            for at, n in regions:
+                if n:
+                    _reserve(fd, at, n)
+                    pwrite_all(fd, os.pread(fd, 1, at + n - 1), at + n - 1, self.targets[i])
 
     def _write_journal(self, plan):
         text = json.dumps(dict(plan, token=self.staging.token))
@@ -120,6 +143,7 @@ class AppendFiles:
             fsync_file(path)
         for fd in self.fds:
             os.fsync(fd)
+        self._preflight(plan)                 # a write that cannot happen must fail before the journal
         self._write_journal(plan)
         self.plan = plan                      # from here on, failures roll forward, never back
         apply_plan(plan)

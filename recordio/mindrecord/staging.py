@@ -12,6 +12,7 @@ import xxhash
 
 from recordio import __version__
 from recordio.mindrecord import format as fmt
+from recordio.mindrecord.fileio import pwrite_all
 from recordio.mindrecord import index
 from recordio.mindrecord.checksums import ALGORITHM
 from recordio.mindrecord.checksums import compute as checksums_of
@@ -54,16 +55,16 @@ class ShardFiles:
         return shard
 
     def write(self, shard, writes):
-        fd = self.fds[shard]
+        fd, path = self.fds[shard], self.staging.data_paths()[shard]
         for page_id, offset, data in writes:
-            os.pwrite(fd, data, fmt.page_offset(self.header_size, self.page_size, page_id) + offset)
+            pwrite_all(fd, data, fmt.page_offset(self.header_size, self.page_size, page_id) + offset, path)
 
     def finish(self, shards, header, index_values, index_fields, independent=False):
         """Write headers and ``.db`` files into the staging names, then publish them."""
         names = [os.path.basename(t) for t in self.staging.targets]
         for i, (fd, shard) in enumerate(zip(self.fds, shards)):
             blob = header_bytes(self.header_size, self.page_size, header, shard, names, i, independent)
-            os.pwrite(fd, blob, 0)
+            pwrite_all(fd, blob, 0, self.staging.data_paths()[i])
             rows = checksums_of(fd, self.header_size, self.page_size, shard.pages, len(blob),
                                 shard.extents, digests=shard.digests()) if self.checksums else None
             build_index(self.staging.db_paths()[i], names[i], shard, index_values[i], index_fields, blob, rows)

@@ -157,6 +157,10 @@ class FileWriter(CommitOnExit):
     def _start(self):
         if self._schema is None:
             raise SchemaError("no schema: call add_schema before write_raw_data or commit")
+        failure = getattr(self, "_failure", None)
+        if failure is not None:
+            raise RuntimeError(f"{self._targets[0]}: an earlier write failed ({type(failure).__name__}: "
+                               f"{failure}); the writer aborted and published nothing") from failure
         if self._committed:
             raise RuntimeError("the dataset is committed; use FileWriter.open_for_append to add rows")
         if self._files is None:
@@ -187,10 +191,15 @@ class FileWriter(CommitOnExit):
         encoded = self._encode(raw_data)
         if not encoded[0]:
             return
-        if parallel_writer:
-            self._write_rotating(encoded)
-        else:
-            self._write_split(encoded)
+        try:
+            if parallel_writer:
+                self._write_rotating(encoded)
+            else:
+                self._write_split(encoded)
+        except BaseException as exc:   # a failed write (disk full, a size limit, EIO): nothing is published
+            self.abort()
+            self._failure = exc
+            raise
 
     def _encode(self, raw_data):
         schema, limit = self._schema, self._page_size - fmt.ENTRY_PREFIX

@@ -1,0 +1,100 @@
+"""Writers under faults: a file size limit (``ulimit -f``, which a nearly full disk behaves like) at
+every size from nothing written to everything written, for a fresh write, an overwrite and an append.
+After the child exits, the dataset at the path is exactly the old one or exactly the new one, and
+``commit()`` reported success only for the new one."""
+
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+import recordio
+from fault_child import rows, write
+
+CHILD = pathlib.Path(__file__).resolve().parent / "fault_child.py"
+LIMITS = list(range(0, 200_000, 7_000)) + [10 ** 9]
+
+
+def _state(path):
+    """The dataset at ``path`` as (ids, blobs), or None when there is none."""
+    if not any(p.name.startswith(os.path.basename(path)) for p in pathlib.Path(path).parent.iterdir()
+               if not p.name.startswith(".")):
+        return None
+    report = recordio.verify(path + "0")
+    assert report.ok, str(report)
+    with recordio.FileReader(path + "0") as reader:
+        return sorted((int(r["id"]), r["blob"]) for r in reader)
+
+
+def _expected(*versions):
+    return sorted((int(r["id"]), r["blob"]) for v in versions for r in rows(v))
+
+
+@pytest.mark.parametrize("mode", ["fresh", "overwrite", "append"])
+def test_a_size_limit_leaves_the_old_or_the_new_dataset(tmp_path, mode):
+    outcomes = set()
+    for limit in LIMITS:
+        folder = tmp_path / f"{mode}-{limit}"
+        folder.mkdir()
+        path = str(folder / "d.mindrecord")
+        if mode != "fresh":
+            write(path, 1, overwrite=False)
+        old = _state(path)
+        done = subprocess.run([sys.executable, str(CHILD), mode, path, str(limit)], capture_output=True, text=True,
+                              timeout=120, cwd=folder)
+        assert done.returncode == 0, done.stderr[-2000:]
+        committed = done.stdout.strip().endswith("COMMITTED")
+        new = _expected(1, 2) if mode == "append" else _expected(2)
+        got = _state(path)
+        if committed:
+            assert got == new, f"limit {limit}: commit() succeeded but the dataset is not the new one"
+        else:
+            assert got == old, f"limit {limit}: commit() failed ({done.stdout.strip()}) and the old dataset changed"
+        outcomes.add(committed)
+    assert outcomes == {True, False}                 # the sweep covers both failing and passing limits
+
+
+def _short_pwrite(real, at_most):
+    def pwrite(fd, data, offset):
+        return real(fd, bytes(memoryview(data)[:at_most]), offset)
+    return pwrite
+
+
+def test_short_writes_are_completed(tmp_path, monkeypatch):
+    from recordio.mindrecord import fileio
+    monkeypatch.setattr(fileio.os, "pwrite", _short_pwrite(os.pwrite, 100))   # every write stops after 100 bytes
+    path = str(tmp_path / "d.mindrecord")
+    write(path, 1, overwrite=False)
+    monkeypatch.undo()
+    assert _state(path) == _expected(1)
+
+
+def test_a_write_that_makes_no_progress_fails_and_publishes_nothing(tmp_path, monkeypatch):
+    from recordio.mindrecord import fileio
+    calls = []
+
+    def stuck(fd, data, offset):
+        calls.append(offset)
+        return 0 if len(calls) > 3 else os.pwrite(fd, data, offset)
+
+    monkeypatch.setattr(fileio.os, "pwrite", stuck)
+    path = str(tmp_path / "d.mindrecord")
+    with pytest.raises(OSError, match="no progress"):
+        write(path, 1, overwrite=False)
+    monkeypatch.undo()
+    assert _state(path) is None and not [p for p in tmp_path.iterdir() if p.name != "d.mindrecord"]
+
+
+def test_a_writer_that_failed_refuses_to_commit(tmp_path, monkeypatch):
+    from recordio.mindrecord import fileio
+    w = recordio.FileWriter(str(tmp_path / "x.mindrecord"))
+    w.add_schema({"id": {"type": "int64"}, "blob": {"type": "bytes"}}, "x")
+    monkeypatch.setattr(fileio.os, "pwrite", lambda fd, data, offset: 0)
+    with pytest.raises(OSError):
+        w.write_raw_data(rows(1)[:3])
+    monkeypatch.undo()
+    with pytest.raises(RuntimeError, match="an earlier write failed"):
+        w.commit()
+    assert not list(tmp_path.iterdir())
