@@ -98,3 +98,63 @@ def test_a_writer_that_failed_refuses_to_commit(tmp_path, monkeypatch):
     with pytest.raises(RuntimeError, match="an earlier write failed"):
         w.commit()
     assert not list(tmp_path.iterdir())
+
+
+# --- two writers on one path ------------------------------------------------------------------------
+
+
+def _writer_job(path, version, overwrite, barrier=None):
+    """Write version ``version`` at ``path``; returns "ok" or the error's class name."""
+    if barrier is not None:
+        barrier.wait()
+    try:
+        write(path, version, overwrite)
+        return "ok"
+    except recordio.DatasetExistsError:
+        return "exists"
+
+
+def _process_job(args):
+    return _writer_job(*args)
+
+
+def _check_outcome(path, results, overwrite):
+    winners = [v for v, r in results.items() if r == "ok"]
+    assert set(results.values()) <= {"ok", "exists"}
+    if not overwrite:
+        assert len(winners) == 1, results
+    assert winners, results
+    got = _state(path)
+    assert got in [_expected(v) for v in winners], "the dataset mixes two writers"
+    assert not [p for p in pathlib.Path(path).parent.iterdir() if ".rio" in p.name]    # no lock or staging left
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_two_threads_on_one_path_never_mix(tmp_path, overwrite):
+    import threading
+    for trial in range(20):
+        path = str(tmp_path / f"t{trial}" / "d.mindrecord")
+        os.makedirs(os.path.dirname(path))
+        barrier, results = threading.Barrier(2), {}
+
+        def run(version):
+            results[version] = _writer_job(path, version, overwrite, barrier)
+
+        threads = [threading.Thread(target=run, args=(v,)) for v in (3, 4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        _check_outcome(path, results, overwrite)
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_two_processes_on_one_path_never_mix(tmp_path, overwrite):
+    import multiprocessing
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(2) as pool:
+        for trial in range(20):
+            path = str(tmp_path / f"p{trial}" / "d.mindrecord")
+            os.makedirs(os.path.dirname(path))
+            outcomes = pool.map(_process_job, [(path, v, overwrite) for v in (3, 4)])
+            _check_outcome(path, dict(zip((3, 4), outcomes)), overwrite)

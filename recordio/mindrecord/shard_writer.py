@@ -30,6 +30,7 @@ import xxhash
 from recordio.mindrecord import checksums as sums
 from recordio.mindrecord import format as fmt
 from recordio.mindrecord import index
+from recordio.mindrecord.datalock import DatasetLock
 from recordio.mindrecord.commit import CommitOnExit, Staging, clean_stale, fsync_dir
 from recordio.errors import DatasetExistsError, FormatError
 from recordio.mindrecord.writer import FileWriter
@@ -126,6 +127,15 @@ def finalize_shards(file_name: str | os.PathLike, shard_num: int, overwrite: boo
         raise FormatError(f"{folder}: shard(s) {missing[:10]}{'...' if len(missing) > 10 else ''} of "
                           f"{shard_num} are not written yet")
     targets = [os.path.abspath(t) for t in fmt.shard_file_names(file_name, shard_num)]
+    lock = DatasetLock(targets[0])            # no other writer publishes this dataset meanwhile
+    try:
+        _publish_parts(folder, targets, shard_num, overwrite)
+    finally:
+        lock.release()
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _publish_parts(folder, targets, shard_num, overwrite):
     if not overwrite:
         existing = [p for t in targets for p in (t, t + ".db") if os.path.lexists(p)]
         if existing:
@@ -144,7 +154,6 @@ def finalize_shards(file_name: str | os.PathLike, shard_num: int, overwrite: boo
                 os.replace(dst, src)
         staging.abort()
         raise
-    shutil.rmtree(folder, ignore_errors=True)
 
 
 def _stage_parts(folder, staging, targets, compression, moved):

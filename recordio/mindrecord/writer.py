@@ -13,6 +13,7 @@ import warnings
 from typing import Any
 
 from recordio.mindrecord import format as fmt
+from recordio.mindrecord.datalock import DatasetLock
 from recordio.mindrecord.commit import CommitOnExit, Staging, clean_stale
 from recordio.errors import DatasetExistsError, SchemaError
 from recordio.mindrecord.pages import ShardPages
@@ -45,6 +46,7 @@ class FileWriter(CommitOnExit):
         self._targets = [os.path.abspath(n) for n in names]
         self._overwrite, self._append = overwrite, False
         self._options = {"checksums": bool(checksums), "fsync": bool(fsync)}
+        self._lock = DatasetLock(self._targets[0])          # one writer per dataset, until publish
         self._check_targets()
         self._header_size = fmt.DEFAULT_HEADER_SIZE
         self._page_size = fmt.DEFAULT_PAGE_SIZE
@@ -69,10 +71,16 @@ class FileWriter(CommitOnExit):
         """
         from recordio.mindrecord.append import AppendFiles, load_shards
 
-        shards, schema, states, values = load_shards(os.fspath(file_name))
+        lock = DatasetLock(fmt.dataset_paths(file_name)[0])     # before anything is read or repaired
+        try:
+            shards, schema, states, values = load_shards(os.fspath(file_name))
+        except BaseException:
+            lock.release()
+            raise
         header = shards[0].header
         writer = cls.__new__(cls)
         writer._targets = [s.path for s in shards]
+        writer._lock = lock
         writer._overwrite, writer._append = False, True
         writer._options = {"checksums": bool(checksums), "fsync": bool(fsync)}
         writer._header_size, writer._page_size = header["header_size"], header["page_size"]
@@ -256,8 +264,15 @@ class FileWriter(CommitOnExit):
                                independent=bool(self._parallel))
         except BaseException:
             self._files.abort()
+            self._release()
             raise
         self._committed = True
+        self._release()
+
+    def _release(self):
+        lock = getattr(self, "_lock", None)
+        if lock is not None:
+            lock.release()
 
     def _header_fields(self):
         sizes = [max(0, self._file_compression.get(i, 0)) for i in range(len(self._shards))]
@@ -271,6 +286,7 @@ class FileWriter(CommitOnExit):
         if self._files is not None and not self._committed:
             self._files.abort()
             self._committed = True
+        self._release()                       # an aborted writer writes no more: another may start
 
 
     def __del__(self):
