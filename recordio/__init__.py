@@ -9,6 +9,7 @@ import importlib
 
 from recordio.errors import (
     ChecksumError,
+    DatasetChangedError,
     DatasetExistsError,
     FormatError,
     IndexFileError,
@@ -52,7 +53,7 @@ _MODULES = {"config": "recordio.config", "keys": "recordio.keys",
             "transforms": "recordio.transforms", "vision": "recordio.vision"}
 
 __all__ = sorted([
-    "ChecksumError", "DatasetExistsError", "FormatError", "IndexFileError", "MissingFileError", "PipelineError",
+    "ChecksumError", "DatasetChangedError", "DatasetExistsError", "FormatError", "IndexFileError", "MissingFileError", "PipelineError",
     "RecordIOError", "SchemaError", "SinkTimeoutError", "WorkerError",
     *_LAZY, *_MODULES,
 ])

@@ -7,6 +7,7 @@ This module imports nothing from recordio.
 
 __all__ = [
     "ChecksumError",
+    "DatasetChangedError",
     "DatasetExistsError",
     "FormatError",
     "IndexFileError",
@@ -41,6 +42,10 @@ class ChecksumError(FormatError):
 
 class MissingFileError(RecordIOError, FileNotFoundError):
     """A data file that was named (by the caller, or by a dataset's header) does not exist."""
+
+
+class DatasetChangedError(RecordIOError, RuntimeError):
+    """A dataset was replaced after a reader opened it; the reader refuses to mix its versions."""
 
 
 class DatasetExistsError(RecordIOError, FileExistsError):

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 import recordio
-from fault_child import rows, write
+from fault_child import ROWS, rows, write
 
 CHILD = pathlib.Path(__file__).resolve().parent / "fault_child.py"
 LIMITS = list(range(0, 200_000, 7_000)) + [10 ** 9]
@@ -158,3 +158,91 @@ def test_two_processes_on_one_path_never_mix(tmp_path, overwrite):
             os.makedirs(os.path.dirname(path))
             outcomes = pool.map(_process_job, [(path, v, overwrite) for v in (3, 4)])
             _check_outcome(path, dict(zip((3, 4), outcomes)), overwrite)
+
+
+# --- readers whose dataset is replaced --------------------------------------------------------------
+
+
+def test_a_reader_keeps_reading_the_version_it_opened(tmp_path):
+    path = str(tmp_path / "d.mindrecord")
+    write(path, 1, overwrite=False)
+    reader = recordio.FileReader(path + "0")
+    write(path, 2, overwrite=True)
+    assert sorted((int(r["id"]), r["blob"]) for r in reader) == _expected(1)
+    reader.close()
+    with pytest.raises(recordio.DatasetChangedError, match="replaced"):
+        reader[0]                                   # reopening by path finds another file
+    assert _state(path) == _expected(2)
+
+
+def _read_all(reader):
+    return sorted(int(r["id"]) for r in reader)
+
+
+def test_a_pickled_reader_refuses_a_replaced_dataset(tmp_path):
+    import multiprocessing
+    path = str(tmp_path / "d.mindrecord")
+    write(path, 1, overwrite=False)
+    reader = recordio.FileReader(path + "0")
+    write(path, 2, overwrite=True)
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        with pytest.raises(recordio.DatasetChangedError):
+            pool.apply(_read_all, (reader,))
+    same = recordio.FileReader(path + "0")
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        assert pool.apply(_read_all, (same,)) == sorted(1000 * 2 + i for i in range(ROWS))
+
+
+def test_large_datasets_refuse_files_replaced_before_they_are_mapped(tmp_path, monkeypatch):
+    from recordio.mindrecord import reader as reader_module
+    monkeypatch.setattr(reader_module, "KEEP_OPEN", 1)        # files are opened on demand
+    path = str(tmp_path / "d.mindrecord")
+    write(path, 1, overwrite=False)
+    reader = recordio.FileReader(path + "0")
+    write(path, 2, overwrite=True)
+    with pytest.raises(recordio.DatasetChangedError):
+        list(reader)
+
+
+def test_a_reader_looping_during_overwrites_and_appends_never_returns_a_wrong_row(tmp_path):
+    import threading
+    path = str(tmp_path / "d.mindrecord")
+    write(path, 1, overwrite=False)
+    stop, errors = threading.Event(), []
+
+    def churn():
+        version = 2
+        try:
+            while not stop.is_set():
+                if version % 3:
+                    write(path, version % 200, overwrite=True)
+                else:
+                    append_rows(path, version % 200)
+                version += 1
+        except Exception as exc:  # reported below
+            errors.append(exc)
+
+    thread = threading.Thread(target=churn)
+    thread.start()
+    reads = 0
+    try:
+        import time
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:
+            try:
+                with recordio.FileReader(path + "0") as reader:
+                    for row in reader:
+                        version, i = divmod(int(row["id"]), 1000)
+                        assert row["blob"] == bytes([version, i % 256]) * (300 + 17 * i), "a wrong row"
+                        reads += 1
+            except (recordio.DatasetChangedError, recordio.FormatError, FileNotFoundError):
+                pass                                  # refused, never wrong
+    finally:
+        stop.set()
+        thread.join(60)
+    assert not errors and reads > 0
+
+
+def append_rows(path, version):
+    with recordio.FileWriter.open_for_append(path + "0") as w:
+        w.write_raw_data(rows(version)[:6])

@@ -106,11 +106,12 @@ def test_round_trip(tmp_path_factory, data):
 
 def _in_read_order(schema, calls, shards):
     per_shard = [[] for _ in range(shards)]
-    for call in calls:
+    for call in calls:                  # SPEC §4: leftovers go to the shards holding the fewest rows
         q, r = divmod(len(call), shards)
+        fewest = sorted(range(shards), key=lambda i: (len(per_shard[i]), i))[:r]
         start = 0
         for s in range(shards):
-            n = q + (1 if s < r else 0)
+            n = q + (1 if s in fewest else 0)
             per_shard[s] += call[start:start + n]
             start += n
     return [{k: _expected(schema[k], v) for k, v in row.items()} for rows in per_shard for row in rows]

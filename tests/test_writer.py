@@ -325,3 +325,20 @@ def test_leftovers_go_to_the_shards_holding_the_fewest_rows(tmp_path):
         w.write_raw_data([{"x": i} for i in range(5)])
         w.write_raw_data([{"x": i} for i in range(5, 10)])
     assert _shard_rows(path, 4) == [3, 3, 2, 2]
+
+
+def test_index_columns_sqlite_cannot_take_are_refused_before_any_row(tmp_path):
+    import recordio
+    schema = {f"f{i}": {"type": "int32"} for i in range(1200)}
+    w = recordio.FileWriter(str(tmp_path / "wide.mindrecord"))
+    w.add_schema(schema, "too many index columns")
+    with pytest.raises(recordio.SchemaError, match="SQLite"):
+        w.add_index(list(schema))
+    w.add_index([f"f{i}" for i in range(900)])          # 7 + 2 * 900 columns fit
+    w.write_raw_data([{name: 1 for name in schema}])
+    w.commit()
+    case = recordio.FileWriter(str(tmp_path / "case.mindrecord"))
+    case.add_schema({"label": {"type": "int32"}, "Label": {"type": "int32"}}, "case clash")
+    with pytest.raises(recordio.SchemaError, match="differ only in case"):
+        case.add_index(["label", "Label"])
+    case.abort()

@@ -29,13 +29,14 @@ class Shard:
     """One data file of a dataset and where its rows are."""
 
     __slots__ = ("path", "header", "header_bytes", "size", "pages", "count", "raw", "blob", "checksums",
-                 "db_meta")
+                 "db_meta", "identity")
 
     def __init__(self, file_header):
         fh = file_header
         self.path, self.header, self.header_bytes, self.size = fh.path, fh.header, fh.raw, fh.file_size
         self.pages = fh.pages
         self.count = fh.rows
+        self.identity = fh.identity     # the file this shard was read from (a replaced path is another)
         self.raw = self.blob = None            # (n, 2) int64 arrays of absolute [start, end)
         self.checksums = None
         self.db_meta = {}

@@ -232,6 +232,7 @@ class FileHeader:
     header: dict
     raw: bytes
     file_size: int
+    identity: tuple = ()          # (st_dev, st_ino) of the file read: which file, not which path
 
     @classmethod
     def read(cls, path):
@@ -241,12 +242,12 @@ class FileHeader:
         except FileNotFoundError:
             raise MissingFileError(f"{path}: MindRecord file does not exist") from None
         try:
-            size = os.fstat(fd).st_size
+            st = os.fstat(fd)
             prefix = os.pread(fd, HEADER_PREFIX, 0)
-            text = os.pread(fd, header_length(prefix, path, size), HEADER_PREFIX)
+            text = os.pread(fd, header_length(prefix, path, st.st_size), HEADER_PREFIX)
         finally:
             os.close(fd)
-        return cls(path, decode_header(text, path), prefix + text, size)
+        return cls(path, decode_header(text, path), prefix + text, st.st_size, (st.st_dev, st.st_ino))
 
     @property
     def pages(self):

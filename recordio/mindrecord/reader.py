@@ -27,13 +27,16 @@ import numpy as np
 
 from recordio.mindrecord.checksums import HEADER_SLOT, digest_bytes, slot_range
 from recordio.mindrecord.codec import unpack_raw
-from recordio.errors import ChecksumError, FormatError
+from recordio.errors import ChecksumError, DatasetChangedError, FormatError
 from recordio.mindrecord.recovery import recover
 from recordio.mindrecord.fileset import open_shards
 
 __all__ = ["FileReader"]
 
 MAX_OPEN_FILES = 64
+KEEP_OPEN = 32           # datasets of up to this many files keep them open from open time, so that a
+                         # replaced dataset still reads as the version opened; larger ones open files on
+                         # demand and refuse (DatasetChangedError) a file that is no longer the one opened
 _CHUNK = 4096
 _unpackb = functools.partial(msgpack.unpackb, raw=False, strict_map_key=False)
 
@@ -94,8 +97,25 @@ class FileReader:
         self._locs = np.split(self._all_locs, np.cumsum([s.count for s in shards])[:-1])
         self._starts_np = np.asarray(self._starts, dtype=np.int64)
         self._verified: list[set] = [set() for _ in shards]
+        self._fds: dict[int, int] = {}
+        if len(shards) <= KEEP_OPEN:
+            for k in range(len(shards)):
+                self._fds[k] = self._open_checked(k)
         if verify:
             _require_checksums(shards)
+
+    def _open_checked(self, k):
+        """A descriptor of shard ``k``'s file, refused if the path now names another file (the dataset
+        was replaced since this reader, or the one it was pickled from, opened it)."""
+        shard = self._shards[k]
+        fd = os.open(shard.path, os.O_RDONLY | os.O_CLOEXEC)
+        st = os.fstat(fd)
+        if shard.identity and (st.st_dev, st.st_ino) != tuple(shard.identity):
+            os.close(fd)
+            raise DatasetChangedError(f"{shard.path}: the dataset was replaced after this reader opened it "
+                                      f"(another file is at the path now); open a new reader to read the new "
+                                      f"version")
+        return fd
 
     # --- facts ----------------------------------------------------------------------------------
 
@@ -226,11 +246,16 @@ class FileReader:
             self._maps.move_to_end(k)
             return mm
         shard = self._shards[k]
-        with open(shard.path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
+        kept = self._fds.get(k)
+        fd = kept if kept is not None else self._open_checked(k)
+        try:
+            size = os.fstat(fd).st_size
             if size < shard.size:
                 raise FormatError(f"{shard.path}: file shrank from {shard.size} to {size} bytes while open")
-            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+        finally:
+            if kept is None:
+                os.close(fd)
         self._maps[k] = mm
         if len(self._maps) > MAX_OPEN_FILES:
             self._maps.popitem(last=False)[1].close()
@@ -250,9 +275,19 @@ class FileReader:
         self._verified[k].add(slot)
 
     def close(self) -> None:
-        """Release the memory maps (the reader reopens them if used again)."""
+        """Release the memory maps and files (the reader reopens them by path if used again, and
+        refuses with :class:`DatasetChangedError` if the dataset was replaced meanwhile)."""
         while self._maps:
             self._maps.popitem()[1].close()
+        while self._fds:
+            os.close(self._fds.popitem()[1])
+
+    def __del__(self):
+        for fd in getattr(self, "_fds", {}).values():
+            try:
+                os.close(fd)
+            except OSError:
+                pass
 
     def __enter__(self):
         return self
@@ -270,6 +305,7 @@ class FileReader:
     def __getstate__(self):
         state = self.__dict__.copy()
         state["_maps"] = collections.OrderedDict()
+        state["_fds"] = {}                      # a copy reopens by path, checking it is the same file
         state["_decode"] = None
         return state
 

@@ -13,6 +13,7 @@ import warnings
 from typing import Any
 
 from recordio.mindrecord import format as fmt
+from recordio.mindrecord import index
 from recordio.mindrecord.datalock import DatasetLock
 from recordio.mindrecord.commit import CommitOnExit, Staging, clean_stale
 from recordio.errors import DatasetExistsError, SchemaError
@@ -112,9 +113,15 @@ class FileWriter(CommitOnExit):
         if not isinstance(index_fields, list) or not index_fields:
             raise SchemaError(f"index_fields must be a non-empty list of field names, got {index_fields!r}")
         self._require_not_started("add_index")
-        for name in index_fields:
-            self._check_index_field(name)
-            self._index_fields.append(name)
+        before = list(self._index_fields)
+        try:
+            for name in index_fields:
+                self._check_index_field(name)
+                self._index_fields.append(name)
+            _check_index_columns(self._index_fields)            # before any row is written
+        except BaseException:
+            self._index_fields = before
+            raise
         self._index_set = True
 
     def _check_index_field(self, name):
@@ -295,8 +302,19 @@ class FileWriter(CommitOnExit):
             files.abort()
 
 
+SQLITE_MAX_COLUMNS = 2000        # SQLite's default SQLITE_MAX_COLUMN
+_INDEX_BASE_COLUMNS = len(index.INDEX_COLUMNS)   # ROW_ID and the raw/blob page ids and offsets
+_COLUMNS_PER_FIELD = 2           # each index field: a page-offset column and its value column
+
+
 def _check_index_columns(fields):
-    """SQLite column names ignore case: two index fields may not differ only in case."""
+    """The ``.db`` must be creatable: SQLite column names ignore case, so two index fields may not
+    differ only in case, and a table has at most :data:`SQLITE_MAX_COLUMNS` columns."""
+    columns = _INDEX_BASE_COLUMNS + _COLUMNS_PER_FIELD * len(fields)
+    if columns > SQLITE_MAX_COLUMNS:
+        raise SchemaError(f"{len(fields)} index fields need {columns} .db columns, more than SQLite's "
+                          f"{SQLITE_MAX_COLUMNS}; index at most {(SQLITE_MAX_COLUMNS - _INDEX_BASE_COLUMNS) // 2} "
+                          f"fields with add_index([...])")
     seen = {}
     for name in fields:
         other = seen.setdefault(name.lower(), name)
