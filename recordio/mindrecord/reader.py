@@ -24,7 +24,7 @@ import numpy as np
 from recordio.mindrecord.checksums import HEADER_SLOT, digest_bytes, slot_range
 from recordio.mindrecord.codec import unpack_raw
 from recordio.errors import ChecksumError, FormatError
-from recordio.mindrecord.recovery import recover
+from recordio.mindrecord.recovery import check_journals
 from recordio.mindrecord.fileset import open_shards
 
 __all__ = ["FileReader"]
@@ -69,7 +69,7 @@ class FileReader:
 
     def __init__(self, file_name, num_consumer=4, columns=None, operator=None, *, verify=False,
                  use_index=True):
-        recover(file_name)
+        check_journals(file_name)
         shards, schema = open_shards(file_name, use_index)
         if columns is not None:
             if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):

@@ -19,7 +19,7 @@ from recordio.mindrecord import format as fmt
 from recordio.mindrecord import index
 from recordio.mindrecord.codec import unpack_raw
 from recordio.errors import FormatError, RecordIOError
-from recordio.mindrecord.recovery import recover
+from recordio.mindrecord.recovery import check_journals
 from recordio.mindrecord.fileset import (Shard, _check_locations, _check_pages, _check_same_metadata,
                                         _locate_from_pages)
 
@@ -58,7 +58,7 @@ def verify(path):
     report = Report(os.fspath(path) if isinstance(path, (str, os.PathLike)) else list(path))
     shards = []
     try:
-        recover(path)
+        check_journals(path)
         paths = fmt.dataset_paths(path)
     except (RecordIOError, OSError) as exc:
         report.files.append(report.path)

@@ -13,7 +13,7 @@ from recordio.mindrecord import format as fmt
 from recordio.mindrecord.commit import CommitOnExit, Staging, clean_stale
 from recordio.errors import DatasetExistsError, SchemaError
 from recordio.mindrecord.pages import ShardPages
-from recordio.mindrecord.recovery import recover
+from recordio.mindrecord.recovery import recover, writer_files
 from recordio.mindrecord.schema import Schema
 from recordio.mindrecord.staging import ShardFiles, split_counts
 
@@ -155,7 +155,7 @@ class FileWriter(CommitOnExit):
         if self._files is None:
             _check_index_columns(self.index_fields)
             self._check_targets()
-            recover(self._targets)
+            recover(*writer_files(self._targets))
             clean_stale(os.path.dirname(self._targets[0]))
             self._files = ShardFiles(Staging(self._targets), self._header_size, self._page_size,
                                      **self._options)
