@@ -23,6 +23,7 @@ import numpy as np
 
 from recordio.mindrecord.checksums import HEADER_SLOT, digest_bytes, slot_range
 from recordio.mindrecord.codec import unpack_raw
+from recordio.mindrecord.format import ENTRY_PREFIX
 from recordio.errors import ChecksumError, FormatError
 from recordio.mindrecord.recovery import check_journals
 from recordio.mindrecord.fileset import open_shards
@@ -62,7 +63,10 @@ class FileReader:
         num_consumer: accepted for MindSpore compatibility; reading needs no threads.
         columns: field names to return, in this order (default: all; raw fields first, then
             blob fields).
-        verify: check each page's checksum the first time a row from it is read.
+        verify: check each page's checksum the first time a row from it is read, and bind every
+            row to its bytes: the index's locations must tile the pages as the page table lays rows
+            out (checked at open, with or without ``verify``) and each entry's length prefix must
+            match (checked as the row is read). Values still come only from the data file.
         use_index: locate rows through the ``.db`` (as MindSpore does); ``False`` walks the
             header's page table instead, for datasets whose ``.db`` files are lost.
     """
@@ -174,7 +178,7 @@ class FileReader:
         """Row ``local`` of shard ``k`` from its raw range [rs, re_) and blob range [bs, be)."""
         mm = self._maps.get(k) or self._map(k)
         if self._verify:
-            self._check_row(k, rs, bs)
+            self._check_row(k, local, (rs, re_), (bs, be))
         record = blob = None
         if self._need_raw:
             try:
@@ -186,13 +190,18 @@ class FileReader:
             blob = mm[bs:be]
         return self._decode(record, blob, _Where(self._shards[k].path, local))
 
-    def _check_row(self, k, rs, bs):
+    def _check_row(self, k, local, raw, blob):
+        """Checksums of the row's pages, and the length prefix in front of each of its entries: with
+        the index's tiling (checked at open) this binds the row to the bytes the page table gives it."""
         shard = self._shards[k]
         self._check_page(k, HEADER_SLOT)
-        if self._need_raw:
-            self._check_page(k, shard.page_of(rs))
-        if self._need_blob:
-            self._check_page(k, shard.page_of(bs))
+        for wanted, (start, end), what in ((self._need_raw, raw, "raw record"), (self._need_blob, blob, "blob")):
+            if wanted:
+                self._check_page(k, shard.page_of(start))
+                prefix = int.from_bytes(self._map(k)[start - ENTRY_PREFIX:start], "little")
+                if prefix != end - start:
+                    raise ChecksumError(f"{shard.path}: row {local}: its {what} is {end - start} bytes by the "
+                                        f"index but {prefix} by its length prefix: the index is foreign")
 
     def index_column(self, field):
         """Values of an indexed scalar field for every row, in row order, as a numpy array.
