@@ -40,20 +40,23 @@ def load_shards(path):
     fields = [f["index_field"] for f in shards[0].header["index_fields"] or []]
     states, values = [], []
     for i, shard in enumerate(shards):
-        state, vals = _shard_state(i, shard, fields)
+        state, vals = _shard_state(i, shard, fields, schema)
         states.append(state)
         values.append(vals)
     return shards, schema, states, values
 
 
 def check_writable(shards):
-    """An append writes only the dataset's own files: none may be a symlink leading out of its folder."""
+    """An append writes only the dataset's own files: regular files (a ``.db`` may be missing), none a
+    symlink leading out of its folder."""
     for shard in shards:
         for path in (shard.path, shard.path + ".db"):
             fmt.check_inside(path, f"{shard.path}: append")
+            if os.path.lexists(path):
+                os.close(fmt.open_regular(path))
 
 
-def _shard_state(i, shard, fields):
+def _shard_state(i, shard, fields, schema):
     pages = shard.pages
     raws = [p for p in pages if p.kind == fmt.RAW]
     hs, ps = shard.header["header_size"], shard.header["page_size"]
@@ -63,6 +66,10 @@ def _shard_state(i, shard, fields):
     state = ShardPages(i, ps, pages, tail)
     state.blob_lengths = (shard.blob[:, 1] - shard.blob[:, 0] + fmt.ENTRY_PREFIX).tolist()
     state.raw_lengths = (shard.raw[:, 1] - shard.raw[:, 0] + fmt.ENTRY_PREFIX).tolist()
+    if fields:                      # the index values go to the new .db: check them against the schema
+        decode, _, _ = schema.decoder(fields)
+        for local, record in enumerate(records):
+            decode(record, None, f"{shard.path}: row {local}")
     return state, [tuple(r[f] for f in fields) for r in records]
 
 

@@ -46,6 +46,7 @@ _U64LE = struct.Struct("<Q")
 _REQUIRED_KEYS = ("header_size", "index_fields", "page", "page_size", "schema", "shard_addresses",
                   "statistics", "version")
 _BAD_NAME_CHARS = set('\\/:*?"<>|`&;\'')
+_INDEXABLE = ("int32", "int64", "float32", "float64", "string")
 MAX_INT = 1 << 62                    # no count, id or offset read from a file may exceed this
 
 
@@ -206,6 +207,9 @@ def _check_header_types(header, path):
                               f"found {_short(value)}")
     if header["header_size"] < HEADER_PREFIX:
         raise FormatError(f"{path}: header_size {header['header_size']} is smaller than 8")
+    compression = header.get("compression_size", 0)
+    if isinstance(compression, bool) or not isinstance(compression, int) or abs(compression) >= MAX_INT:
+        raise FormatError(f"{path}: header compression_size must be an int, found {_short(compression)}")
     schema = header["schema"]
     if (not isinstance(schema, list) or len(schema) != 1 or not isinstance(schema[0], dict)
             or not isinstance(schema[0].get("schema"), dict)):
@@ -233,7 +237,7 @@ def _check_index_fields(header, path):
     for entry in fields:
         name = entry.get("index_field") if isinstance(entry, dict) else None
         spec = schema.get(name) if isinstance(name, str) else None
-        if not isinstance(spec, dict) or "shape" in spec or spec.get("type") == "bytes":
+        if not isinstance(spec, dict) or "shape" in spec or spec.get("type") not in _INDEXABLE:
             raise FormatError(f"{path}: header index_fields entry {_short(entry)} does not name a scalar "
                               f"field of the schema")
 
@@ -242,7 +246,7 @@ def check_file_name(name, where):
     """``name`` if it is a plain file name (what ``shard_addresses`` and ``SHARD_NAME`` hold): no
     separator, not ``.``/``..``, not absolute, no NUL; else :class:`FormatError` naming ``where``."""
     if (not isinstance(name, str) or not name or name in (".", "..") or "\x00" in name
-            or "/" in name or os.sep in name or (os.altsep and os.altsep in name) or len(name) > 255
+            or "/" in name or "\\" in name or os.sep in name or (os.altsep and os.altsep in name) or len(name) > 255
             or not _encodable(name)):
         raise FormatError(f"{where}: {_short(name)} is not a plain file name (a dataset's files sit in one "
                           f"folder)")

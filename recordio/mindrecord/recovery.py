@@ -23,7 +23,7 @@ import re
 
 from recordio.errors import FormatError
 from recordio.mindrecord import format as fmt
-from recordio.mindrecord.commit import fsync_dir
+from recordio.mindrecord.commit import clean_stale, fsync_dir
 
 __all__ = ["apply_plan", "check_journals", "finish_plan", "journal_paths", "recover", "remove_journal",
            "repair"]
@@ -118,9 +118,8 @@ def load_journal(journal, target, allowed):
     targets = plan.get("targets")
     if (not isinstance(targets, list) or not targets or len(set(map(str, targets))) != len(targets)
             or target not in targets or not all(isinstance(t, str) and allowed(t) for t in targets)):
-        raise FormatError(f"{where}: it names files {_names(targets)}, expected files of this dataset "
-                          f"in {os.path.dirname(target)}, {os.path.basename(target)} among them; it is "
-                          f"refused, not obeyed")
+        raise FormatError(f"{where}: refused, not obeyed: it names files {_names(targets)}, expected files "
+                          f"of this dataset ({os.path.basename(target)} among them) in {os.path.dirname(target)}")
     sizes = plan.get("sizes")
     if not isinstance(sizes, list) or len(sizes) != len(targets) or not all(_count(s) for s in sizes):
         raise FormatError(f"{where}: sizes {str(sizes)[:80]} do not give one size per file")
@@ -168,8 +167,8 @@ def _check_shard(shard, target, token, where):
                 "db_staged": staged_name(target, token, ".db"), "db": target + ".db"}
     wrong = [k for k, v in expected.items() if shard.get(k) != v]
     if wrong:
-        raise FormatError(f"{where}: its {wrong[0]} path {str(shard.get(wrong[0]))[:200]!r} is not "
-                          f"{expected[wrong[0]]!r}; it is refused, not obeyed")
+        raise FormatError(f"{where}: refused, not obeyed: its {wrong[0]} path {str(shard.get(wrong[0]))[:200]!r} "
+                          f"is not {expected[wrong[0]]!r}")
     header = shard.get("header")
     if not isinstance(header, str) or len(header) > 2 * (fmt.MAX_HEADER_LENGTH + fmt.HEADER_PREFIX):
         raise FormatError(f"{where}: the new header of {os.path.basename(target)} is not a hex string")
@@ -292,4 +291,7 @@ def repair(path):
 
     What ``recordio repair PATH`` does; readers refuse such a dataset until it is repaired."""
     members, allowed = dataset_files(path)
-    return recover(members, allowed)
+    found = recover(members, allowed)
+    for folder in sorted({os.path.dirname(m) for m in members}):
+        clean_stale(folder)                  # the spools and staging files the dead writer left
+    return found

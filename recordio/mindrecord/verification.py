@@ -211,12 +211,15 @@ def _check_checksums(shard, report):
     db = index.db_path(shard.path)
     try:
         conn = index.connect_ro(db)
-        try:
-            table = index.read_checksums(conn, db)
-        finally:
-            conn.close()
     except (RecordIOError, sqlite3.Error):
         return                                      # reported by the index check
+    try:
+        table = index.read_checksums(conn, db)
+    except (RecordIOError, sqlite3.Error) as exc:
+        report.problem(db, str(exc))
+        return
+    finally:
+        conn.close()
     if table is None:
         report.without_checksums.append(shard.path)
         return

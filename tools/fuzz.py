@@ -1,0 +1,575 @@
+"""The fuzzing campaign for untrusted datasets (docs/threat-model.md): mutate, run, judge.
+
+Each mutant is a copy of a golden case (``tests/golden``) with one to three mutations of its
+headers, page tables, entries, blobs, ``.db`` rows and schema, or of the folder (symlinks, FIFOs,
+planted journals). A forked child runs every operation a user would on it — ``FileReader`` (by
+index, ``verify=True``, by page table), ``count_rows``, ``verify``, ``describe``, ``count_where``
+and ``open_for_append`` + commit — under ``setrlimit`` limits on memory and CPU time and a wall
+clock, with an audit hook that records every file it opens, renames, truncates or removes.
+
+A mutant fails when the child dies of a signal, runs out of time or memory, raises anything but
+a ``RecordIOError``, touches a path outside the mutant's folder, or changes the sentinel files
+beside it. Failing mutants are saved under ``tests/fuzz_cases/`` and replayed by
+``tests/test_fuzz.py``.
+
+::
+
+    python -m recordio.tools.fuzz --minutes 30 --seed 7 --save tests/fuzz_cases
+    python -m recordio.tools.fuzz --mutants 40 --seed 1          # the slice CI runs
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import random
+import shutil
+import signal
+import sqlite3
+import struct
+import sys
+import tempfile
+import time
+
+HELP = "fuzz the readers, count, verify and append with mutated golden datasets"
+EXAMPLE = "python -m recordio.tools.fuzz --minutes 30 --seed 7 --save tests/fuzz_cases"
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+GOLDEN = ROOT / "tests" / "golden"
+CASES = ("one_row", "arrays_fixed", "arrays_variable", "multi_blob", "matrix_s1_index", "matrix_s4_index",
+         "no_blob", "all_blob_no_raw", "empty_values", "single_int_array_blob", "sparse_shards")
+MEMORY_LIMIT = 768 << 20          # bytes the child may allocate beyond what it had when forked
+CPU_LIMIT = 20                    # seconds of CPU per mutant
+WALL_LIMIT = 40                   # seconds of wall time per mutant
+BIG = [0, 1, -1, 7, 8, 255, 1 << 31, (1 << 32) - 1, 1 << 40, (1 << 63) - 1, 1 << 63, 1 << 64, 1 << 70]
+NAMES = ["../outside/one_row.mindrecord", "/etc/passwd", "..", ".", "", "a/b", "a\\b", "x\x00y",
+         "\ud800", "x" * 300, "one_row.mindrecord?mode=rwc", "file:x.db?mode=rwc"]
+_U64 = struct.Struct("<Q")
+
+
+# --- reading a data file's layout (independently of recordio, so its bugs are not copied) -------
+
+def read_header(path):
+    data = pathlib.Path(path).read_bytes()
+    n = _U64.unpack_from(data, 0)[0]
+    return json.loads(data[8:8 + n]), data
+
+
+def write_header(path, header, data):
+    """Write ``header`` over the old one (zeroing what is left of it; a longer one runs on)."""
+    text = json.dumps(header).encode()
+    blob = _U64.pack(len(text)) + text + b"\x00" * max(0, _U64.unpack_from(data, 0)[0] - len(text))
+    out = bytearray(data)
+    out[:len(blob)] = blob
+    pathlib.Path(path).write_bytes(bytes(out))
+
+
+def entry_offsets(header, data):
+    """Absolute offsets of the 8-byte length prefixes of every entry the page table names."""
+    hs, ps, out = header["header_size"], header["page_size"], []
+    pages = header["page"] or []
+    blobs = {p["page_type_id"]: p for p in pages if p["page_type"] == "BLOB_DATA"}
+    for page in pages:
+        base = hs + page["page_id"] * ps
+        if page["page_type"] == "BLOB_DATA":
+            out += _walk(data, base, 0, page["end_row_id"] - page["start_row_id"])
+        else:
+            for group in page["row_group_ids"]:
+                bp = blobs.get(group["id"])
+                if bp is not None:
+                    out += _walk(data, base, group["offset"], bp["end_row_id"] - bp["start_row_id"])
+    return out
+
+
+def _walk(data, base, offset, count):
+    out, pos = [], base + offset
+    for _ in range(count):
+        if pos + 8 > len(data):
+            break
+        out.append(pos)
+        pos += 8 + _U64.unpack_from(data, pos)[0]
+    return out
+
+
+# --- mutations: each takes (rng, folder, first) and returns a description -----------------------
+
+def _data_files(folder):
+    return sorted(p for p in folder.iterdir() if ".mindrecord" in p.name and not p.name.endswith((".db", ".pkl"))
+                  and not p.name.startswith(".") and p.is_file() and not p.is_symlink())
+
+
+def _pick_file(rng, folder):
+    return rng.choice(_data_files(folder))
+
+
+def _value(rng):
+    kind = rng.randrange(6)
+    if kind < 3:
+        return rng.choice(BIG)
+    return [None, "x", [], {}, 1.5, True][rng.randrange(6)] if kind == 3 else rng.choice(NAMES)
+
+
+def mutate_header_field(rng, folder, first):
+    path = _pick_file(rng, folder)
+    header, data = read_header(path)
+    pages = header.get("page") or []
+    choice = rng.randrange(6)
+    value = _value(rng)
+    if choice == 0:
+        key = rng.choice(["header_size", "page_size", "version", "compression_size", "index_fields"])
+        header[key] = value
+        where = key
+    elif choice == 1 and pages:
+        page = rng.choice(pages)
+        key = rng.choice(["page_id", "page_type_id", "start_row_id", "end_row_id", "page_size", "shard_id"])
+        page[key] = value
+        where = f"page[{page.get('page_id')}].{key}"
+    elif choice == 2 and pages:
+        raw = [p for p in pages if p["page_type"] == "RAW_DATA"]
+        page = rng.choice(raw or pages)
+        group = rng.choice(page["row_group_ids"])
+        key = rng.choice(["id", "offset"])
+        group[key] = value
+        where = f"page[{page['page_id']}].row_group_ids.{key}"
+    elif choice == 3:
+        addresses = header["shard_addresses"]
+        i = rng.randrange(len(addresses))
+        addresses[i] = rng.choice(NAMES)
+        where = f"shard_addresses[{i}]"
+    elif choice == 4:
+        schema = header["schema"][0]["schema"]
+        name = rng.choice(sorted(schema))
+        spec = schema[name]
+        if "shape" in spec and rng.random() < 0.7:
+            spec["shape"][rng.randrange(len(spec["shape"]))] = rng.choice([1 << 40, (1 << 62), -1, 0, 3])
+        else:
+            spec["type"] = rng.choice(["int32", "int64", "float32", "float64", "string", "bytes", "unt8"])
+        where = f"schema.{name}"
+    else:
+        header["page"] = pages + pages[-1:] * rng.randrange(1, 4)
+        where = "page (duplicated)"
+    write_header(path, header, data)
+    return f"{path.name}: header {where} = {str(value)[:40]!r}"
+
+
+def mutate_entry_length(rng, folder, first):
+    path = _pick_file(rng, folder)
+    header, data = read_header(path)
+    offsets = entry_offsets(header, data)
+    if not offsets:
+        return mutate_bytes(rng, folder, first)
+    at = rng.choice(offsets)
+    value = rng.choice([0, 1, 7, 9, 1 << 20, 1 << 40, (1 << 64) - 1, _U64.unpack_from(data, at)[0] + rng.choice([-1, 1])])
+    value = max(0, min(value, (1 << 64) - 1))
+    _patch(path, at, _U64.pack(value))
+    return f"{path.name}: entry length at {at} = {value}"
+
+
+def mutate_entry_body(rng, folder, first):
+    """Inside an entry: msgpack type bytes, multi-blob u64 BE part lengths, compressed int counts."""
+    path = _pick_file(rng, folder)
+    header, data = read_header(path)
+    offsets = entry_offsets(header, data)
+    if not offsets:
+        return mutate_bytes(rng, folder, first)
+    at = rng.choice(offsets) + 8 + rng.randrange(0, 24)
+    patch = rng.choice([b"\xff\xff\xff\xff", b"\x00\x00\x01\x00\x00\x00\x00\x00", b"\xdb\xff\xff\xff\xff",
+                        b"\xc6\x7f\xff\xff\xff", b"\xdd\xff\xff\xff\xff", b"\xdf\xff\xff\xff\xff", b"\xc1",
+                        struct.pack(">Q", 1 << 40), struct.pack(">I", (1 << 32) - 1), bytes([rng.randrange(256)])])
+    _patch(path, at, patch)
+    return f"{path.name}: entry bytes at {at} = {patch.hex()}"
+
+
+def mutate_bytes(rng, folder, first):
+    path = _pick_file(rng, folder)
+    size = path.stat().st_size
+    edits = []
+    for _ in range(rng.randrange(1, 5)):
+        at = rng.randrange(min(size, 600)) if rng.random() < 0.5 else rng.randrange(size)
+        value = bytes([rng.randrange(256)])
+        _patch(path, at, value)
+        edits.append(f"{at}={value.hex()}")
+    return f"{path.name}: bytes {', '.join(edits)}"
+
+
+def _patch(path, at, value):
+    with open(path, "r+b") as f:
+        f.seek(at)
+        f.write(value)
+
+
+DB_COLUMNS = ["ROW_ID", "PAGE_ID_RAW", "PAGE_OFFSET_RAW", "PAGE_OFFSET_RAW_END", "ROW_GROUP_ID", "PAGE_ID_BLOB",
+              "PAGE_OFFSET_BLOB", "PAGE_OFFSET_BLOB_END"]
+DB_STATEMENTS = [
+    "DROP TABLE INDEXES", "DROP TABLE SHARD_NAME", "DELETE FROM SHARD_NAME", "INSERT INTO SHARD_NAME VALUES ('x')",
+    "UPDATE SHARD_NAME SET NAME = zeroblob(1000000)", "UPDATE SHARD_NAME SET NAME = 42",
+    "ALTER TABLE INDEXES RENAME TO I2; CREATE VIEW INDEXES AS WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL "
+    "SELECT x+1 FROM c) SELECT x AS ROW_ID, x AS PAGE_ID_RAW, x AS PAGE_OFFSET_RAW, x AS PAGE_OFFSET_RAW_END, "
+    "x AS ROW_GROUP_ID, x AS PAGE_ID_BLOB, x AS PAGE_OFFSET_BLOB, x AS PAGE_OFFSET_BLOB_END FROM c",
+    "ALTER TABLE SHARD_NAME RENAME TO S2; CREATE VIEW SHARD_NAME AS SELECT zeroblob(900000000) AS NAME",
+    "CREATE TRIGGER t AFTER INSERT ON SHARD_NAME BEGIN DELETE FROM INDEXES; END",
+    "CREATE VIRTUAL TABLE v USING fts5(a)",
+    "UPDATE RECORDIO_CHECKSUMS SET NBYTES = 'x'", "UPDATE RECORDIO_CHECKSUMS SET NBYTES = 1099511627776",
+    "UPDATE RECORDIO_CHECKSUMS SET DIGEST = 5", "UPDATE RECORDIO_CHECKSUMS SET PAGE_ID = PAGE_ID + 7",
+    "DELETE FROM INDEXES WHERE ROW_ID = 0", "UPDATE INDEXES SET ROW_ID = ROW_ID + 1",
+]
+
+
+def mutate_db(rng, folder, first):
+    path = _pick_file(rng, folder)
+    db = str(path) + ".db"
+    if not os.path.isfile(db) or os.path.islink(db):
+        return mutate_bytes(rng, folder, first)
+    conn = sqlite3.connect(db, isolation_level=None)
+    try:
+        kinds = dict(conn.execute("SELECT name, type FROM sqlite_master"))
+        if rng.random() < 0.6 and kinds.get("INDEXES") == "table":
+            column = rng.choice(DB_COLUMNS)
+            value = rng.choice(BIG[:10] + ["x", None, 2.5])
+            statement = f"UPDATE INDEXES SET {column} = ? WHERE ROW_ID = (SELECT ROW_ID FROM INDEXES LIMIT 1 OFFSET ?)"
+            rows = conn.execute("SELECT COUNT(*) FROM INDEXES").fetchone()[0]
+            conn.execute(statement, (value, rng.randrange(max(rows, 1))))
+            return f"{path.name}.db: INDEXES.{column} = {value!r}"
+        statement = rng.choice(DB_STATEMENTS)
+        name = rng.choice(NAMES)
+        if "VALUES ('x')" in statement:
+            conn.execute("UPDATE SHARD_NAME SET NAME = ?", (name,))
+            return f"{path.name}.db: SHARD_NAME = {name!r}"
+        conn.executescript(statement)
+        return f"{path.name}.db: {statement[:60]}"
+    except sqlite3.Error as exc:
+        return f"{path.name}.db: {exc}"
+    finally:
+        conn.close()
+
+
+def mutate_folder(rng, folder, first):
+    """Symlinks, FIFOs, directories and planted journals in place of the dataset's files."""
+    files = [p for p in _data_files(folder) if p != first] + [pathlib.Path(str(first) + ".db")]
+    target = rng.choice(files + [None])
+    outside = folder.parent / "outside" / "one_row.mindrecord"
+    kind = rng.randrange(4)
+    if target is None or kind == 0:
+        return plant_journal(rng, folder, first)
+    target.unlink(missing_ok=True)
+    if kind == 1:
+        target.symlink_to(outside if not target.name.endswith(".db") else str(outside) + ".db")
+    elif kind == 2:
+        os.mkfifo(target)
+    else:
+        target.mkdir()
+    return f"{target.name}: replaced by a {['', 'symlink leading out', 'FIFO', 'directory'][kind]}"
+
+
+def plant_journal(rng, folder, first):
+    token = "%016x" % rng.getrandbits(64)
+    outside = folder.parent / "outside"
+    victims = [str(outside / "one_row.mindrecord"), str(outside / "victim.bin"), str(first)]
+    phase = rng.choice([1, 2])
+    plan = {"phase": phase, "token": token, "targets": [rng.choice(victims)], "sizes": [3]}
+    if phase == 2:
+        t = plan["targets"][0]
+        plan["shards"] = [{"data": t, "header": "00" * 8, "spool": str(outside / "victim.bin"),
+                           "deferred": [[0, 0, 4]], "db_staged": str(outside / "victim.bin"), "db": t + ".db"}]
+    if rng.random() < 0.3:
+        plan["targets"] = [str(first)]
+    journal = folder / f".{first.name}.rio-{token}.journal"
+    journal.write_text(json.dumps(plan))
+    return f"journal {journal.name}: {json.dumps(plan)[:200]}"
+
+
+MUTATIONS = [mutate_header_field, mutate_entry_length, mutate_entry_body, mutate_bytes, mutate_db,
+             mutate_folder]
+WEIGHTS = [4, 3, 3, 2, 4, 1]
+
+
+# --- running one mutant ---------------------------------------------------------------------------
+
+def _operations(first):
+    import recordio
+    from recordio.mindrecord.description import count_where
+
+    def read(**kw):
+        with recordio.FileReader(first, **kw) as reader:
+            for _ in reader:
+                pass
+
+    def where():
+        info = recordio.describe(first)
+        for field in info["index_fields"][:1]:
+            count_where(first, [(field, "1")])
+
+    def append():
+        writer = recordio.FileWriter.open_for_append(first, fsync=False)
+        writer.commit()
+        read()
+
+    def overwrite():
+        with recordio.FileWriter(first, overwrite=True, fsync=False) as writer:
+            writer.add_schema({"a": {"type": "int32"}})
+            writer.write_raw_data([{"a": 1}])
+
+    return [("read", read), ("read-verify", lambda: read(verify=True)), ("read-pages", lambda: read(use_index=False)),
+            ("read-list", lambda: recordio.FileReader([first])), ("count", lambda: recordio.count_rows(first)),
+            ("verify", lambda: recordio.verify(first)), ("describe", where), ("append", append),
+            ("overwrite", overwrite)]
+
+
+_WATCHED = {"open", "os.rename", "os.replace", "os.truncate", "os.remove", "os.unlink", "os.rmdir", "os.symlink",
+            "os.link", "os.mkdir", "os.chmod", "sqlite3.connect", "os.listdir", "os.scandir"}
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+
+
+def _audit(folder, touched):
+    """An audit hook recording paths outside ``folder`` that are in its sandbox, or written anywhere."""
+    real = os.path.realpath(folder)
+    sandbox = os.path.dirname(real) + os.sep
+
+    def hook(event, args):
+        if event not in _WATCHED or not args:
+            return
+        writes = event not in ("open", "os.listdir", "os.scandir", "sqlite3.connect") or _writes(args)
+        for arg in args[:2] if event in ("os.rename", "os.replace", "os.symlink", "os.link") else args[:1]:
+            path = _event_path(arg)
+            if path is None:
+                continue
+            resolved = os.path.realpath(path)
+            if resolved != real and not resolved.startswith(real + os.sep) and (
+                    resolved.startswith(sandbox) or writes):
+                touched.append(f"{event} {path}")
+    return hook
+
+
+def _writes(args):
+    mode, flags = (args + (None, None))[1:3]
+    return (isinstance(mode, str) and bool(set(mode) & set("wax+"))) or (
+        isinstance(flags, int) and bool(flags & _WRITE_FLAGS))
+
+
+def _event_path(arg):
+    if not isinstance(arg, (str, bytes, os.PathLike)):
+        return None
+    path = os.fsdecode(arg)
+    if path.startswith("file:"):
+        path = path[5:].split("?")[0].replace("%3f", "?").replace("%23", "#").replace("%25", "%")
+    return path or None
+
+
+def limit_resources(memory=MEMORY_LIMIT, cpu=CPU_LIMIT):
+    """Cap this process: ``memory`` bytes of address space beyond its current size, ``cpu`` seconds."""
+    import resource
+
+    size = _vm_size()
+    resource.setrlimit(resource.RLIMIT_AS, (size + memory, size + memory))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
+
+
+def run_operations(folder, first, names=None):
+    """Run the operations ``names`` (default: all, append and overwrite last) on the dataset ``first``
+    with an audit hook on ``folder``: ``{op: "ok" | "error: <RecordIOError class>" | "FAIL ..."}`` and
+    ``touched``: paths outside ``folder`` it opened in the sandbox, or wrote anywhere."""
+    from recordio import RecordIOError
+
+    touched, results = [], {}
+    sys.addaudithook(_audit(folder, touched))
+    for name, op in _operations(str(first)):
+        if names is not None and name not in names:
+            continue
+        try:
+            op()
+            results[name] = "ok"
+        except RecordIOError as exc:
+            results[name] = f"error: {type(exc).__name__}: {str(exc)[:1000]}"
+        except BaseException as exc:  # the finding: anything but a RecordIOError
+            results[name] = f"FAIL {type(exc).__name__}: {str(exc)[:300]}"
+    results["touched"] = touched[:10]
+    return results
+
+
+def child(folder, first, out_fd):
+    """In the forked child: limits, then every operation; a JSON report to ``out_fd``."""
+    limit_resources()
+    os.write(out_fd, json.dumps(run_operations(folder, first)).encode())
+    os._exit(0)
+
+
+def _vm_size():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def run_mutant(folder, first):
+    """Fork a child that runs every operation on the dataset ``first``; returns (failures, results)."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_fd)
+        try:
+            child(folder, first, write_fd)
+        finally:
+            os._exit(70)
+    os.close(write_fd)
+    status, chunks = _wait(pid, read_fd)
+    os.close(read_fd)
+    return _judge(status, b"".join(chunks))
+
+
+def _wait(pid, fd):
+    deadline = time.monotonic() + WALL_LIMIT
+    chunks = []
+    os.set_blocking(fd, False)
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        chunks += _drain(fd)
+        if done:
+            return status, chunks + _drain(fd)
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return "hang", chunks
+        time.sleep(0.005)
+
+
+def _drain(fd):
+    out = []
+    while True:
+        try:
+            data = os.read(fd, 1 << 16)
+        except BlockingIOError:
+            return out
+        if not data:
+            return out
+        out.append(data)
+
+
+def _judge(status, output):
+    if status == "hang":
+        return [f"hang: more than {WALL_LIMIT} s of wall time"], {}
+    if os.WIFSIGNALED(status):
+        return [f"killed by signal {signal.Signals(os.WTERMSIG(status)).name}"], {}
+    try:
+        results = json.loads(output)
+    except ValueError:
+        return [f"child exited with {os.waitstatus_to_exitcode(status)} and no report"], {}
+    failures = [f"{op}: {r}" for op, r in results.items() if isinstance(r, str) and r.startswith("FAIL")]
+    failures += [f"{op}: {r}" for op, r in results.items() if isinstance(r, str) and "MemoryError" in r]
+    failures += [f"touched outside the dataset: {t}" for t in results.get("touched", [])]
+    return failures, results
+
+
+# --- the campaign --------------------------------------------------------------------------------
+
+def make_sandbox(root, case, rng):
+    """``root/ds`` (a copy of ``case``, checksums added half the time) and ``root/outside`` (sentinels)."""
+    folder = root / "ds"
+    shutil.copytree(GOLDEN / case, folder, ignore=shutil.ignore_patterns("*.pkl"))
+    outside = root / "outside"
+    shutil.copytree(GOLDEN / "one_row", outside, ignore=shutil.ignore_patterns("*.pkl"))
+    (outside / "victim.bin").write_bytes(b"sentinel" * 8)
+    first = _data_files(folder)[0]
+    if rng.random() < 0.5:
+        from recordio.mindrecord.verification import add_checksums
+        add_checksums(str(first))          # recordio's checksum table, so verify=True has work to do
+    return folder, first
+
+
+def snapshot(folder):
+    return {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(pathlib.Path(folder).iterdir())}
+
+
+def one_mutant(seed, root):
+    """Build and run mutant ``seed`` in ``root``; returns (description, failures)."""
+    rng = random.Random(seed)
+    case = rng.choice(CASES)
+    folder, first = make_sandbox(root, case, rng)
+    before = snapshot(root / "outside")
+    done = []
+    for _ in range(rng.choice([1, 1, 1, 2, 3])):
+        mutation = rng.choices(MUTATIONS, WEIGHTS)[0]
+        try:
+            done.append(mutation(rng, folder, first))
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError, OSError, struct.error):
+            done.append(mutate_bytes(rng, folder, first))      # an earlier mutation broke the layout
+    failures, _ = run_mutant(folder, first)
+    if snapshot(root / "outside") != before:
+        failures.append("a sentinel file outside the dataset changed")
+    return {"seed": seed, "case": case, "first": first.name, "mutations": done}, failures
+
+
+def save_case(description, failures, root, save):
+    name = f"seed-{description['seed']}"
+    target = pathlib.Path(save) / name
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(root, target, symlinks=True, ignore=_no_fifos)
+    (target / "case.json").write_text(json.dumps(dict(description, failures=failures), indent=1) + "\n")
+    return target
+
+
+def _no_fifos(folder, names):
+    return [n for n in names if not (os.path.isfile(os.path.join(folder, n)) or os.path.isdir(os.path.join(folder, n))
+                                     or os.path.islink(os.path.join(folder, n)))]
+
+
+def campaign(seed, mutants=None, minutes=None, save=None, log=print):
+    """Run mutants ``seed, seed+1, ...`` until ``mutants`` ran or ``minutes`` passed; returns a summary."""
+    start = time.monotonic()
+    count, found = 0, []
+    while (mutants is None or count < mutants) and (minutes is None or time.monotonic() - start < minutes * 60):
+        with tempfile.TemporaryDirectory(prefix="rio-fuzz-") as tmp:
+            description, failures = one_mutant(seed + count, pathlib.Path(tmp))
+            if failures:
+                where = save_case(description, failures, tmp, save) if save else None
+                found.append(dict(description, failures=failures, saved=str(where) if where else None))
+                log(f"FAIL seed {seed + count}: {failures[:3]} ({description['mutations']})")
+        count += 1
+        if count % 100 == 0:
+            log(f"{count} mutants, {len(found)} failing, {time.monotonic() - start:.0f} s")
+    return {"seed": seed, "mutants": count, "failures": len(found), "seconds": round(time.monotonic() - start, 1),
+            "found": found}
+
+
+def replay(case_dir):
+    """Run a saved case again (in a scratch copy); returns its failures."""
+    case = json.loads((pathlib.Path(case_dir) / "case.json").read_text())
+    with tempfile.TemporaryDirectory(prefix="rio-replay-") as tmp:
+        root = pathlib.Path(tmp)
+        shutil.copytree(case_dir, root / "case", symlinks=True)
+        before = snapshot(root / "case" / "outside")
+        failures, results = run_mutant(root / "case" / "ds", root / "case" / "ds" / case["first"])
+        if snapshot(root / "case" / "outside") != before:
+            failures.append("a sentinel file outside the dataset changed")
+    return failures
+
+
+def add_arguments(parser):
+    parser.add_argument("--seed", type=int, default=0, help="first mutant's seed (mutant k uses seed + k)")
+    parser.add_argument("--mutants", type=int, help="stop after this many mutants")
+    parser.add_argument("--minutes", type=float, help="stop after this much time")
+    parser.add_argument("--save", help="folder for failing mutants (e.g. tests/fuzz_cases)")
+    parser.add_argument("--json", help="write the summary to this file")
+
+
+def run(args):
+    if args.mutants is None and args.minutes is None:
+        args.mutants = 100
+    summary = campaign(args.seed, args.mutants, args.minutes, args.save)
+    print(f"{summary['mutants']} mutants in {summary['seconds']} s, {summary['failures']} failing")
+    if args.json:
+        pathlib.Path(args.json).write_text(json.dumps(summary, indent=1) + "\n")
+    return 1 if summary["failures"] else 0
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m recordio.tools.fuzz", description=HELP,
+                                     epilog=f"example:\n  {EXAMPLE}", allow_abbrev=False,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
