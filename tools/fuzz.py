@@ -19,6 +19,7 @@ beside it. Failing mutants are saved under ``tests/fuzz_cases/`` and replayed by
 """
 
 import argparse
+import gzip
 import json
 import os
 import pathlib
@@ -253,7 +254,8 @@ def mutate_folder(rng, folder, first):
         return plant_journal(rng, folder, first)
     target.unlink(missing_ok=True)
     if kind == 1:
-        target.symlink_to(outside if not target.name.endswith(".db") else str(outside) + ".db")
+        dest = outside if not target.name.endswith(".db") else pathlib.Path(str(outside) + ".db")
+        target.symlink_to(os.path.relpath(dest, target.parent))
     elif kind == 2:
         os.mkfifo(target)
     else:
@@ -466,9 +468,7 @@ def make_sandbox(root, case, rng):
     """``root/ds`` (a copy of ``case``, checksums added half the time) and ``root/outside`` (sentinels)."""
     folder = root / "ds"
     shutil.copytree(GOLDEN / case, folder, ignore=shutil.ignore_patterns("*.pkl"))
-    outside = root / "outside"
-    shutil.copytree(GOLDEN / "one_row", outside, ignore=shutil.ignore_patterns("*.pkl"))
-    (outside / "victim.bin").write_bytes(b"sentinel" * 8)
+    make_outside(root)
     first = _data_files(folder)[0]
     if rng.random() < 0.5:
         from recordio.mindrecord.verification import add_checksums
@@ -476,16 +476,22 @@ def make_sandbox(root, case, rng):
     return folder, first
 
 
+def make_outside(root):
+    """The sentinels beside a mutant: a dataset and a file that mutations aim at, which must not change."""
+    outside = root / "outside"
+    shutil.copytree(GOLDEN / "one_row", outside, ignore=shutil.ignore_patterns("*.pkl"))
+    (outside / "victim.bin").write_bytes(b"sentinel" * 8)
+
+
 def snapshot(folder):
     return {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(pathlib.Path(folder).iterdir())}
 
 
-def one_mutant(seed, root):
-    """Build and run mutant ``seed`` in ``root``; returns (description, failures)."""
+def build_mutant(seed, root):
+    """Mutant ``seed`` (a pure function of the seed) in ``root/ds``; returns (description, folder, first)."""
     rng = random.Random(seed)
     case = rng.choice(CASES)
     folder, first = make_sandbox(root, case, rng)
-    before = snapshot(root / "outside")
     done = []
     for _ in range(rng.choice([1, 1, 1, 2, 3])):
         mutation = rng.choices(MUTATIONS, WEIGHTS)[0]
@@ -493,25 +499,83 @@ def one_mutant(seed, root):
             done.append(mutation(rng, folder, first))
         except (ValueError, KeyError, TypeError, IndexError, AttributeError, OSError, struct.error):
             done.append(mutate_bytes(rng, folder, first))      # an earlier mutation broke the layout
+    return {"seed": seed, "case": case, "first": first.name, "mutations": done}, folder, first
+
+
+def one_mutant(seed, root):
+    """Build and run mutant ``seed`` in ``root``; returns (description, failures)."""
+    description, folder, first = build_mutant(seed, root)
+    before = snapshot(root / "outside")
     failures, _ = run_mutant(folder, first)
     if snapshot(root / "outside") != before:
         failures.append("a sentinel file outside the dataset changed")
-    return {"seed": seed, "case": case, "first": first.name, "mutations": done}, failures
+    return description, failures
 
 
 def save_case(description, failures, root, save):
-    name = f"seed-{description['seed']}"
-    target = pathlib.Path(save) / name
+    """Save failing mutant ``description["seed"]`` (built again in ``root``, as it was before it ran)
+    compactly: ``case.json`` says how each file of its folder differs from the golden case (same
+    bytes, gzip-ed new bytes, a symlink, a FIFO, a directory, removed)."""
+    target = pathlib.Path(save) / f"seed-{description['seed']}"
     if target.exists():
         shutil.rmtree(target)
-    shutil.copytree(root, target, symlinks=True, ignore=_no_fifos)
-    (target / "case.json").write_text(json.dumps(dict(description, failures=failures), indent=1) + "\n")
+    target.mkdir(parents=True)
+    build_mutant(description["seed"], pathlib.Path(root))
+    folder, base = pathlib.Path(root) / "ds", GOLDEN / description["case"]
+    files = {p.name: _describe_file(p, base / p.name, target) for p in sorted(folder.iterdir())}
+    files.update({p.name: "removed" for p in base.iterdir() if p.name not in files and p.suffix != ".pkl"})
+    (target / "case.json").write_text(json.dumps(dict(description, failures=failures, files=files), indent=1) + "\n")
     return target
 
 
-def _no_fifos(folder, names):
-    return [n for n in names if not (os.path.isfile(os.path.join(folder, n)) or os.path.isdir(os.path.join(folder, n))
-                                     or os.path.islink(os.path.join(folder, n)))]
+def _save_fresh(description, failures, save):
+    with tempfile.TemporaryDirectory(prefix="rio-save-") as tmp:
+        return save_case(description, failures, tmp, save)
+
+
+def _describe_file(path, golden, target):
+    if path.is_symlink():
+        return {"symlink": os.readlink(path)}
+    if path.is_fifo() or path.is_dir():
+        return "fifo" if path.is_fifo() else "directory"
+    data = path.read_bytes()
+    if golden.is_file() and golden.read_bytes() == data:
+        return "golden"
+    name = f"file-{len(os.listdir(target))}.gz"
+    (target / name).write_bytes(gzip.compress(data, 9, mtime=0))
+    return {"gzip": name}
+
+
+def restore_case(case_dir, root):
+    """Rebuild a saved mutant's folder as ``root/ds`` (and its sentinels); returns (case, first)."""
+    case_dir = pathlib.Path(case_dir)
+    case = json.loads((case_dir / "case.json").read_text())
+    folder = root / "ds"
+    folder.mkdir()
+    for name, how in case["files"].items():
+        path = folder / name
+        if how == "golden":
+            shutil.copy(GOLDEN / case["case"] / name, path)
+        elif how in ("fifo", "directory"):
+            os.mkfifo(path) if how == "fifo" else path.mkdir()
+        elif isinstance(how, dict) and "symlink" in how:
+            path.symlink_to(how["symlink"])
+        elif isinstance(how, dict):
+            path.write_bytes(gzip.decompress((case_dir / how["gzip"]).read_bytes()))
+    make_outside(root)
+    return case, folder / case["first"]
+
+
+def replay(case_dir):
+    """Run a saved case again (in a scratch folder); returns its failures."""
+    with tempfile.TemporaryDirectory(prefix="rio-replay-") as tmp:
+        root = pathlib.Path(tmp)
+        _, first = restore_case(case_dir, root)
+        before = snapshot(root / "outside")
+        failures, _ = run_mutant(root / "ds", first)
+        if snapshot(root / "outside") != before:
+            failures.append("a sentinel file outside the dataset changed")
+    return failures
 
 
 def campaign(seed, mutants=None, minutes=None, save=None, log=print):
@@ -522,7 +586,7 @@ def campaign(seed, mutants=None, minutes=None, save=None, log=print):
         with tempfile.TemporaryDirectory(prefix="rio-fuzz-") as tmp:
             description, failures = one_mutant(seed + count, pathlib.Path(tmp))
             if failures:
-                where = save_case(description, failures, tmp, save) if save else None
+                where = _save_fresh(description, failures, save) if save else None
                 found.append(dict(description, failures=failures, saved=str(where) if where else None))
                 log(f"FAIL seed {seed + count}: {failures[:3]} ({description['mutations']})")
         count += 1
@@ -530,19 +594,6 @@ def campaign(seed, mutants=None, minutes=None, save=None, log=print):
             log(f"{count} mutants, {len(found)} failing, {time.monotonic() - start:.0f} s")
     return {"seed": seed, "mutants": count, "failures": len(found), "seconds": round(time.monotonic() - start, 1),
             "found": found}
-
-
-def replay(case_dir):
-    """Run a saved case again (in a scratch copy); returns its failures."""
-    case = json.loads((pathlib.Path(case_dir) / "case.json").read_text())
-    with tempfile.TemporaryDirectory(prefix="rio-replay-") as tmp:
-        root = pathlib.Path(tmp)
-        shutil.copytree(case_dir, root / "case", symlinks=True)
-        before = snapshot(root / "case" / "outside")
-        failures, results = run_mutant(root / "case" / "ds", root / "case" / "ds" / case["first"])
-        if snapshot(root / "case" / "outside") != before:
-            failures.append("a sentinel file outside the dataset changed")
-    return failures
 
 
 def add_arguments(parser):
