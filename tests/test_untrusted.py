@@ -23,6 +23,7 @@ from recordio.mindrecord import index
 from recordio.mindrecord.recovery import repair
 from recordio.mindrecord.verification import add_checksums
 from recordio.tools import fuzz
+from recordio.tools import fuzz_mutations as mutations
 from conftest import GOLDEN_COPIES, ROOT, TESTS
 
 PROBE = r"""
@@ -67,13 +68,13 @@ def copy_case(root, case):
 
 
 def first_of(folder):
-    return fuzz._data_files(folder)[0]
+    return mutations.data_files(folder)[0]
 
 
 def edit_header(path, edit):
-    header, data = fuzz.read_header(path)
+    header, data = mutations.read_header(path)
     edit(header)
-    fuzz.write_header(path, header, data)
+    mutations.write_header(path, header, data)
 
 
 def sql(db, *statements):
@@ -81,10 +82,6 @@ def sql(db, *statements):
     for statement in statements:
         conn.executescript(statement) if isinstance(statement, str) else conn.execute(*statement)
     conn.close()
-
-
-def errors(report, ops):
-    return {op: report[op].split(":")[1].strip() if report[op] != "ok" else "ok" for op in ops}
 
 
 # --- planted journals --------------------------------------------------------------------------
@@ -153,7 +150,7 @@ def test_a_header_naming_a_file_elsewhere_is_refused(sandbox, kind):
     os.mkdir(folder / "sub")
     shutil.copy(sandbox / "outside" / "one_row.mindrecord", folder / "sub" / "one_row.mindrecord")
     bad = _bad_names(sandbox / "outside")[kind]
-    for path in fuzz._data_files(folder):
+    for path in mutations.data_files(folder):
         edit_header(path, lambda h: h["shard_addresses"].__setitem__(1, bad))
     report = probe(folder, first_of(folder), ALL)
     for op in ("read", "read-pages", "count", "describe", "append"):
@@ -301,16 +298,16 @@ def test_sqlite_uri_characters_in_names_cannot_change_the_open_mode(tmp_path):
 
 def _set_entry_length(which):
     def damage(folder, first):
-        header, data = fuzz.read_header(first)
-        offsets = fuzz.entry_offsets(header, data)
-        fuzz._patch(first, offsets[0] if which == "blob" else offsets[-1], struct.pack("<Q", 1 << 40))
+        header, data = mutations.read_header(first)
+        offsets = mutations.entry_offsets(header, data)
+        mutations.patch(first, offsets[0] if which == "blob" else offsets[-1], struct.pack("<Q", 1 << 40))
     return damage
 
 
 def _set_in_blob(offset, value):
     def damage(folder, first):
-        header, data = fuzz.read_header(first)
-        fuzz._patch(first, fuzz.entry_offsets(header, data)[0] + 8 + offset, value)
+        header, data = mutations.read_header(first)
+        mutations.patch(first, mutations.entry_offsets(header, data)[0] + 8 + offset, value)
     return damage
 
 
@@ -330,7 +327,7 @@ def _db(statement):
 
 BIG = 1 << 40
 INFLATED = {
-    "header length field": ("one_row", lambda f, first: fuzz._patch(first, 0, struct.pack("<Q", BIG))),
+    "header length field": ("one_row", lambda f, first: mutations.patch(first, 0, struct.pack("<Q", BIG))),
     "header_size": ("one_row", _header(lambda h: h.update(header_size=BIG))),
     "header_size 2^70": ("one_row", _header(lambda h: h.update(header_size=1 << 70))),
     "page_size": ("one_row", _header(lambda h: h.update(page_size=BIG))),

@@ -200,7 +200,7 @@ def _query(conn, path, sql):
 
 def read_shard_name(conn, path):
     """The data file name the ``.db`` belongs to: one plain file name (else IndexFileError)."""
-    rows = _query(conn, path, f"SELECT typeof(NAME), length(CAST(NAME AS BLOB)) FROM SHARD_NAME LIMIT 2")
+    rows = _query(conn, path, "SELECT typeof(NAME), length(CAST(NAME AS BLOB)) FROM SHARD_NAME LIMIT 2")
     if len(rows) != 1:
         raise IndexFileError(f"{path}: SHARD_NAME table holds {'no' if not rows else 'several'} rows, "
                              f"expected one")
