@@ -239,7 +239,8 @@ def _check_index_fields(header, path):
         spec = schema.get(name) if isinstance(name, str) else None
         if not isinstance(spec, dict) or "shape" in spec or spec.get("type") not in _INDEXABLE:
             raise FormatError(f"{path}: header index_fields entry {_short(entry)} does not name a scalar "
-                              f"field of the schema")
+                              f"field of the schema (expected {', '.join(_INDEXABLE)}; found "
+                              f"{_short(spec)})")
 
 
 def check_file_name(name, where):
