@@ -152,6 +152,7 @@ def test_a_header_naming_a_file_elsewhere_is_refused(sandbox, kind):
     bad = _bad_names(sandbox / "outside")[kind]
     for path in mutations.data_files(folder):
         edit_header(path, lambda h: h["shard_addresses"].__setitem__(1, bad))
+    assert "not a plain file name" in str(recordio.verify(str(first_of(folder))))
     report = probe(folder, first_of(folder), ALL)
     for op in ("read", "read-pages", "count", "describe", "append"):
         assert report[op].startswith("error: FormatError") and "not a plain file name" in report[op], report[op]

@@ -29,7 +29,7 @@ class Shard:
     """One data file of a dataset and where its rows are."""
 
     __slots__ = ("path", "header", "header_bytes", "size", "pages", "count", "raw", "blob", "checksums",
-                 "db_meta")
+                 "db_meta", "_entries")
 
     def __init__(self, file_header):
         fh = file_header
@@ -39,7 +39,17 @@ class Shard:
         self.raw = self.blob = None            # (n, 2) int64 arrays of absolute [start, end)
         self.checksums = None
         self.db_meta = {}
+        self._entries = None
 
+    def entries_between(self, start, end):
+        """Rows ``(data_start, data_end, row, is_blob)`` of the entries whose length prefix lies in the
+        absolute byte range [start, end) (a page slot), found by bisection in a sorted copy."""
+        if self._entries is None:
+            rows = np.arange(self.count, dtype=np.int64)[:, None]
+            both = np.concatenate([np.hstack([self.raw, rows, rows * 0]), np.hstack([self.blob, rows, rows * 0 + 1])])
+            self._entries = both[np.argsort(both[:, 0], kind="stable")]
+        lo, hi = np.searchsorted(self._entries[:, 0], [start + fmt.ENTRY_PREFIX, end + fmt.ENTRY_PREFIX])
+        return self._entries[lo:hi]
     def page_of(self, offset):
         """The page id holding absolute ``offset``."""
         return (offset - self.header["header_size"]) // self.header["page_size"]

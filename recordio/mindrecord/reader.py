@@ -178,7 +178,7 @@ class FileReader:
         """Row ``local`` of shard ``k`` from its raw range [rs, re_) and blob range [bs, be)."""
         mm = self._maps.get(k) or self._map(k)
         if self._verify:
-            self._check_row(k, local, (rs, re_), (bs, be))
+            self._check_row(k, rs, bs)
         record = blob = None
         if self._need_raw:
             try:
@@ -190,18 +190,13 @@ class FileReader:
             blob = mm[bs:be]
         return self._decode(record, blob, _Where(self._shards[k].path, local))
 
-    def _check_row(self, k, local, raw, blob):
-        """Checksums of the row's pages, and the length prefix in front of each of its entries: with
-        the index's tiling (checked at open) this binds the row to the bytes the page table gives it."""
+    def _check_row(self, k, rs, bs):
         shard = self._shards[k]
         self._check_page(k, HEADER_SLOT)
-        for wanted, (start, end), what in ((self._need_raw, raw, "raw record"), (self._need_blob, blob, "blob")):
-            if wanted:
-                self._check_page(k, shard.page_of(start))
-                prefix = int.from_bytes(self._map(k)[start - ENTRY_PREFIX:start], "little")
-                if prefix != end - start:
-                    raise ChecksumError(f"{shard.path}: row {local}: its {what} is {end - start} bytes by the "
-                                        f"index but {prefix} by its length prefix: the index is foreign")
+        if self._need_raw:
+            self._check_page(k, shard.page_of(rs))
+        if self._need_blob:
+            self._check_page(k, shard.page_of(bs))
 
     def index_column(self, field):
         """Values of an indexed scalar field for every row, in row order, as a numpy array.
@@ -251,6 +246,8 @@ class FileReader:
             what = "header" if slot == HEADER_SLOT else f"page {slot}"
             raise ChecksumError(f"{shard.path}: {what} (rows {row_start}..{row_end - 1}) does not match its "
                                 f"checksum: the file is corrupt")
+        if slot != HEADER_SLOT:
+            _check_prefixes(self._map(k), shard, shard.entries_between(start, end))
         self._verified[k].add(slot)
 
     def close(self):
@@ -289,6 +286,21 @@ def _digest_view(mm, start, end):
     """Digest of ``mm[start:end]`` without copying it out of the map."""
     with memoryview(mm) as view:
         return digest_bytes(view[start:end])
+
+
+def _check_prefixes(mm, shard, entries):
+    """The 8-byte length prefix in front of each entry of a page equals the entry's length by the index:
+    with the index's tiling (checked at open) this binds every row to the bytes the page table gives it."""
+    if not len(entries):
+        return
+    data = np.frombuffer(mm, dtype=np.uint8)
+    found = data[(entries[:, 0] - ENTRY_PREFIX)[:, None] + np.arange(ENTRY_PREFIX)].view("<u8").ravel()
+    del data
+    bad = np.nonzero(found != (entries[:, 1] - entries[:, 0]).astype(np.uint64))[0]
+    if bad.size:
+        start, end, row, blob = entries[bad[0]].tolist()
+        raise ChecksumError(f"{shard.path}: row {row}: its {'blob' if blob else 'raw record'} is {end - start} "
+                            f"bytes by the index but {int(found[bad[0]])} by its length prefix: the index is foreign")
 
 
 def _require_checksums(shards):
