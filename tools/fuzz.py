@@ -338,8 +338,19 @@ def replay(case_dir):
     return failures
 
 
+def _preload():
+    """Import, before any fork, every module a child uses: edits to the source during a long
+    campaign then cannot mix old and new code in one child."""
+    import importlib
+
+    for name in ("reader", "count", "verification", "description", "writer", "append", "recovery",
+                 "fileset", "index", "shard_writer"):
+        importlib.import_module(f"recordio.mindrecord.{name}")
+
+
 def campaign(seed, mutants=None, minutes=None, save=None, log=print):
     """Run mutants ``seed, seed+1, ...`` until ``mutants`` ran or ``minutes`` passed; returns a summary."""
+    _preload()
     start = time.monotonic()
     count, found = 0, []
     while (mutants is None or count < mutants) and (minutes is None or time.monotonic() - start < minutes * 60):
