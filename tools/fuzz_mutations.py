@@ -22,13 +22,14 @@ _U64 = struct.Struct("<Q")
 def read_header(path):
     data = pathlib.Path(path).read_bytes()
     n = _U64.unpack_from(data, 0)[0]
-    return json.loads(data[8:8 + n]), data
+    return json.loads(data[8:8 + min(n, len(data))]), data
 
 
 def write_header(path, header, data):
     """Write ``header`` over the old one (zeroing what is left of it; a longer one runs on)."""
     text = json.dumps(header).encode()
-    blob = _U64.pack(len(text)) + text + b"\x00" * max(0, _U64.unpack_from(data, 0)[0] - len(text))
+    old = min(_U64.unpack_from(data, 0)[0], len(data))         # an earlier mutation may have inflated it
+    blob = _U64.pack(len(text)) + text + b"\x00" * max(0, old - len(text))
     out = bytearray(data)
     out[:len(blob)] = blob
     pathlib.Path(path).write_bytes(bytes(out))
