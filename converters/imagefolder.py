@@ -9,6 +9,7 @@ relative to the root with ``/`` separators. The label map is stored in the datas
 
 import json
 import os
+import stat
 
 from recordio.converters import engine, images
 
@@ -45,6 +46,16 @@ def _files(root, folder):
                 names.append(entry.name)
     return [f"{rel}/{name}" for rel in sorted(groups, key=lambda r: os.path.join(root, r))
             for name in sorted(groups[rel])]
+
+
+def _read_regular(path):
+    """The bytes of the regular file ``path``; a FIFO, device or socket is refused, never waited on."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with open(fd, "rb") as f:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise ValueError(f"{path}: not a regular file (mode {stat.filemode(mode)}); an image must be a file")
+        return f.read()
 
 
 def label_map(root):
@@ -94,8 +105,7 @@ class ImageFolderSource:
 
     def read(self, unit):
         rel, label = unit
-        with open(self.where(unit), "rb") as f:
-            data = f.read()
+        data = _read_regular(self.where(unit))
         images.check_image(data, self.check)
         if self.resize is not None or self.encode is not None:
             data = images.reencode(data, self.resize, self.encode, self.quality)

@@ -89,9 +89,29 @@ def test_a_different_conversion_discards_leftover_parts(folder, tmp_path):
     assert all(min(recordio.vision.Decode()(r[1]).shape[:2]) == 32 for r in rows(summary))
 
 
-def _start_cli(source, out, *extra):
-    env = dict(os.environ, PYTHONPATH=ROOT)
-    cmd = [sys.executable, "-m", "recordio.tools", "convert", "imagefolder", str(source), str(out), *extra]
+# The CLI, with the read of one input held back while a marker file exists (the converter refuses
+# FIFOs, so a FIFO can no longer stand in for an input that never arrives).
+HELD_CLI = """
+import os, sys, time
+import recordio.converters.imagefolder as imagefolder
+from recordio.tools.__main__ import main
+
+read, marker = imagefolder._read_regular, os.environ["RIO_TEST_HOLD"]
+
+def held(path):
+    while path.endswith("rocket_zz.jpg") and os.path.exists(marker):
+        time.sleep(0.05)
+    return read(path)
+
+imagefolder._read_regular = held
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def _start_cli(source, out, *extra, hold=None):
+    env = dict(os.environ, PYTHONPATH=ROOT, RIO_TEST_HOLD=str(hold))
+    head = [sys.executable, "-c", HELD_CLI] if hold else [sys.executable, "-m", "recordio.tools"]
+    cmd = head + ["convert", "imagefolder", str(source), str(out), *extra]
     return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
@@ -99,10 +119,12 @@ def test_killed_conversion_resumes(folder, tmp_path):
     """SIGKILL while the last shard waits on its input, then rerun: complete shards are kept."""
     blocker, bad = folder / "space" / "rocket_zz.jpg", folder / "cat" / "bad.png"
     bad.write_bytes(b"\x89PNG\r\n\x1a\n truncated")          # skipped by shard 0
-    os.mkfifo(blocker)                                   # opening it blocks until a writer comes
+    blocker.write_bytes((folder / "space" / "rocket_000.jpg").read_bytes())
+    marker = tmp_path / "hold"                           # reading the blocker waits while it exists
+    marker.write_bytes(b"")
     out, args = tmp_path / "x.mindrecord", ("--shards", "4", "--workers", "1", "--quiet", "--skip-bad")
     try:
-        proc = _start_cli(folder, out, *args)
+        proc = _start_cli(folder, out, *args, hold=marker)
         deadline = time.monotonic() + 60
         while recordio.missing_shards(out, 4) != [3]:
             assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read().decode()
@@ -110,8 +132,7 @@ def test_killed_conversion_resumes(folder, tmp_path):
         proc.send_signal(signal.SIGKILL)
         proc.communicate()                                 # reaps it and closes its pipes
         assert not os.path.exists(str(out) + "0")         # nothing published
-        blocker.unlink()
-        blocker.write_bytes((folder / "space" / "rocket_000.jpg").read_bytes())
+        marker.unlink()
         proc = _start_cli(folder, out, *args)
         stdout, stderr = proc.communicate(timeout=120)
         fresh = convert_imagefolder(folder, tmp_path / "fresh.mindrecord", shard_num=1, workers=1, skip_bad=True)

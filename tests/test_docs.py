@@ -23,7 +23,7 @@ FENCE = re.compile(r"^```python[ \t]*\n(.*?)^```", re.S | re.M)
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 NAMESPACES = ("recordio", "recordio.vision", "recordio.transforms", "recordio.converters")
 LINKED = ("quickstart.md", "porting.md", "howto-distributed.md", "howto-resume.md", "howto-ray.md",
-          "howto-verify.md", "FORMAT.md")
+          "howto-verify.md", "FORMAT.md", "threat-model.md")
 
 
 def snippets(path):

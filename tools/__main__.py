@@ -15,6 +15,7 @@ COMMANDS = {
     "info": "describe a dataset: schema, index fields, shards with rows, pages and sizes",
     "count": "print the number of rows (from the index; no data page is read)",
     "verify": "check every shard: structure, index, checksums; exit 1 on any problem",
+    "repair": "finish or undo an append interrupted by a crash (needs write access)",
     "head": "print the first rows (bytes and arrays summarised); --grid draws the images",
     "convert": "convert ImageFolder, CIFAR-10/100, MNIST or Parquet data to MindRecord",
     "export": "export a dataset's scalar columns (e.g. to an Arrow/Parquet file)",

@@ -5,14 +5,15 @@ for *new* pages go straight to the end of the data files, where the old header a
 ``.db`` never look. Bytes that continue an *existing* page are spooled aside
 (``.<name>.spool.rio-<token>.tmp``) and applied only during commit. So until commit,
 the old dataset is untouched; a killed writer leaves it readable (its only trace,
-bytes after the last old page, is cut off again by :func:`recover`).
+bytes after the last old page, is cut off again by the next writer's recovery).
 
 Commit: new ``.db`` files are built under staging names and everything is fsync-ed;
 then a journal (``.<shard>.rio-<token>.journal``, one per shard, same content) records
 the new headers, the spooled writes and the ``.db`` renames, and is fsync-ed; then the
 plan is applied (spooled writes, headers, renames) and the journal removed. A crash
-after the journal exists is finished by :func:`recover` (run by readers and writers
-when they find a journal whose writer is dead): applying the plan is idempotent.
+after the journal exists is finished by ``recovery.recover`` (run by writers and by
+``recordio repair`` when they find a journal whose writer is dead; readers never write and
+ask for a repair instead): applying the plan is idempotent.
 """
 
 import errno
@@ -24,8 +25,8 @@ from recordio.mindrecord import format as fmt
 from recordio.mindrecord.codec import unpack_raw
 from recordio.mindrecord.commit import Staging, clean_stale, fsync_dir, fsync_file
 from recordio.mindrecord.pages import ShardPages
-from recordio.mindrecord.recovery import apply_plan, finish_plan, journal_paths, recover, remove_journal
 from recordio.mindrecord.fileio import pwrite_all
+from recordio.mindrecord.recovery import apply_plan, finish_plan, journal_paths, remove_journal, repair
 from recordio.mindrecord.staging import build_index, header_bytes, warn_encrypt_tail
 from recordio.mindrecord.fileset import open_shards
 
@@ -34,19 +35,30 @@ __all__ = ["AppendFiles", "load_shards"]
 
 def load_shards(path):
     """(shards, schema, ShardPages per shard, index values per shard) of an existing dataset."""
-    recover(path)
+    repair(path)
     shards, schema = open_shards(path, use_index=False)
+    check_writable(shards)
     clean_stale(os.path.dirname(os.path.abspath(shards[0].path)))     # as FileWriter does before writing
     fields = [f["index_field"] for f in shards[0].header["index_fields"] or []]
     states, values = [], []
     for i, shard in enumerate(shards):
-        state, vals = _shard_state(i, shard, fields)
+        state, vals = _shard_state(i, shard, fields, schema)
         states.append(state)
         values.append(vals)
     return shards, schema, states, values
 
 
-def _shard_state(i, shard, fields):
+def check_writable(shards):
+    """An append writes only the dataset's own files: regular files (a ``.db`` may be missing), none a
+    symlink leading out of its folder."""
+    for shard in shards:
+        for path in (shard.path, shard.path + ".db"):
+            fmt.check_inside(path, f"{shard.path}: append")
+            if os.path.lexists(path):
+                os.close(fmt.open_regular(path))
+
+
+def _shard_state(i, shard, fields, schema):
     pages = shard.pages
     raws = [p for p in pages if p.kind == fmt.RAW]
     hs, ps = shard.header["header_size"], shard.header["page_size"]
@@ -56,6 +68,10 @@ def _shard_state(i, shard, fields):
     state = ShardPages(i, ps, pages, tail)
     state.blob_lengths = (shard.blob[:, 1] - shard.blob[:, 0] + fmt.ENTRY_PREFIX).tolist()
     state.raw_lengths = (shard.raw[:, 1] - shard.raw[:, 0] + fmt.ENTRY_PREFIX).tolist()
+    if fields:                      # the index values go to the new .db: check them against the schema
+        decode, _, _ = schema.decoder(fields)
+        for local, record in enumerate(records):
+            decode(record, None, f"{shard.path}: row {local}")
     return state, [tuple(r[f] for f in fields) for r in records]
 
 

@@ -60,9 +60,11 @@ fsync_dir = fsync_file = fsync_path
 def lock_is_free(path):
     """True when no live process holds the writer lock file ``path`` (or it does not exist)."""
     try:
-        fd = os.open(path, os.O_RDWR)
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
         return True
+    except OSError:             # a link or a special file: not a lock recordio made; leave its files alone
+        return False
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         return True

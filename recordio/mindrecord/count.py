@@ -7,7 +7,7 @@ import os
 from recordio.mindrecord import format as fmt
 from recordio.mindrecord import index
 from recordio.errors import IndexFileError
-from recordio.mindrecord.recovery import recover
+from recordio.mindrecord.recovery import check_journals
 
 __all__ = ["count_rows"]
 
@@ -28,5 +28,5 @@ def _shard_count(path):
 
 def count_rows(path: str | os.PathLike | list) -> int:
     """Number of rows of the dataset that ``path`` (any shard, or a list of data files) belongs to."""
-    recover(path)
+    check_journals(path)
     return sum(_shard_count(p) for p in fmt.dataset_paths(path))

@@ -44,6 +44,21 @@ def describe(path: str | os.PathLike | list) -> dict:
     }
 
 _PARSE = {"int32": int, "int64": int, "float32": float, "float64": float, "string": str}
+_INT_RANGE = {"int32": (-(1 << 31), (1 << 31) - 1), "int64": (-(1 << 63), (1 << 63) - 1)}
+
+
+def _parse(field, kind, text):
+    """``text`` as a value of the schema type ``kind`` (ints in range, strings without surrogates)."""
+    try:
+        value = _PARSE[kind](text)
+        low, high = _INT_RANGE.get(kind, (value, value))
+        if not low <= value <= high:
+            raise ValueError
+        if kind == "string":
+            value.encode("utf-8")
+    except (ValueError, UnicodeError):
+        raise ValueError(f"--where {field}={text[:80]!r}: expected a {kind} value") from None
+    return value
 
 
 def count_where(path: str | os.PathLike | list, conditions: list[tuple[str, str]]) -> int:
@@ -57,11 +72,7 @@ def count_where(path: str | os.PathLike | list, conditions: list[tuple[str, str]
     for field, text in conditions:
         if field not in info["index_fields"]:
             raise ValueError(f"{field!r} is not an indexed field (indexed: {', '.join(info['index_fields'])})")
-        kind = info["schema"][field]["type"]
-        try:
-            params.append(_PARSE[kind](text))
-        except ValueError:
-            raise ValueError(f"--where {field}={text!r}: expected a {kind} value") from None
+        params.append(_parse(field, info["schema"][field]["type"], text))
         clauses.append(f"{index.column_name(field)} = ?")
     total = 0
     for shard in info["shards"]:

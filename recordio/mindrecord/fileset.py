@@ -29,7 +29,7 @@ class Shard:
     """One data file of a dataset and where its rows are."""
 
     __slots__ = ("path", "header", "header_bytes", "size", "pages", "count", "raw", "blob", "checksums",
-                 "db_meta", "identity")
+                 "db_meta", "_entries", "identity")
 
     def __init__(self, file_header):
         fh = file_header
@@ -40,7 +40,17 @@ class Shard:
         self.raw = self.blob = None            # (n, 2) int64 arrays of absolute [start, end)
         self.checksums = None
         self.db_meta = {}
+        self._entries = None
 
+    def entries_between(self, start, end):
+        """Rows ``(data_start, data_end, row, is_blob)`` of the entries whose length prefix lies in the
+        absolute byte range [start, end) (a page slot), found by bisection in a sorted copy."""
+        if self._entries is None:
+            rows = np.arange(self.count, dtype=np.int64)[:, None]
+            both = np.concatenate([np.hstack([self.raw, rows, rows * 0]), np.hstack([self.blob, rows, rows * 0 + 1])])
+            self._entries = both[np.argsort(both[:, 0], kind="stable")]
+        lo, hi = np.searchsorted(self._entries[:, 0], [start + fmt.ENTRY_PREFIX, end + fmt.ENTRY_PREFIX])
+        return self._entries[lo:hi]
     def page_of(self, offset):
         """The page id holding absolute ``offset``."""
         return (offset - self.header["header_size"]) // self.header["page_size"]
@@ -90,11 +100,20 @@ def _check_same_metadata(shards):
 
 
 def _check_pages(shard):
+    """Page ids in order, sizes within a page and the file, and no more rows than a BLOB page's bytes
+    can hold (each row has an entry of at least 8 bytes), so no count from the header outgrows the file."""
+    hs, ps = shard.header["header_size"], shard.header["page_size"]
     for i, page in enumerate(shard.pages):
         if page.page_id != i:
             raise FormatError(f"{shard.path}: page {i} has page_id {page.page_id}")
-        if not 0 <= page.size <= shard.header["page_size"] or page.start_row > page.end_row:
+        if not 0 <= page.size <= ps or page.start_row > page.end_row:
             raise FormatError(f"{shard.path}: page {i} has an impossible size or row range")
+        if fmt.page_offset(hs, ps, i) + page.size > shard.size:
+            raise FormatError(f"{shard.path}: page {i} ends at byte {fmt.page_offset(hs, ps, i) + page.size}, "
+                              f"past the end of the file ({shard.size} bytes): the file is truncated")
+        if page.kind == BLOB and (page.end_row - page.start_row) * fmt.ENTRY_PREFIX > page.size:
+            raise FormatError(f"{shard.path}: BLOB page {i} claims rows {page.start_row}..{page.end_row - 1} "
+                              f"but holds only {page.size} bytes")
     blob_ids = [p.type_id for p in shard.pages if p.kind == BLOB]
     if len(set(blob_ids)) != len(blob_ids):
         raise FormatError(f"{shard.path}: two BLOB pages share a row-group id")
@@ -113,15 +132,45 @@ def _locate_from_index(shard):
         if name != real:
             raise IndexFileError(f"{db}: index belongs to data file {name!r}, not {real!r} "
                                  f"(files must not be renamed)")
+        found = index.row_count(conn, db)
+        if found != shard.count:
+            raise IndexFileError(f"{db}: index lists {found} rows but the data file's header has {shard.count}")
         table = index.read_locations(conn, db)
         shard.checksums = index.read_checksums(conn, db)
         shard.db_meta = index.read_meta(conn, db)
     finally:
         conn.close()
-    if len(table) != shard.count:
-        raise IndexFileError(f"{db}: index lists {len(table)} rows but the data file's header has "
-                             f"{shard.count}")
+    _check_tiling(shard, table, db)
     _set_locations(shard, table)
+
+
+def _check_tiling(shard, table, db):
+    """Bind each INDEXES row to the entry the page table gives it (FORMAT.md §4.3): row ``r`` is in
+    the row group of the BLOB page whose row range holds it, the RAW page listing that group holds its
+    record, and each group's entries follow one another from the group's offset (0 in its BLOB page).
+    With the length prefixes (checked by ``FileReader(verify=True)`` as rows are read) this makes the
+    locations exactly those of the page-table walk, so a ``.db`` cannot point a row at another's bytes."""
+    if not len(table):
+        return
+    blobs = sorted((p for p in shard.pages if p.kind == BLOB), key=lambda p: p.start_row)
+    raw_of = {g: (p.page_id, off) for p in shard.pages if p.kind == RAW for g, off in p.groups}
+    rows = np.arange(len(table), dtype=np.int64)
+    starts = np.array([p.start_row for p in blobs], dtype=np.int64)
+    owner = np.clip(np.searchsorted(starts, rows, side="right") - 1, 0, max(len(blobs) - 1, 0))
+    group = np.array([p.type_id for p in blobs], dtype=np.int64)[owner] if blobs else rows * 0 - 1
+    first = starts[owner] == rows if blobs else rows < 0
+    raw_page = np.array([raw_of.get(p.type_id, (-1, 0))[0] for p in blobs] or [-1], dtype=np.int64)[owner]
+    raw_off = np.array([raw_of.get(p.type_id, (-1, 0))[1] for p in blobs] or [0], dtype=np.int64)[owner]
+    prev_blob_end = np.concatenate([[0], table[:-1, 2]])
+    prev_raw_end = np.concatenate([[0], table[:-1, 5]])
+    ok = ((table[:, 0] == group) & (table[:, 3] == raw_page)
+          & (table[:, 1] == np.where(first, 0, prev_blob_end))
+          & (table[:, 4] == np.where(first, raw_off, prev_raw_end)))
+    if not ok.all():
+        row = int(np.argmin(ok))
+        raise IndexFileError(f"{db}: INDEXES row {row} gives locations {table[row].tolist()} (group, blob "
+                             f"start/end, raw page, raw start/end), which are not where the page table "
+                             f"places row {row}: the index is foreign or damaged")
 
 
 def _set_locations(shard, table):
@@ -156,6 +205,9 @@ def _entry_ends(data, start, count, where):
         if pos + fmt.ENTRY_PREFIX > len(data):
             raise FormatError(f"{where}: entry at offset {pos} runs past the page's used bytes")
         n = _U64LE.unpack_from(data, pos)[0]
+        if pos + fmt.ENTRY_PREFIX + n > len(data):
+            raise FormatError(f"{where}: entry at offset {pos} claims {n} bytes, past the page's used "
+                              f"{len(data)} bytes")
         out.append((pos, pos + fmt.ENTRY_PREFIX + n))
         pos += fmt.ENTRY_PREFIX + n
     return out

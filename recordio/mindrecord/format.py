@@ -18,6 +18,7 @@ import dataclasses
 import functools
 import json
 import os
+import stat
 import struct
 
 from recordio.errors import FormatError, MissingFileError
@@ -45,6 +46,8 @@ _U64LE = struct.Struct("<Q")
 _REQUIRED_KEYS = ("header_size", "index_fields", "page", "page_size", "schema", "shard_addresses",
                   "statistics", "version")
 _BAD_NAME_CHARS = set('\\/:*?"<>|`&;\'')
+_INDEXABLE = ("int32", "int64", "float32", "float64", "string")
+MAX_INT = 1 << 62                    # no count, id or offset read from a file may exceed this
 
 
 def _dump(value):
@@ -122,13 +125,27 @@ class Page:
             kind = obj["page_type"]
             if kind not in (BLOB, RAW):
                 raise FormatError(f"{where}: unknown page_type {kind!r}")
-            groups = [[int(g["id"]), int(g["offset"])] for g in obj["row_group_ids"]]
+            groups = [[g["id"], g["offset"]] for g in obj["row_group_ids"]]
             if kind == BLOB:
                 groups = []
-            return cls(int(obj["page_id"]), kind, int(obj["page_type_id"]), int(obj["shard_id"]),
-                       int(obj["start_row_id"]), int(obj["end_row_id"]), int(obj["page_size"]), groups)
+            values = [obj[k] for k in ("page_id", "page_type_id", "shard_id", "start_row_id", "end_row_id",
+                                       "page_size")]
+            _check_ints(values + [v for g in groups for v in g], where)
+            return cls(values[0], kind, *values[1:], groups)
         except (KeyError, TypeError, ValueError) as exc:
-            raise FormatError(f"{where}: malformed page object {obj!r}: {exc!r}") from None
+            raise FormatError(f"{where}: malformed page object {_short(obj)}: {exc!r}") from None
+
+
+def _check_ints(values, where):
+    """Every value a plain int in [0, 2^62): ids, rows and sizes of a page object."""
+    for value in values:
+        if type(value) is not int or not 0 <= value < MAX_INT:
+            raise FormatError(f"{where}: expected an integer in [0, 2^62), found {_short(value)}")
+
+
+def _short(value):
+    text = repr(value)
+    return text if len(text) <= 200 else text[:197] + "..."
 
 
 # --- header ------------------------------------------------------------------------------------
@@ -183,12 +200,16 @@ def decode_header(text, path):
 
 
 def _check_header_types(header, path):
-    for key in ("header_size", "page_size"):
+    for key, (_, high) in (("header_size", HEADER_SIZE_RANGE), ("page_size", PAGE_SIZE_RANGE)):
         value = header[key]
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise FormatError(f"{path}: header {key} must be a positive int, found {value!r}")
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= high:
+            raise FormatError(f"{path}: header {key} must be a positive int of at most {high}, "
+                              f"found {_short(value)}")
     if header["header_size"] < HEADER_PREFIX:
         raise FormatError(f"{path}: header_size {header['header_size']} is smaller than 8")
+    compression = header.get("compression_size", 0)
+    if isinstance(compression, bool) or not isinstance(compression, int) or abs(compression) >= MAX_INT:
+        raise FormatError(f"{path}: header compression_size must be an int, found {_short(compression)}")
     schema = header["schema"]
     if (not isinstance(schema, list) or len(schema) != 1 or not isinstance(schema[0], dict)
             or not isinstance(schema[0].get("schema"), dict)):
@@ -200,19 +221,81 @@ def _check_header_types(header, path):
         check_file_name(name, f"{path}: header shard_addresses")
     if len(addresses) > MAX_READ_FILES:
         raise FormatError(f"{path}: {len(addresses)} shards exceed the limit of {MAX_READ_FILES}")
-    if header["index_fields"] is not None and not isinstance(header["index_fields"], list):
-        raise FormatError(f"{path}: header index_fields must be a list or null")
+    _check_index_fields(header, path)
     if header["page"] is not None and not isinstance(header["page"], list):
         raise FormatError(f"{path}: header page must be a list or null")
+
+
+def _check_index_fields(header, path):
+    """``index_fields``: null or a list of ``{"index_field": <a scalar field of the schema>, ...}``."""
+    fields = header["index_fields"]
+    if fields is None:
+        return
+    schema = header["schema"][0]["schema"]
+    if not isinstance(fields, list) or len(fields) > len(schema):
+        raise FormatError(f"{path}: header index_fields must be a list (at most one per field) or null")
+    for entry in fields:
+        name = entry.get("index_field") if isinstance(entry, dict) else None
+        spec = schema.get(name) if isinstance(name, str) else None
+        if not isinstance(spec, dict) or "shape" in spec or spec.get("type") not in _INDEXABLE:
+            raise FormatError(f"{path}: header index_fields entry {_short(entry)} does not name a scalar "
+                              f"field of the schema (expected {', '.join(_INDEXABLE)}; found "
+                              f"{_short(spec)})")
 
 
 def check_file_name(name, where):
     """``name`` if it is a plain file name (what ``shard_addresses`` and ``SHARD_NAME`` hold): no
     separator, not ``.``/``..``, not absolute, no NUL; else :class:`FormatError` naming ``where``."""
     if (not isinstance(name, str) or not name or name in (".", "..") or "\x00" in name
-            or "/" in name or os.sep in name or (os.altsep and os.altsep in name)):
-        raise FormatError(f"{where}: {name!r} is not a plain file name (a dataset's files sit in one folder)")
+            or "/" in name or "\\" in name or os.sep in name or (os.altsep and os.altsep in name) or len(name) > 255
+            or not _encodable(name)):
+        raise FormatError(f"{where}: {_short(name)} is not a plain file name (a dataset's files sit in one "
+                          f"folder)")
     return name
+
+
+def _encodable(name):
+    try:
+        os.fsencode(name)
+        return True
+    except UnicodeError:
+        return False
+
+
+def check_inside(path, where=None):
+    """``path`` unless it is a symlink leading out of its folder (:class:`FormatError`).
+
+    Files a dataset names (siblings from a header, every ``.db``) must lie in the folder of the
+    file that names them; only the files a caller names may be symlinks to anywhere."""
+    folder = os.path.realpath(os.path.dirname(os.path.abspath(path)))
+    real = os.path.realpath(path)
+    if os.path.dirname(real) != folder:
+        raise FormatError(f"{where or path}: {path} is a symlink leading out of the dataset's folder "
+                          f"(to {real}); a dataset's files must lie in one folder")
+    return path
+
+
+def open_regular(path, missing=MissingFileError):
+    """A read-only descriptor of the regular file ``path``: never blocks on a FIFO or a device,
+    which are refused with :class:`FormatError`; a missing file raises ``missing``."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise missing(f"{path}: MindRecord file does not exist") from None
+    except IsADirectoryError:
+        raise FormatError(f"{path}: is a directory, not a MindRecord file") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise FormatError(f"{path}: is not a regular file (found {_file_kind(mode)}); a dataset's files "
+                          f"are regular files")
+    return fd
+
+
+def _file_kind(mode):
+    kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+             (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+    return next((text for test, text in kinds if test(mode)), "a special file")
 
 
 def blob_rows(pages):
@@ -237,17 +320,19 @@ class FileHeader:
     @classmethod
     def read(cls, path):
         path = os.fspath(path)
-        try:
-            fd = os.open(path, os.O_RDONLY)
-        except FileNotFoundError:
-            raise MissingFileError(f"{path}: MindRecord file does not exist") from None
+        fd = open_regular(path)
         try:
             st = os.fstat(fd)
             prefix = os.pread(fd, HEADER_PREFIX, 0)
             text = os.pread(fd, header_length(prefix, path, st.st_size), HEADER_PREFIX)
         finally:
             os.close(fd)
-        return cls(path, decode_header(text, path), prefix + text, st.st_size, (st.st_dev, st.st_ino))
+        header = decode_header(text, path)
+        if HEADER_PREFIX + len(text) > header["header_size"]:
+            raise FormatError(f"{path}: header of {len(text)} bytes does not fit in its header_size "
+                              f"{header['header_size']}")
+        _check_own_name(path, header)
+        return cls(path, header, prefix + text, st.st_size, (st.st_dev, st.st_ino))
 
     @property
     def pages(self):
@@ -259,9 +344,23 @@ class FileHeader:
 
     @functools.cached_property
     def siblings(self):
-        """Paths of every data file of the dataset, shard 0 first, beside this file."""
+        """Paths of every data file of the dataset, shard 0 first, beside this file (a sibling that is
+        a symlink leading out of the folder is a :class:`FormatError`)."""
         base = os.path.dirname(os.path.realpath(self.path))
-        return [os.path.join(base, name) for name in self.header["shard_addresses"]]
+        paths = [os.path.join(base, name) for name in self.header["shard_addresses"]]
+        for p in paths:
+            check_inside(p, f"{self.path}: header shard_addresses")
+        return paths
+
+
+def _check_own_name(path, header):
+    """The renamed-copy rule: a data file carries a name its header gives (symlinks resolved)."""
+    name = os.path.basename(os.path.realpath(path))
+    addresses = header["shard_addresses"]
+    if name not in addresses:
+        shown = ", ".join(addresses[:4]) + (", ..." if len(addresses) > 4 else "")
+        raise FormatError(f"{path}: the file is named {name!r} but its header names the dataset's files "
+                          f"[{shown}]: a renamed copy is not opened; give it (and its .db) its original name")
 
 
 def dataset_paths(path):

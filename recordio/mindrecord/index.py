@@ -9,7 +9,8 @@ MindSpore ignores tables it does not know.
 import os
 import sqlite3
 
-from recordio.errors import IndexFileError
+from recordio.errors import FormatError, IndexFileError
+from recordio.mindrecord import format as fmt
 
 __all__ = ["INDEX_COLUMNS", "create_index", "db_path", "read_checksums", "read_locations",
            "read_shard_name", "write_checksums"]
@@ -19,6 +20,9 @@ INDEX_COLUMNS = ("ROW_ID", "PAGE_ID_RAW", "PAGE_OFFSET_RAW", "PAGE_OFFSET_RAW_EN
 SQL_TYPES = {"int32": "INTEGER", "int64": "INTEGER", "float32": "REAL", "float64": "REAL", "string": "TEXT"}
 CHECKSUM_TABLE = "RECORDIO_CHECKSUMS"
 META_TABLE = "RECORDIO_META"
+KNOWN_TABLES = ("INDEXES", "SHARD_NAME", CHECKSUM_TABLE, META_TABLE)
+MAX_LOCATION = 1 << 48          # in-page offsets and page ids of INDEXES: anything larger is damage
+MAX_NAME = 4096                 # bytes of SHARD_NAME.NAME
 
 
 def db_path(data_path):
@@ -120,16 +124,67 @@ def _transaction(path, work):
 
 
 def connect_ro(path):
-    """Open a ``.db`` read-only (works on read-only mounts); a missing file is an IndexFileError."""
-    if not os.path.isfile(path):
-        raise IndexFileError(f"{path}: index file is missing; every data file needs its .db beside it "
-                             f"(read without it with FileReader(..., use_index=False))")
-    if os.path.getsize(path) < 8:
-        raise IndexFileError(f"{path}: index file of {os.path.getsize(path)} bytes is not an SQLite database")
+    """Open a ``.db`` read-only, as a file that may come from anywhere (see docs/threat-model.md).
+
+    The file must be a regular file in its folder (a symlink leading out is refused); SQLite opens
+    it read-only and immutable with ``trusted_schema=OFF`` and ``query_only=ON``, no extension can
+    be loaded, values are capped at the file's size, and the schema is checked before any query:
+    views, triggers and virtual tables are refused and never run. A missing file is an IndexFileError.
+    """
+    size = _check_file(path)
     try:
-        return sqlite3.connect(f"file:{_quote(path)}?mode=ro&immutable=1", uri=True, check_same_thread=False)
+        conn = sqlite3.connect(f"file:{_quote(path)}?mode=ro&immutable=1", uri=True, check_same_thread=False)
     except sqlite3.Error as exc:
         raise IndexFileError(f"{path}: cannot open index file: {exc}") from None
+    try:
+        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, max(size, 1 << 16))
+        conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+        for pragma in ("trusted_schema=OFF", "query_only=ON", "cell_size_check=ON"):
+            conn.execute(f"PRAGMA {pragma}")
+        check_schema(conn, path)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _check_file(path):
+    """The size of the ``.db`` at ``path``, a regular file of at least 8 bytes inside its folder."""
+    try:
+        fmt.check_inside(path)
+    except FormatError as exc:
+        raise IndexFileError(str(exc)) from None
+    if not os.path.lexists(path):
+        raise IndexFileError(f"{path}: index file is missing; every data file needs its .db beside it "
+                             f"(read without it with FileReader(..., use_index=False))")
+    try:
+        os.close(fmt.open_regular(path, missing=IndexFileError))
+    except FormatError as exc:
+        raise IndexFileError(str(exc)) from None
+    size = os.path.getsize(path)
+    if size < 8:
+        raise IndexFileError(f"{path}: index file of {size} bytes is not an SQLite database")
+    return size
+
+
+def check_schema(conn, path):
+    """Refuse a ``.db`` whose schema holds views, triggers or virtual tables, or whose known tables are
+    not plain tables of stored columns (a foreign ``.db`` must never make SQLite run its code)."""
+    objects = _query(conn, path, "SELECT type, name, tbl_name, sql FROM sqlite_master")
+    for kind, name, _, sql in objects:
+        if kind in ("view", "trigger") or (kind == "table" and str(sql or "").lstrip()[:20].upper()
+                                            .split()[:2] == ["CREATE", "VIRTUAL"]):
+            raise IndexFileError(f"{path}: the index file holds {kind} {str(name)[:80]!r}; a MindRecord index "
+                                 f"has plain tables only (views, triggers and virtual tables are refused)")
+    tables = {name for kind, name, _, _ in objects if kind == "table"}
+    for table in set(KNOWN_TABLES) & tables:
+        hidden = _query(conn, path, f"SELECT name FROM pragma_table_xinfo('{table}') WHERE hidden != 0")
+        if hidden:
+            raise IndexFileError(f"{path}: table {table} has generated or hidden column(s) "
+                                 f"{[h[0] for h in hidden][:4]}; a MindRecord index stores plain columns")
+    for table in ("INDEXES", "SHARD_NAME"):
+        if table not in tables:
+            raise IndexFileError(f"{path}: index file is not a MindRecord index (no {table} table)")
 
 
 def _quote(path):
@@ -144,10 +199,19 @@ def _query(conn, path, sql):
 
 
 def read_shard_name(conn, path):
-    rows = _query(conn, path, "SELECT NAME FROM SHARD_NAME")
-    if not rows:
-        raise IndexFileError(f"{path}: SHARD_NAME table is empty")
-    return rows[0][0]
+    """The data file name the ``.db`` belongs to: one plain file name (else IndexFileError)."""
+    rows = _query(conn, path, "SELECT typeof(NAME), length(CAST(NAME AS BLOB)) FROM SHARD_NAME LIMIT 2")
+    if len(rows) != 1:
+        raise IndexFileError(f"{path}: SHARD_NAME table holds {'no' if not rows else 'several'} rows, "
+                             f"expected one")
+    kind, length = rows[0]
+    if kind != "text" or length is None or length > MAX_NAME:
+        raise IndexFileError(f"{path}: SHARD_NAME holds a {kind} of {length} bytes, expected a file name")
+    name = _query(conn, path, "SELECT NAME FROM SHARD_NAME LIMIT 1")[0][0]
+    try:
+        return fmt.check_file_name(name, f"{path}: SHARD_NAME")
+    except FormatError as exc:
+        raise IndexFileError(str(exc)) from None
 
 
 def read_locations(conn, path):
@@ -160,16 +224,25 @@ def read_locations(conn, path):
         table = np.array(rows, dtype=np.int64).reshape(len(rows), 7)
     except (ValueError, TypeError, OverflowError):
         raise IndexFileError(f"{path}: INDEXES holds non-integer locations") from None
+    if len(rows) and (table.min() < 0 or table.max() >= MAX_LOCATION):
+        raise IndexFileError(f"{path}: INDEXES holds a location outside [0, 2^48)")
     if len(rows) and not np.array_equal(table[:, 0], np.arange(len(rows))):
         raise IndexFileError(f"{path}: INDEXES ROW_ID values are not 0..{len(rows) - 1}")
     return table[:, 1:]
+
+
+def row_count(conn, path):
+    """Rows of INDEXES (checked against the header before any row is fetched)."""
+    return _query(conn, path, "SELECT COUNT(*) FROM INDEXES")[0][0]
 
 
 def row_id_span(conn, path):
     """``MAX(ROW_ID) + 1`` (0 when empty): the row count of a well-formed index, from its primary key
     without a table scan. Readers check every ROW_ID; counting needs only this."""
     value = _query(conn, path, "SELECT MAX(ROW_ID) FROM INDEXES")[0][0]
-    return 0 if value is None else int(value) + 1
+    if value is not None and (type(value) is not int or not 0 <= value < MAX_LOCATION):
+        raise IndexFileError(f"{path}: INDEXES holds ROW_ID {str(value)[:40]!r}, expected a row number")
+    return 0 if value is None else value + 1
 
 
 def read_checksums(conn, path):
@@ -178,6 +251,12 @@ def read_checksums(conn, path):
     if not exists:
         return None
     rows = _query(conn, path, f"SELECT PAGE_ID, ALGORITHM, NBYTES, ROW_START, ROW_END, DIGEST FROM {CHECKSUM_TABLE}")
+    for row in rows:
+        if not (all(type(row[i]) is int and -1 <= row[i] < MAX_LOCATION for i in (0, 2, 3, 4))
+                and type(row[1]) is str and type(row[5]) is str):
+            raise IndexFileError(f"{path}: {CHECKSUM_TABLE} row {str(row)[:120]} has values of the wrong "
+                                 f"type (expected PAGE_ID, NBYTES, ROW_START, ROW_END integers and ALGORITHM, "
+                                 f"DIGEST text)")
     return {r[0]: tuple(r[1:]) for r in rows}
 
 
@@ -185,4 +264,5 @@ def read_meta(conn, path):
     exists = _query(conn, path, f"SELECT name FROM sqlite_master WHERE type='table' AND name='{META_TABLE}'")
     if not exists:
         return {}
-    return dict(_query(conn, path, f"SELECT KEY, VALUE FROM {META_TABLE}"))
+    rows = _query(conn, path, f"SELECT KEY, VALUE FROM {META_TABLE}")
+    return {k: v for k, v in rows if type(k) is str and type(v) is str}

@@ -27,8 +27,9 @@ import numpy as np
 
 from recordio.mindrecord.checksums import HEADER_SLOT, digest_bytes, slot_range
 from recordio.mindrecord.codec import unpack_raw
+from recordio.mindrecord.format import ENTRY_PREFIX
 from recordio.errors import ChecksumError, DatasetChangedError, FormatError
-from recordio.mindrecord.recovery import recover
+from recordio.mindrecord.recovery import check_journals
 from recordio.mindrecord.fileset import open_shards
 
 __all__ = ["FileReader"]
@@ -69,7 +70,10 @@ class FileReader:
         num_consumer: accepted for MindSpore compatibility; reading needs no threads.
         columns: field names to return, in this order (default: all; raw fields first, then
             blob fields).
-        verify: check each page's checksum the first time a row from it is read.
+        verify: check each page's checksum the first time a row from it is read, and bind every
+            row to its bytes: the index's locations must tile the pages as the page table lays rows
+            out (checked at open, with or without ``verify``) and each entry's length prefix must
+            match (checked as the row is read). Values still come only from the data file.
         use_index: locate rows through the ``.db`` (as MindSpore does); ``False`` walks the
             header's page table instead, for datasets whose ``.db`` files are lost.
     """
@@ -77,7 +81,7 @@ class FileReader:
     def __init__(self, file_name: str | os.PathLike | Sequence[str | os.PathLike], num_consumer: int = 4,
                  columns: Sequence[str] | None = None, operator: Any = None, *, verify: bool = False,
                  use_index: bool = True) -> None:
-        recover(file_name)
+        check_journals(file_name)
         shards, schema = open_shards(file_name, use_index)
         if columns is not None:
             if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
@@ -272,6 +276,8 @@ class FileReader:
             what = "header" if slot == HEADER_SLOT else f"page {slot}"
             raise ChecksumError(f"{shard.path}: {what} (rows {row_start}..{row_end - 1}) does not match its "
                                 f"checksum: the file is corrupt")
+        if slot != HEADER_SLOT:
+            _check_prefixes(self._map(k), shard, shard.entries_between(start, end))
         self._verified[k].add(slot)
 
     def close(self) -> None:
@@ -321,6 +327,21 @@ def _digest_view(mm, start, end):
     """Digest of ``mm[start:end]`` without copying it out of the map."""
     with memoryview(mm) as view:
         return digest_bytes(view[start:end])
+
+
+def _check_prefixes(mm, shard, entries):
+    """The 8-byte length prefix in front of each entry of a page equals the entry's length by the index:
+    with the index's tiling (checked at open) this binds every row to the bytes the page table gives it."""
+    if not len(entries):
+        return
+    data = np.frombuffer(mm, dtype=np.uint8)
+    found = data[(entries[:, 0] - ENTRY_PREFIX)[:, None] + np.arange(ENTRY_PREFIX)].view("<u8").ravel()
+    del data
+    bad = np.nonzero(found != (entries[:, 1] - entries[:, 0]).astype(np.uint64))[0]
+    if bad.size:
+        start, end, row, blob = entries[bad[0]].tolist()
+        raise ChecksumError(f"{shard.path}: row {row}: its {'blob' if blob else 'raw record'} is {end - start} "
+                            f"bytes by the index but {int(found[bad[0]])} by its length prefix: the index is foreign")
 
 
 def _require_checksums(shards):

@@ -49,7 +49,7 @@ class Field:
 
 
 def _check_field(name, spec):
-    if not isinstance(name, str) or not _NAME.match(name):
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise SchemaError(f"field {name!r} should be composed of '0-9', 'a-z', 'A-Z' or '_'")
     if not isinstance(spec, dict) or "type" not in spec:
         raise SchemaError(f"field {name!r}: expected a dict with a 'type', found {spec!r}")
@@ -118,7 +118,10 @@ class Schema:
             part, part_saved = self._blob_part(field, row, index)
             parts.append(part)
             saved += part_saved
-        raw = codec.pack_raw(self.raw_fields, raw_values) if self.raw_fields else codec.DUMMY_RAW
+        try:
+            raw = codec.pack_raw(self.raw_fields, raw_values) if self.raw_fields else codec.DUMMY_RAW
+        except UnicodeEncodeError as exc:
+            raise _unencodable(index, self.raw_fields, raw_values, exc) from None
         return raw_values, raw, codec.join_blob(parts), saved
 
     def _value(self, field, row, index):
@@ -257,6 +260,18 @@ def _part_decoder(field):
         except ValueError:
             raise ValueError(f"{flat.size} elements do not fit shape {list(shape)}") from None
     return decode
+
+
+def _unencodable(index, names, values, exc):
+    """A string that UTF-8 cannot encode (a lone surrogate): name its row and field."""
+    for name, value in zip(names, values):
+        if type(value) is str:
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as bad:
+                return SchemaError(f"row {index}: field {name!r}: expected a UTF-8 encodable string, found "
+                                   f"{_short(value)} ({bad.reason} at position {bad.start})")
+    return SchemaError(f"row {index}: {exc}")
 
 
 def _type_error(index, field, expected, value):

@@ -21,7 +21,7 @@ from recordio.mindrecord import format as fmt
 from recordio.mindrecord import index
 from recordio.mindrecord.codec import unpack_raw
 from recordio.errors import FormatError, RecordIOError
-from recordio.mindrecord.recovery import recover
+from recordio.mindrecord.recovery import check_journals
 from recordio.mindrecord.fileset import (Shard, _check_locations, _check_pages, _check_same_metadata,
                                         _locate_from_pages)
 
@@ -60,7 +60,7 @@ def verify(path: str | os.PathLike | list) -> Report:
     report = Report(os.fspath(path) if isinstance(path, (str, os.PathLike)) else list(path))
     shards = []
     try:
-        recover(path)
+        check_journals(path)
         paths = fmt.dataset_paths(path)
     except (RecordIOError, OSError) as exc:
         report.files.append(report.path)
@@ -213,12 +213,15 @@ def _check_checksums(shard, report):
     db = index.db_path(shard.path)
     try:
         conn = index.connect_ro(db)
-        try:
-            table = index.read_checksums(conn, db)
-        finally:
-            conn.close()
     except (RecordIOError, sqlite3.Error):
         return                                      # reported by the index check
+    try:
+        table = index.read_checksums(conn, db)
+    except (RecordIOError, sqlite3.Error) as exc:
+        report.problem(db, str(exc))
+        return
+    finally:
+        conn.close()
     if table is None:
         report.without_checksums.append(shard.path)
         return

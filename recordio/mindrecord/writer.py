@@ -16,9 +16,9 @@ from recordio.mindrecord import format as fmt
 from recordio.mindrecord import index
 from recordio.mindrecord.datalock import DatasetLock
 from recordio.mindrecord.commit import CommitOnExit, Staging, clean_stale
-from recordio.errors import DatasetExistsError, SchemaError
+from recordio.errors import DatasetExistsError, FormatError, SchemaError
 from recordio.mindrecord.pages import ShardPages
-from recordio.mindrecord.recovery import recover
+from recordio.mindrecord.recovery import recover, writer_files
 from recordio.mindrecord.schema import Schema
 from recordio.mindrecord.staging import ShardFiles, split_counts
 
@@ -153,6 +153,11 @@ class FileWriter(CommitOnExit):
             raise RuntimeError(f"{what} must be called before the first write_raw_data")
 
     def _check_targets(self):
+        for target in self._targets:                # a writer never follows a link out of its folder
+            for path in (target, target + ".db"):
+                fmt.check_inside(path, "FileWriter")
+                if os.path.exists(path) and not os.path.isfile(path):
+                    raise FormatError(f"{path} exists and is not a regular file; a writer replaces files only")
         if self._overwrite or self._append:
             return
         existing = [p for t in self._targets for p in (t, t + ".db") if os.path.lexists(p)]
@@ -181,7 +186,7 @@ class FileWriter(CommitOnExit):
         if self._files is None:
             _check_index_columns(self.index_fields)
             self._check_targets()
-            recover(self._targets)
+            recover(*writer_files(self._targets))
             clean_stale(os.path.dirname(self._targets[0]))
             self._files = ShardFiles(Staging(self._targets), self._header_size, self._page_size,
                                      **self._options)

@@ -1,0 +1,17 @@
+"""``recordio repair PATH``: finish or undo an append whose writer died during its commit."""
+
+from recordio.mindrecord.recovery import repair
+
+HELP = ("finish (or undo) an append interrupted by a crash, after checking its journal names only this "
+        "dataset's files; readers refuse such a dataset until it is repaired (reading never writes)")
+EXAMPLE = "recordio repair out/train.mindrecord0"
+
+
+def add_arguments(parser):
+    parser.add_argument("path", help="any data file of the dataset")
+
+
+def run(args):
+    found = repair(args.path)
+    print(f"{args.path}: {'interrupted append finished' if found else 'nothing to repair'}")
+    return 0
