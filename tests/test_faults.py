@@ -246,3 +246,56 @@ def test_a_reader_looping_during_overwrites_and_appends_never_returns_a_wrong_ro
 def append_rows(path, version):
     with recordio.FileWriter.open_for_append(path + "0") as w:
         w.write_raw_data(rows(version)[:6])
+
+
+@pytest.fixture
+def small_filesystem(tmp_path):
+    """A real filesystem that fills up: a tmpfs of a given size (needs root; skipped otherwise)."""
+    mounted = []
+
+    def make(size_kb):
+        folder = tmp_path / f"fs{len(mounted)}"
+        folder.mkdir()
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_kb}k", "tmpfs", str(folder)],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+        mounted.append(folder)
+        return folder
+
+    yield make
+    for folder in mounted:
+        subprocess.run(["umount", "-l", str(folder)], capture_output=True)
+
+
+@pytest.mark.parametrize("mode", ["fresh", "overwrite", "append"])
+def test_a_full_filesystem_leaves_the_old_or_the_new_dataset(small_filesystem, mode):
+    outcomes = set()
+    for size_kb in (64, 96, 128, 160, 192, 256, 384, 1024):
+        folder = small_filesystem(size_kb)
+        path = str(folder / "d.mindrecord")
+        old = None
+        if mode != "fresh":
+            try:
+                write(path, 1, overwrite=False)
+            except OSError:
+                continue                                   # the old dataset alone does not fit
+            old = _state(path)
+        try:
+            if mode == "append":
+                append_rows_all(path, 2)
+            else:
+                write(path, 2, overwrite=(mode == "overwrite"))
+            committed = True
+        except OSError:
+            committed = False
+        new = _expected(1, 2) if mode == "append" else _expected(2)
+        assert _state(path) == (new if committed else old), f"{size_kb} KiB, committed={committed}"
+        outcomes.add(committed)
+    assert outcomes == {True, False}
+
+
+def append_rows_all(path, version):
+    with recordio.FileWriter.open_for_append(path + "0") as w:
+        for k in range(0, ROWS, 6):
+            w.write_raw_data(rows(version)[k:k + 6])

@@ -19,6 +19,14 @@ def _name(fd, path):
 
 def pwrite_all(fd, data, offset, path=None):
     """Write all of ``data`` at ``offset`` of ``fd``; raise ``OSError`` (naming ``path``) otherwise."""
+    try:
+        if os.pwrite(fd, data, offset) == len(data):          # the usual case: one call, no copy
+            return
+    except InterruptedError:
+        pass
+    except OSError as exc:
+        raise OSError(exc.errno, f"{_name(fd, path)}: writing {len(data)} bytes at offset {offset} failed: "
+                                 f"{exc.strerror}") from exc
     view = memoryview(data).cast("B")
     done = 0
     while done < len(view):

@@ -6,6 +6,7 @@ and blob entries (FORMAT.md §6); MindSpore reads it to locate rows. recordio ad
 MindSpore ignores tables it does not know.
 """
 
+import errno
 import os
 import sqlite3
 
@@ -73,8 +74,20 @@ def create_index(path, shard_name, index_fields, rows, checksums=None, meta=None
         if meta:
             _insert_meta(conn, meta)
         conn.execute("COMMIT")
+    except sqlite3.OperationalError as exc:
+        raise _as_os_error(exc, path) from exc
     finally:
         conn.close()
+
+
+def _as_os_error(exc, path):
+    """SQLite's "disk is full" / "disk I/O error" as the ``OSError`` the other writes raise."""
+    text = str(exc)
+    if "full" in text:
+        return OSError(errno.ENOSPC, f"{path}: writing the index failed: {text}")
+    if "I/O" in text or "too large" in text:
+        return OSError(errno.EIO, f"{path}: writing the index failed: {text}")
+    return exc
 
 
 def _insert_checksums(conn, algorithm, rows):

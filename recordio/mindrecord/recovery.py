@@ -23,6 +23,7 @@ import re
 
 from recordio.errors import FormatError
 from recordio.mindrecord import format as fmt
+from recordio.mindrecord.fileio import pwrite_all
 from recordio.mindrecord.commit import clean_stale, fsync_dir
 
 __all__ = ["apply_plan", "check_journals", "finish_plan", "journal_paths", "recover", "remove_journal",
@@ -49,8 +50,8 @@ def apply_plan(plan):
             if shard["deferred"]:
                 with open(shard["spool"], "rb") as spool:
                     for at, pos, n in shard["deferred"]:
-                        os.pwrite(fd, os.pread(spool.fileno(), n, pos), at)
-            os.pwrite(fd, bytes.fromhex(shard["header"]), 0)
+                        pwrite_all(fd, os.pread(spool.fileno(), n, pos), at, shard["data"])
+            pwrite_all(fd, bytes.fromhex(shard["header"]), 0, shard["data"])
             os.fsync(fd)
         finally:
             os.close(fd)
