@@ -1,5 +1,10 @@
 """General transforms: TypeCast and Compose (MindSpore's ``dataset.transforms``)."""
 
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
 import numpy as np
 
 from recordio.keys import sub_op
@@ -10,7 +15,7 @@ _TORCH_NAMES = {"float": "float32", "double": "float64", "half": "float16", "lon
                 "short": "int16", "bool": "bool_"}
 
 
-def to_numpy_dtype(data_type):
+def to_numpy_dtype(data_type: Any) -> np.dtype:
     """A numpy dtype from a numpy dtype/type, a torch dtype, a MindSpore type (``recordio.common.dtype``)
     or a dtype name ('float32', 'torch.int64')."""
     if getattr(data_type, "numpy_dtype", None) is not None:  # recordio.common.dtype.Type (mstype.int32)
@@ -33,7 +38,7 @@ def to_numpy_dtype(data_type):
 INT64_RANGE = (-2.0 ** 63, 2.0 ** 63 - 1024)      # the float64 values that fit in an int64
 
 
-def cast(array, dtype):
+def cast(array: Any, dtype: np.dtype) -> np.ndarray:
     """C-style cast: float -> integer truncates toward zero and wraps (3.7 -> 3, -1.2 -> 255 for uint8).
 
     Defined for every float, the same on every device (the offloaded TypeCast computes it too):
@@ -50,7 +55,7 @@ def cast(array, dtype):
 class TypeCast:
     """Cast to ``data_type`` (numpy dtype, torch dtype or name)."""
 
-    def __init__(self, data_type):
+    def __init__(self, data_type: Any) -> None:
         self.data_type = to_numpy_dtype(data_type)
 
     def __call__(self, array):
@@ -68,7 +73,7 @@ class Compose:
     HWC2CHW writes channels-first directly; see ``recordio.vision.fusion``.
     """
 
-    def __init__(self, transforms):
+    def __init__(self, transforms: Sequence[Callable]) -> None:
         if not isinstance(transforms, (list, tuple)) or not transforms:
             raise TypeError(f"transforms must be a non-empty list of callables, got {transforms!r}")
         for i, op in enumerate(transforms):

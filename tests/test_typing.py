@@ -13,6 +13,10 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 # (module, names): the public callables whose signatures must be fully annotated
 PUBLIC = [
+    ("recordio.vision", ["Decode", "Resize", "CenterCrop", "RandomCrop", "RandomResizedCrop", "RandomCropDecodeResize",
+                         "RandomHorizontalFlip", "RandomVerticalFlip", "SlicePatches", "Normalize", "Rescale",
+                         "RandomColorAdjust", "RandomSharpness", "Grayscale", "ToTensor"]),
+    ("recordio.transforms", ["TypeCast", "Compose"]),
     ("recordio.mindrecord.writer", ["FileWriter", "FileWriter.open_for_append", "FileWriter.add_schema",
                                     "FileWriter.add_index", "FileWriter.write_raw_data", "FileWriter.commit",
                                     "FileWriter.set_header_size", "FileWriter.set_page_size"]),

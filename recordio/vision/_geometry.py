@@ -1,7 +1,10 @@
 """Geometry shared by the decode and geometry ops: interpolation and border modes, resizing, the
 random-area crop box (and the ops' common arguments), enum checks."""
 
+from __future__ import annotations
+
 import enum
+from collections.abc import Sequence
 import math
 
 import cv2
@@ -95,8 +98,9 @@ class RandomAreaCrop:
     """The arguments and the box of a random area/aspect-ratio crop resized to ``size``
     (``RandomResizedCrop``, ``RandomCropDecodeResize``)."""
 
-    def __init__(self, size, scale=(0.08, 1.0), ratio=(3.0 / 4.0, 4.0 / 3.0), interpolation=Inter.BILINEAR,
-                 max_attempts=10):
+    def __init__(self, size: int | Sequence[int], scale: Sequence[float] = (0.08, 1.0),
+                 ratio: Sequence[float] = (3.0 / 4.0, 4.0 / 3.0), interpolation: Inter = Inter.BILINEAR,
+                 max_attempts: int = 10) -> None:
         self.size = pair(check_size("size", size))
         self.scale = check_range("scale", scale, 0, None)
         self.ratio = check_range("ratio", ratio, 0, None)

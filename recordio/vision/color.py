@@ -9,7 +9,11 @@ versions that follow the same float32 operation sequence, so both give the same 
 drawn parameters.
 """
 
+from __future__ import annotations
+
 import cv2
+from collections.abc import Sequence
+
 import numpy as np
 
 from recordio.keys import current_keys
@@ -30,7 +34,8 @@ def color_input(op, img):
 class RandomColorAdjust:
     """Random brightness, contrast, saturation and hue, applied in a random order per image."""
 
-    def __init__(self, brightness=(1, 1), contrast=(1, 1), saturation=(1, 1), hue=(0, 0)):
+    def __init__(self, brightness: float | Sequence[float] = (1, 1), contrast: float | Sequence[float] = (1, 1),
+                 saturation: float | Sequence[float] = (1, 1), hue: float | Sequence[float] = (0, 0)) -> None:
         self.brightness = check_factor("brightness", brightness, center=1, low=0, high=None)
         self.contrast = check_factor("contrast", contrast, center=1, low=0, high=None)
         self.saturation = check_factor("saturation", saturation, center=1, low=0, high=None)
@@ -69,7 +74,7 @@ class RandomColorAdjust:
 class RandomSharpness:
     """Sharpen or blur by a degree drawn from ``degrees`` (0: blurred, 1: unchanged, 2: sharpened)."""
 
-    def __init__(self, degrees=(0.1, 1.9)):
+    def __init__(self, degrees: Sequence[float] = (0.1, 1.9)) -> None:
         self.degrees = check_range("degrees", degrees, 0, None)
 
     def draw(self, keys):
@@ -96,7 +101,7 @@ def _check_channels(name, values, low, high, low_open=False):
 class Normalize:
     """``(image - mean) / std`` per channel, float32 output; channels last unless ``is_hwc=False``."""
 
-    def __init__(self, mean, std, is_hwc=True):
+    def __init__(self, mean: float | Sequence[float], std: float | Sequence[float], is_hwc: bool = True) -> None:
         self.mean = _check_channels("mean", mean, 0, 255)
         self.std = _check_channels("std", std, 0, 255, low_open=True)
         if len(self.mean) != len(self.std):
@@ -150,7 +155,7 @@ class Normalize:
 class Rescale:
     """``image * rescale + shift`` in float32."""
 
-    def __init__(self, rescale, shift):
+    def __init__(self, rescale: float, shift: float) -> None:
         fmax = float(np.finfo(np.float32).max)
         self.rescale = float(check_number("rescale", rescale, -fmax, fmax))
         self.shift = float(check_number("shift", shift, -fmax, fmax))

@@ -7,6 +7,8 @@ exact sub-pixel geometry of crop-then-resize. The result stays close to decode-t
 (tolerance measured and tested: see docs/vision.md); with no reduction possible it is identical.
 """
 
+from __future__ import annotations
+
 import functools
 import struct
 
@@ -172,7 +174,7 @@ class Decode:
     """Decode JPEG/PNG bytes into an RGB uint8 <H,W,3> image; ``to_pil=True``: an RGB PIL image
     (MindSpore's Python path, see :mod:`recordio.vision.pil`)."""
 
-    def __init__(self, to_pil=False):
+    def __init__(self, to_pil: bool = False) -> None:
         if not isinstance(to_pil, bool):
             raise TypeError(f"Decode: to_pil must be a bool, got {to_pil!r}")
         self.to_pil = to_pil

@@ -1,5 +1,9 @@
 """Geometric ops: resizing, cropping, flipping, layout, patches (OpenCV/numpy, images <H,W> or <H,W,C>)."""
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+
 import cv2
 import numpy as np
 
@@ -17,7 +21,7 @@ __all__ = ["Border", "CenterCrop", "HWC2CHW", "Inter", "RandomCrop", "RandomHori
 class Resize:
     """Resize to ``size``: (h, w), or an int for the shorter side (aspect ratio kept)."""
 
-    def __init__(self, size, interpolation=Inter.LINEAR):
+    def __init__(self, size: int | Sequence[int], interpolation: Inter = Inter.LINEAR) -> None:
         self.size = check_size("size", size)
         self.interpolation = check_enum("interpolation", interpolation, Inter)
 
@@ -82,7 +86,9 @@ def _check_fill(fill_value):
 class RandomCrop:
     """Crop a random ``size`` window after optional padding (and padding up to ``size`` if asked)."""
 
-    def __init__(self, size, padding=None, pad_if_needed=False, fill_value=0, padding_mode=Border.CONSTANT):
+    def __init__(self, size: int | Sequence[int], padding: int | Sequence[int] | None = None,
+                 pad_if_needed: bool = False, fill_value: int | Sequence[int] = 0,
+                 padding_mode: Border = Border.CONSTANT) -> None:
         self.size = pair(check_size("size", size))
         self.padding = _check_padding(padding)
         if not isinstance(pad_if_needed, bool):
@@ -115,7 +121,7 @@ class CenterCrop:
     """Crop the centre ``size`` window (offset ``(H - h) // 2``); a smaller image is zero-padded,
     the odd pixel of padding going to the top/left as in MindSpore."""
 
-    def __init__(self, size):
+    def __init__(self, size: int | Sequence[int]) -> None:
         self.size = pair(check_size("size", size))
 
     def __call__(self, img):
@@ -145,7 +151,7 @@ def flip(img, axis):
 class _RandomFlip:
     axis = 1
 
-    def __init__(self, prob=0.5):
+    def __init__(self, prob: float = 0.5) -> None:
         self.prob = check_prob("prob", prob)
 
     def draw(self, keys):
@@ -185,7 +191,8 @@ class HWC2CHW:
 class SlicePatches:
     """Cut an image into ``num_height`` x ``num_width`` patches, returned as that many output columns."""
 
-    def __init__(self, num_height=1, num_width=1, slice_mode=SliceMode.PAD, fill_value=0):
+    def __init__(self, num_height: int = 1, num_width: int = 1, slice_mode: SliceMode = SliceMode.PAD,
+                 fill_value: int = 0) -> None:
         self.num_height = check_number("num_height", num_height, 1, 32768, integer=True)
         self.num_width = check_number("num_width", num_width, 1, 32768, integer=True)
         self.slice_mode = check_enum("slice_mode", slice_mode, SliceMode)

@@ -8,8 +8,11 @@ Scripts written for MindSpore's Python transforms decode to a PIL image, then ``
 returns a PIL image outputs it as a numpy array, as MindSpore does. Pillow is imported on first use.
 """
 
+from __future__ import annotations
+
 import io
 import sys
+from typing import Any
 
 import numpy as np
 
@@ -70,7 +73,7 @@ def center_crop(img, size):
 class Grayscale:
     """A PIL image (or an RGB uint8 array) to grey, with 1 or 3 identical channels (MindSpore's)."""
 
-    def __init__(self, num_output_channels=1):
+    def __init__(self, num_output_channels: int = 1) -> None:
         if num_output_channels not in (1, 3):
             raise ValueError(f"Grayscale: num_output_channels must be 1 or 3, got {num_output_channels!r}")
         self.num_output_channels = num_output_channels
@@ -93,7 +96,7 @@ class ToTensor:
     """A PIL image or an HWC array -> CHW ``output_type`` (float32) scaled by 1/255 (MindSpore's:
     a float32 multiply by the float32 reciprocal, not a division)."""
 
-    def __init__(self, output_type=np.float32):
+    def __init__(self, output_type: Any = np.float32) -> None:
         self.output_type = np.dtype(output_type)
 
     def __call__(self, img):
