@@ -31,10 +31,14 @@ from a process-wide counter seeded with ``config.get_seed()``, so eager calls
 are random but reproducible per process.
 """
 
+from __future__ import annotations
+
 import contextlib
 import contextvars
 import functools
 import itertools
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -104,7 +108,7 @@ def _fold_small(h, words):
 _SMALL = 64
 
 
-def hash_words(*words):
+def hash_words(*words: int | np.ndarray) -> np.ndarray:
     """Mix integer words (scalars or equal-length arrays) into uint64 random bits.
 
     The leading scalar words are folded with Python ints (the host draws one sample at a time, and
@@ -129,7 +133,7 @@ def _derive_uid(parent, child):
     return int(hash_words(parent, child)[0] >> np.uint64(1))
 
 
-def derive_uid(parent, child):
+def derive_uid(parent: int, child: int) -> int:
     """A stable op id for ``child`` nested inside op ``parent`` (e.g. a Compose member)."""
     if isinstance(parent, (int, np.integer)) and isinstance(child, (int, np.integer)):
         return _derive_uid(int(parent), int(child))       # a pure function, called per row and op
@@ -146,7 +150,7 @@ class Keys:
 
     __slots__ = ("seed", "epoch", "rows", "op", "_prefix")
 
-    def __init__(self, seed, epoch, rows, op):
+    def __init__(self, seed: int, epoch: int, rows: Any, op: int) -> None:
         self.seed = int(seed)
         self.epoch = int(epoch)
         self.rows = np.atleast_1d(np.asarray(rows, dtype=np.int64))
@@ -159,7 +163,7 @@ class Keys:
     def __repr__(self):
         return f"Keys(seed={self.seed}, epoch={self.epoch}, rows={self.rows.tolist()}, op={self.op})"
 
-    def bits(self, draw, *more):
+    def bits(self, draw: int, *more: int) -> np.ndarray:
         """64 random bits per sample for draw number ``draw`` (and optional sub-draws)."""
         if len(self.rows) != 1:
             return hash_words(self.seed, self.epoch, self.rows, self.op, draw, *more)
@@ -189,14 +193,14 @@ class Keys:
             h = _fold_int(h, w)
         return h
 
-    def unit_floats(self, draws):
+    def unit_floats(self, draws: Sequence[tuple]) -> list[float]:
         """For one sample: Python floats in [0, 1), one per tuple of draw words in ``draws`` (the
         values of ``uniform(*words)``, without numpy's per-call cost; for ops that draw per row)."""
         if len(self.rows) != 1:
             raise ValueError(f"unit_floats draws for one sample, these keys hold {len(self.rows)}")
         return [(self._scalar_bits(words) >> 11) * (1.0 / (1 << 53)) for words in draws]
 
-    def uniform(self, draw, low=0.0, high=1.0, *more):
+    def uniform(self, draw: int, low: Any = 0.0, high: Any = 1.0, *more: int) -> np.ndarray:
         """Floats in ``[low, high)``, one per sample."""
         if (len(self.rows) == 1 and type(draw) is int and all(type(w) is int for w in more)
                 and isinstance(low, (int, float)) and isinstance(high, (int, float))):
@@ -205,30 +209,30 @@ class Keys:
         u = (self.bits(draw, *more) >> np.uint64(11)).astype(np.float64) * (1.0 / (1 << 53))
         return low + (high - low) * u
 
-    def bernoulli(self, draw, p):
+    def bernoulli(self, draw: int, p: float) -> np.ndarray:
         """Booleans that are True with probability ``p``."""
         return self.uniform(draw) < p
 
-    def integers(self, draw, low, high):
+    def integers(self, draw: int, low: Any, high: Any) -> np.ndarray:
         """Integers in ``[low, high)`` (``high`` exclusive), one per sample."""
         span = np.asarray(high, dtype=np.int64) - np.asarray(low, dtype=np.int64)
         if np.any(span <= 0):
             raise ValueError(f"integers: empty range [{low}, {high})")
         return low + np.floor(self.uniform(draw) * span).astype(np.int64)
 
-    def permutation(self, draw, n):
+    def permutation(self, draw: int, n: int) -> np.ndarray:
         """A random permutation of ``range(n)`` per sample: shape (B, n)."""
         u = np.stack([self.uniform(draw, 0.0, 1.0, i) for i in range(n)], axis=1)
         return np.argsort(u, axis=1, kind="stable")
 
 
-_ROW = contextvars.ContextVar("recordio_row_key", default=None)   # (seed, epoch, row)
-_OP = contextvars.ContextVar("recordio_op_key", default=None)     # op uid
+_ROW: contextvars.ContextVar[tuple | None] = contextvars.ContextVar("recordio_row_key", default=None)  # (seed, epoch, row)
+_OP: contextvars.ContextVar[int | None] = contextvars.ContextVar("recordio_op_key", default=None)      # op uid
 _EAGER = itertools.count()
 
 
 @contextlib.contextmanager
-def row_scope(seed, epoch, row):
+def row_scope(seed: int, epoch: int, row: int) -> Iterator[None]:
     """Run the ops of one row under ``(seed, epoch, row)``; used by the pipeline."""
     token = _ROW.set((int(seed), int(epoch), int(row)))
     try:
@@ -238,7 +242,7 @@ def row_scope(seed, epoch, row):
 
 
 @contextlib.contextmanager
-def op_scope(uid):
+def op_scope(uid: int) -> Iterator[None]:
     """Run one op under the op id ``uid``; used by the pipeline and by Compose."""
     token = _OP.set(int(uid))
     try:
@@ -247,13 +251,13 @@ def op_scope(uid):
         _OP.reset(token)
 
 
-def sub_op(index):
+def sub_op(index: int) -> Any:
     """An op-scope for member ``index`` of a composite op (nested uid)."""
     parent = _OP.get()
     return op_scope(derive_uid(0 if parent is None else parent, index))
 
 
-def current_keys():
+def current_keys() -> Keys:
     """Keys (B=1) of the row and op being processed by the calling thread."""
     row = _ROW.get()
     op = _OP.get()

@@ -13,6 +13,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 # (module, names): the public callables whose signatures must be fully annotated
 PUBLIC = [
+    ("recordio.keys", ["hash_words", "derive_uid", "row_scope", "op_scope", "current_keys", "Keys", "Keys.uniform",
+                       "Keys.integers", "Keys.bernoulli", "Keys.permutation"]),
     ("recordio.vision", ["Decode", "Resize", "CenterCrop", "RandomCrop", "RandomResizedCrop", "RandomCropDecodeResize",
                          "RandomHorizontalFlip", "RandomVerticalFlip", "SlicePatches", "Normalize", "Rescale",
                          "RandomColorAdjust", "RandomSharpness", "Grayscale", "ToTensor"]),
