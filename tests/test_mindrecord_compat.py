@@ -227,15 +227,3 @@ def test_write_checks_as_mindspore(tmp_path):
         writer.write_raw_data([{"a": np.array([0, 1 << 32])}])  # values that do not fit: refused
     writer.commit()
     assert mr.FileReader(str(tmp_path / "w"))[0]["a"].dtype == np.int32
-
-
-def test_encryption_settings_refuse_rather_than_write_plain_files(tmp_path):
-    with pytest.raises(ValueError, match="16, 24, 32"):
-        mr.set_enc_key("short")
-    mr.set_enc_key("0123456789abcdef")
-    try:
-        with pytest.raises(NotImplementedError, match="encrypted"):
-            mr.FileWriter(str(tmp_path / "enc"))
-    finally:
-        mr.set_enc_key(None)
-    mr.FileWriter(str(tmp_path / "enc")).abort()

@@ -29,7 +29,7 @@ from recordio.mindrecord.checksums import HEADER_SLOT, digest_bytes, slot_range
 from recordio.mindrecord.codec import unpack_raw
 from recordio.mindrecord.format import ENTRY_PREFIX
 from recordio.errors import ChecksumError, DatasetChangedError, FormatError, ParamTypeError, SchemaError
-from recordio.mindrecord.encryption import require_no_encryption
+from recordio.mindrecord import encryption
 from recordio.mindrecord.params import check_num_consumer, check_path_param
 from recordio.mindrecord.recovery import check_journals
 from recordio.mindrecord.fileset import open_shards
@@ -86,9 +86,18 @@ class FileReader:
         for name in file_name if isinstance(file_name, (list, tuple)) else [file_name]:
             check_path_param(name)
         check_num_consumer(num_consumer)
-        require_no_encryption("FileReader")
-        check_journals(file_name)
-        shards, schema = open_shards(file_name, use_index)
+        self._plain = None
+        try:
+            if encryption.key() is None:    # an encrypted dataset is never appended to: no journals
+                check_journals(file_name)
+            target, self._plain = encryption.plaintext_of(file_name)      # decrypted copies when a key is set
+            shards, schema = open_shards(target, use_index)
+        except FormatError as exc:
+            if self._plain is not None:
+                self._plain.close()
+            if encryption.key() is not None:
+                raise
+            encryption.explain(file_name, exc)
         if columns is not None:
             if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
                 raise ParamTypeError("columns", "list", f"Got {columns!r}; columns is a list of field names.")
@@ -305,6 +314,8 @@ class FileReader:
         :meth:`get_next` (as MindSpore's) and raises ``ValueError`` when read otherwise; its facts
         (``len``, ``schema``, ...) stay available. Closing again does nothing."""
         self._closed = True
+        if self._plain is not None:
+            self._plain.close()
         while self._maps:
             self._maps.popitem()[1].close()
         while self._fds:

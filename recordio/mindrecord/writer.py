@@ -18,7 +18,7 @@ from recordio.mindrecord.datalock import DatasetLock
 from recordio.mindrecord.commit import CommitOnExit, Staging, clean_stale
 from recordio.errors import (DatasetExistsError, FormatError, MRMDefineIndexError, MRMGetMetaError,
                              MRMInvalidSchemaError, ParamTypeError, SchemaError)
-from recordio.mindrecord.encryption import require_no_encryption
+from recordio.mindrecord import encryption
 from recordio.mindrecord.params import check_bool, check_path_param
 from recordio.mindrecord.pages import ShardPages
 from recordio.mindrecord.recovery import recover, writer_files
@@ -43,7 +43,9 @@ class FileWriter(CommitOnExit):
                  checksums: bool = True, fsync: bool = True) -> None:
         names = fmt.shard_file_names(check_path_param(file_name), shard_num)
         check_bool(overwrite, "overwrite")
-        require_no_encryption("FileWriter")
+        if encryption.key() is not None and shard_num != 1:
+            raise RuntimeError("When encode mode is enabled, the automatic sharding function is unavailable "
+                               "(MindSpore decrypts only the files it is given): write one file per FileWriter.")
         directory = os.path.dirname(os.path.abspath(names[0]))
         if not os.path.isdir(directory):
             raise FileNotFoundError(f"directory {directory} of {file_name} does not exist")
@@ -74,6 +76,10 @@ class FileWriter(CommitOnExit):
         dataset keeps its old content; a crash at any point leaves its old rows readable.
         """
         from recordio.mindrecord.append import AppendFiles, load_shards
+
+        if encryption.key() is not None:
+            raise NotImplementedError(f"{file_name}: appending to an encrypted dataset is not supported; "
+                                      f"write a new dataset (set_enc_key(None) for plain files)")
 
         lock = DatasetLock(fmt.dataset_paths(file_name)[0])     # before anything is read or repaired
         try:
