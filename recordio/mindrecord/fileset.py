@@ -58,6 +58,9 @@ class Shard:
 
 def open_shards(files, use_index=True):
     """Open a dataset: ``files`` is one data file (siblings found from its header) or a list."""
+    for given in [files] if isinstance(files, (str, os.PathLike)) else files:
+        if use_index and os.path.lexists(given):   # as MindSpore: a given file's .db is looked for first
+            index.require_db(index.db_path(os.fspath(given)))
     if isinstance(files, (str, os.PathLike)):
         paths = fmt.dataset_paths(files)
     else:

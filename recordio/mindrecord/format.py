@@ -356,8 +356,11 @@ def _check_own_name(path, header):
     addresses = header["shard_addresses"]
     if name not in addresses:
         shown = ", ".join(addresses[:4]) + (", ..." if len(addresses) > 4 else "")
-        raise FormatError(f"{path}: the file is named {name!r} but its header names the dataset's files "
-                          f"[{shown}]: a renamed copy is not opened; give it (and its .db) its original name")
+        raise FormatError(f"{path}: a renamed copy is not opened: the file is named {name!r} but its header "
+                          f"names the dataset's files [{shown}], so the file and its meta file can not match. "
+                          f"Please do not rename the mindrecord file or meta file; the files its header names "
+                          f"can not be found. Please check whether the mindrecord file exists and do not rename "
+                          f"the mindrecord file. Give it (and its .db) its original name.")
 
 
 def dataset_paths(path):

@@ -161,16 +161,21 @@ def connect_ro(path):
     return conn
 
 
+def require_db(path):
+    """Raise MindSpore's message (an IndexFileError) when the ``.db`` at ``path`` does not exist."""
+    if not os.path.lexists(path):
+        raise IndexFileError(f"The input: {path} is not exists. Please check whether {path} exists and do "
+                             f"not rename the mindrecord file and meta file. Every data file needs its .db "
+                             f"beside it (read without it with FileReader(..., use_index=False)).")
+
+
 def _check_file(path):
     """The size of the ``.db`` at ``path``, a regular file of at least 8 bytes inside its folder."""
     try:
         fmt.check_inside(path)
     except FormatError as exc:
         raise IndexFileError(str(exc)) from None
-    if not os.path.lexists(path):
-        raise IndexFileError(f"The input: {path} is not exists. Please check whether {path} exists and do "
-                             f"not rename the mindrecord file and meta file. Every data file needs its .db "
-                             f"beside it (read without it with FileReader(..., use_index=False)).")
+    require_db(path)
     try:
         os.close(fmt.open_regular(path, missing=IndexFileError))
     except FormatError as exc:
