@@ -62,7 +62,10 @@ def first_line(report):
         return str(longrepr[2]).splitlines()[0] if longrepr[2] else "skipped"
     crash = getattr(longrepr, "reprcrash", None)
     if crash is not None and crash.message:
-        return crash.message.strip().splitlines()[0]
+        lines = [line.strip() for line in crash.message.strip().splitlines()]
+        if lines[0].startswith("Regex pattern did not match"):     # pytest.raises(match=...): show both
+            return " ".join(lines[:3])
+        return lines[0]
     text = str(longrepr)
     for line in text.splitlines():
         match = _EXCEPTION_LINE.match(line)
