@@ -14,7 +14,7 @@ import tempfile
 
 HELP = "benchmark writing, reading, the pipeline, vision ops, the sink and conversion against baselines"
 EXAMPLE = "recordio bench --suite storage --quick --json bench.json --plot bench.png"
-SUITES = ("storage", "pipeline", "vision", "sink", "convert")
+SUITES = ("storage", "pipeline", "vision", "sink", "convert", "mindpage")
 
 
 def add_arguments(parser):
