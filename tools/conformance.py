@@ -11,6 +11,7 @@ exit 0 only when there is none besides the deliberate divergences below. See doc
 import json
 import os
 import pathlib
+import re
 import sys
 import tempfile
 import time
@@ -270,7 +271,8 @@ def _causes(summary, rows):
     """How many failures start with each exception name (a first sorting of the regressions)."""
     counts = {}
     for key in summary["regressions"]:
-        message = rows[key]["recordio"]["message"].removeprefix("collection: ")
-        name = message.split(":", 1)[0].split("(", 1)[0].strip() or "?"
+        message = re.sub(r"^(collection|error in \w+): ", "", rows[key]["recordio"]["message"])
+        name = "AssertionError" if message.startswith("assert ") else message.split(":", 1)[0].split("(", 1)[0]
+        name = name.strip() or "?"
         counts[name] = counts.get(name, 0) + 1
     return ", ".join(f"{name} {n}" for name, n in sorted(counts.items(), key=lambda kv: -kv[1])) or "none"
