@@ -21,6 +21,7 @@ COMMANDS = {
     "convert": "convert ImageFolder, CIFAR-10/100, MNIST or Parquet data to MindRecord",
     "export": "export a dataset's scalar columns (e.g. to an Arrow/Parquet file)",
     "bench": "benchmark writing, reading, the pipeline, vision ops and the sink against baselines",
+    "conformance": "run MindSpore's own mindrecord/MindDataset unit tests on recordio (and on MindSpore beside it)",
 }
 
 
