@@ -164,8 +164,8 @@ def encode_header(header_size, page_size, index_fields, pages, compression_size,
 def header_length(prefix, path, file_size):
     """The header length from the first 8 bytes, checked against the file size."""
     if file_size < HEADER_PREFIX:
-        raise FormatError(f"{path}: file of {file_size} bytes is smaller than the 8-byte minimum "
-                          f"of a MindRecord file")
+        raise FormatError(f"Invalid file, the size of mindrecord file: {file_size} is smaller than the lower "
+                          f"limit: {HEADER_PREFIX}. {path}: a MindRecord file has at least 8 bytes")
     length = _U64LE.unpack(prefix[:HEADER_PREFIX])[0]
     if length > MAX_HEADER_LENGTH:
         raise FormatError(f"Invalid file, the size of mindrecord file header is larger than the upper limit. "
@@ -278,7 +278,8 @@ def open_regular(path, missing=MissingFileError):
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise missing(f"Invalid file, mindrecord file: {path} can not be found. Please check whether the "
-                      f"mindrecord file exists and do not rename the mindrecord file.") from None
+                      f"mindrecord file exists and do not rename the mindrecord file. The file {path} does not "
+                      f"exist or permission denied.") from None
     except IsADirectoryError:
         raise FormatError(f"{path}: is a directory, not a MindRecord file") from None
     mode = os.fstat(fd).st_mode

@@ -32,7 +32,7 @@ from recordio.errors import ChecksumError, DatasetChangedError, FormatError, Par
 from recordio.mindrecord import encryption
 from recordio.mindrecord.params import check_num_consumer, check_path_param
 from recordio.mindrecord.recovery import check_journals
-from recordio.mindrecord.fileset import open_shards
+from recordio.mindrecord.fileset import open_shards, require_given
 
 __all__ = ["FileReader"]
 
@@ -89,6 +89,7 @@ class FileReader:
         self._plain = None
         try:
             if encryption.key() is None:    # an encrypted dataset is never appended to: no journals
+                require_given(file_name, use_index)
                 check_journals(file_name)
             target, self._plain = encryption.plaintext_of(file_name)      # decrypted copies when a key is set
             shards, schema = open_shards(target, use_index)
