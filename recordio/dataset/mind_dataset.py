@@ -126,7 +126,8 @@ class MindDataset(SampledSource):
         included; ``shuffle=False``: row ``index`` of the dataset) as a list of numpy arrays in
         ``get_col_names()`` order (MindSpore's random access; its shuffled orders differ by design)."""
         if isinstance(index, bool) or not isinstance(index, int):
-            raise TypeError(f"MindDataset: index must be an int, got {type(index).__name__}")
+            raise TypeError(f"Argument index with value {index} is not of type [<class 'int'>], but got "
+                            f"{type(index)}. MindDataset: index must be an int.")
         if index < 0:
             raise ValueError(f"index cannot be negative, but got {index}.")
         from recordio import config
