@@ -7,7 +7,8 @@ A *source* (ImageFolder, CIFAR, MNIST, Parquet) is a picklable object with
   a Parquet row group), in dataset order,
 * ``unit_rows(unit)`` – how many rows a unit gives (for the progress bar),
 * ``where(unit)`` – how a unit is named in messages (its path, and rows when it is a part),
-* ``read(unit)`` – the unit's rows as dicts; raises when the input is unreadable,
+* ``read(unit)`` – the unit's rows as dicts; raises when the input is unreadable (a source
+  that skips bad parts of a unit itself returns a list with ``skipped``: ``[(where, reason)]``),
 * ``facts()`` – JSON-able options that, with the units, identify the conversion (for resuming).
 
 Units are split into ``shard_num`` contiguous runs, so the dataset's row order is the
@@ -126,6 +127,7 @@ def _read_all(source, units):
 def _rows_or_skip(job, unit, rows, skipped):
     """The unit's rows; for a failed read, raise with the input's path, or skip it (``skip_bad``)."""
     if not isinstance(rows, BaseException):
+        skipped.extend(getattr(rows, "skipped", ()))
         return rows
     where, reason = job.source.where(unit), f"{type(rows).__name__}: {rows}"
     if not job.skip_bad:

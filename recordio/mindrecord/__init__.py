@@ -13,6 +13,13 @@ training; a test (``tests/test_layers.py``) keeps it so. Names are resolved lazi
 import importlib
 
 _LAZY = {
+    "Cifar100ToMR": "recordio.converters.tomr",
+    "Cifar10ToMR": "recordio.converters.tomr",
+    "CsvToMR": "recordio.converters.tomr",
+    "FixedLenFeature": "recordio.converters.tomr",
+    "ImageNetToMR": "recordio.converters.tomr",
+    "MnistToMR": "recordio.converters.tomr",
+    "TFRecordToMR": "recordio.converters.tomr",
     "FileReader": "recordio.mindrecord.reader",
     "FileWriter": "recordio.mindrecord.writer",
     "ShardWriter": "recordio.mindrecord.shard_writer",
