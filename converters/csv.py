@@ -4,7 +4,8 @@ The first line names the columns. Each column's type is the one pandas infers fo
 file: ``int64`` -> int64, ``float64`` -> float64, ``bool`` -> int32 (0/1), anything else ->
 string (the cell's text). A column name made of digits only is refused, as MindSpore
 refuses it. An empty cell raises an error naming the file, line and column (MindSpore's
-``CsvToMR`` aborts the process on one). Every column is indexed unless told otherwise.
+``CsvToMR`` aborts the process on one), or its row is skipped and listed (``skip_bad``).
+Every column is indexed unless told otherwise.
 """
 
 import functools
@@ -13,6 +14,7 @@ import os
 
 from recordio.converters import engine
 from recordio.converters.tomr.common import import_optional
+from recordio.errors import SchemaError
 
 __all__ = ["CsvSource", "convert_csv", "csv_rows", "csv_schema", "read_csv"]
 
@@ -34,12 +36,13 @@ def _field_type(dtype):
     return {"int64": "int64", "float64": "float64", "bool": "int32"}.get(name, "string")
 
 
-def check_columns(df, columns, path):
-    """``columns`` (all of the file's when None) after MindSpore's checks."""
+def check_columns(df, columns, path, missing=SchemaError):
+    """``columns`` (all of the file's when None) after MindSpore's checks; a column the file lacks
+    raises ``missing`` (``CsvToMR`` raises MindSpore's RuntimeError)."""
     if columns:
         for col in columns:
             if col not in df.columns:
-                raise RuntimeError(f"The parameter columns_list is illegal, column {col} does not exist.")
+                raise missing(f"The parameter columns_list is illegal, column {col} does not exist.")
     else:
         columns = list(df.columns)
     for col in columns:
@@ -56,20 +59,33 @@ def csv_schema(df, columns):
     return {col: {"type": _field_type(df[col].dtype)} for col in columns}
 
 
-def csv_rows(df, columns, start, stop, path):
-    """Rows ``start:stop`` of ``df`` as dicts of plain Python values typed as :func:`csv_schema` says."""
+def csv_rows(df, columns, start, stop, path, skipped=None):
+    """Rows ``start:stop`` of ``df`` as dicts of plain Python values typed as :func:`csv_schema` says.
+
+    A row with an empty cell raises ValueError naming the file, line and column, or, when a
+    ``skipped`` list is given, is left out and appended to it as ``(where, reason)``.
+    """
     part = df.iloc[start:stop]
-    empty = part[columns].isna()
-    if empty.to_numpy().any():
-        row, col = next((r, c) for r in range(len(part)) for c in columns if empty.iloc[r][c])
-        raise ValueError(f"{path}: line {start + row + 2}, column {col!r}: the cell is empty "
-                         f"(a MindRecord field needs a value in every row)")
+    empty = part[columns].isna().to_numpy()
     values = {col: _values(part[col]) for col in columns}
-    return [{col: values[col][i] for col in columns} for i in range(len(part))]
+    rows = []
+    for i in range(len(part)):
+        if empty[i].any():
+            col = columns[int(empty[i].argmax())]
+            where = f"{path}: line {start + i + 2}"
+            reason = f"{where}, column {col!r}: the cell is empty (a MindRecord field needs a value in every row)"
+            if skipped is None:
+                raise ValueError(reason)
+            skipped.append((where, reason))
+            continue
+        rows.append({col: values[col][i] for col in columns})
+    return rows
 
 
 def _values(series):
     kind = _field_type(series.dtype)
+    if series.isna().any():                       # only the rows without gaps are used
+        series = series.where(series.notna(), 0 if kind != "string" else "")
     if kind == "int64":
         return [int(v) for v in series.to_numpy()]
     if kind == "float64":
@@ -86,7 +102,7 @@ class CsvSource:
     CHUNK = 10_000
     chunk_rows = 1024
 
-    def __init__(self, path, columns=None, index_fields=None):
+    def __init__(self, path, columns=None, index_fields=None, skip_bad=False):
         self.path = os.path.abspath(os.fspath(path))
         if not os.path.isfile(self.path):
             raise FileNotFoundError(f"{self.path}: no such CSV file")
@@ -95,6 +111,7 @@ class CsvSource:
         self.count = len(df)
         self.schema = csv_schema(df, self.columns)
         self.index_fields = self.columns if index_fields is None else list(index_fields)
+        self.skip_bad = bool(skip_bad)
         self.desc = json.dumps({"source": "csv", "file": os.path.basename(self.path), "columns": self.columns})
 
     def units(self):
@@ -109,16 +126,20 @@ class CsvSource:
     def facts(self):
         st = os.stat(self.path)
         return {"path": self.path, "columns": self.columns, "index": self.index_fields,
-                "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+                "size": st.st_size, "mtime_ns": st.st_mtime_ns, "skip_bad": self.skip_bad}
 
     def read(self, unit):
-        return csv_rows(read_csv(self.path), self.columns, unit[0], unit[1], self.path)
+        skipped = [] if self.skip_bad else None
+        rows = csv_rows(read_csv(self.path), self.columns, unit[0], unit[1], self.path, skipped)
+        return engine.PartialRows(rows, skipped or ())
 
 
-def convert_csv(path, destination, *, columns=None, index_fields=None, **options):
+def convert_csv(path, destination, *, columns=None, index_fields=None, skip_bad=False, **options):
     """Convert the CSV file ``path``; see :func:`engine.convert` for ``options``.
 
     ``columns``: the columns to convert (default: all); ``index_fields``: the columns to index
-    in the ``.db`` (default: every converted column, as MindSpore's ``CsvToMR``; ``[]`` for none).
+    in the ``.db`` (default: every converted column, as MindSpore's ``CsvToMR``).
+    With ``skip_bad``, a row with an empty cell is left out and listed in ``Summary.skipped``.
     """
-    return engine.convert(CsvSource(path, columns, index_fields), destination, **options)
+    return engine.convert(CsvSource(path, columns, index_fields, skip_bad), destination, skip_bad=skip_bad,
+                          **options)

@@ -25,7 +25,7 @@ from recordio.converters import engine
 from recordio.converters.tfrecord_io import parse_example, read_records, scan
 from recordio.errors import FormatError
 
-__all__ = ["FixedLenFeature", "FeatureSpec", "PartialRows", "TFRecordSource", "cast_name", "convert_tfrecord",
+__all__ = ["FixedLenFeature", "FeatureSpec", "TFRecordSource", "cast_name", "convert_tfrecord",
            "infer_features"]
 
 _KIND = {"string": "bytes", "int64": "int64", "float32": "float"}     # dtype -> Example list kind
@@ -40,14 +40,6 @@ class FixedLenFeature(collections.namedtuple("FixedLenFeature", ["shape", "dtype
 
     def __new__(cls, shape, dtype, default_value=None):
         return super().__new__(cls, shape, dtype, default_value)
-
-
-class PartialRows(list):
-    """A unit's rows, with ``skipped``: ``[(where, reason)]`` of the records left out (``skip_bad``)."""
-
-    def __init__(self, rows=(), skipped=()):
-        super().__init__(rows)
-        self.skipped = list(skipped)
 
 
 def cast_name(key):
@@ -280,7 +272,7 @@ class TFRecordSource:
             raise FormatError(problem)
         skipped = [] if self.skip_bad else None
         rows = records_as_rows(self.spec, path, offset, count, first, skipped)
-        return PartialRows(rows, skipped or ())
+        return engine.PartialRows(rows, skipped or ())
 
 
 def convert_tfrecord(paths, destination, *, feature_dict=None, bytes_fields=None, skip_bad=False, **options):

@@ -83,7 +83,6 @@ def _csv_arguments(cmd):
     cmd.add_argument("--columns", default=None, metavar="A,B", help="columns to convert (default: all)")
     cmd.add_argument("--index", default=None, metavar="A,B",
                      help="columns to index in the .db (default: every column, as MindSpore's CsvToMR)")
-    cmd.add_argument("--no-index", action="store_true", help="index no column")
 
 
 def _tfrecord_arguments(cmd):
@@ -126,9 +125,8 @@ def _convert(args, options):
         return converters.convert_tfrecord(args.source, args.out, feature_dict=_features(args.features),
                                            bytes_fields=_names(args.bytes_fields), **options)
     if args.format == "csv":
-        index = [] if args.no_index else _names(args.index)
-        return converters.convert_csv(args.source, args.out, columns=_names(args.columns), index_fields=index,
-                                      **options)
+        return converters.convert_csv(args.source, args.out, columns=_names(args.columns),
+                                      index_fields=_names(args.index), **options)
     if args.format == "imagefolder":
         return converters.convert_imagefolder(args.source, args.out, resize=args.resize, encode=args.encode,
                                               quality=args.quality, check=args.check, **options)

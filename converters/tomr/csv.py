@@ -43,7 +43,7 @@ class CsvToMR:
         if not os.path.exists(self.source):
             raise OSError(f"Csv file {self.source} do not exist.")
         df = read_csv(self.source)
-        self.columns_list = columns = check_columns(df, self.columns_list, self.source)
+        self.columns_list = columns = check_columns(df, self.columns_list, self.source, RuntimeError)
         self.writer.set_header_size(1 << 24)
         self.writer.set_page_size(1 << 26)
         self.writer.add_schema(csv_schema(df, columns), "csv_schema")
