@@ -33,10 +33,13 @@ ORACLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ms_tomr.py")
 CLASSES = {c.__name__: c for c in (Cifar10ToMR, Cifar100ToMR, CsvToMR, ImageNetToMR, MnistToMR, TFRecordToMR)}
 
 
+def _env():
+    return dict(os.environ, PYTHONPATH=os.environ.get("RECORDIO_MINDSPORE_PYTHONPATH", ""))
+
+
 def _run(python, jobs):
-    env = dict(os.environ, PYTHONPATH=os.environ.get("RECORDIO_MINDSPORE_PYTHONPATH", ""))
     done = subprocess.run([python, ORACLE, json.dumps(jobs)], capture_output=True, text=True, timeout=900,
-                          env=env)
+                          env=_env())
     lines = done.stdout.strip().splitlines()
     if done.returncode != 0 or not lines:
         raise AssertionError(f"MindSpore's converters failed to run:\n{done.stderr[-3000:]}")
@@ -45,9 +48,8 @@ def _run(python, jobs):
 
 @pytest.fixture(scope="module")
 def oracle(mindspore_python):
-    env = dict(os.environ, PYTHONPATH=os.environ.get("RECORDIO_MINDSPORE_PYTHONPATH", ""))
     probe = subprocess.run([mindspore_python, "-c", "import cv2, pandas; print(cv2.__version__)"],
-                           capture_output=True, text=True, env=env)
+                           capture_output=True, text=True, env=_env())
     if probe.returncode != 0:
         pytest.skip("MindSpore's converters need cv2 and pandas in its virtualenv "
                     "(or in RECORDIO_MINDSPORE_PYTHONPATH)")
@@ -135,7 +137,7 @@ def test_csv_all_numeric(oracle, tmp_path):
 
 def test_tfrecord(oracle, tmp_path):
     python, _ = oracle
-    if subprocess.run([python, "-c", "import tensorflow"], capture_output=True).returncode != 0:
+    if subprocess.run([python, "-c", "import tensorflow"], capture_output=True, env=_env()).returncode != 0:
         pytest.skip("MindSpore's TFRecordToMR needs TensorFlow, which its virtualenv lacks")
     write_tfrecord(tmp_path / "data.tfrecord", 300)
     features = {"file_name": [[], "string"], "image_bytes": [[], "string"], "int64_scalar": [[], "int64"],
