@@ -43,6 +43,10 @@ class TFRecordToMR:
         writer.commit()
         return SUCCESS
 
+    def tfrecord_iterator(self):
+        """The rows ``transform`` writes, one per record (MindSpore's method, which it marks for removal)."""
+        return self._rows()
+
     def _rows(self):
         offsets, problem = scan(self.source)
         for start in range(0, len(offsets), 256):
