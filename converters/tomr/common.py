@@ -22,7 +22,7 @@ _FORBIDDEN = set(r'\/:*?"<>|`&\';')
 
 
 try:                            # the package-wide values, once recordio.mindrecord has them
-    from recordio.mindrecord import FAILED, SUCCESS  # type: ignore[attr-defined]
+    from recordio.mindrecord import FAILED, SUCCESS
 except ImportError:
     class MSRStatus(enum.IntEnum):
         """MindSpore's ``MSRStatus``: ``SUCCESS == 0``, ``FAILED == 1``."""
@@ -33,7 +33,7 @@ except ImportError:
     SUCCESS, FAILED = MSRStatus.SUCCESS, MSRStatus.FAILED
 
 try:                            # MindSpore's exception classes, once recordio.errors has them
-    from recordio.errors import ParamValueError, PathNotExistsError  # type: ignore[attr-defined]
+    from recordio.errors import ParamValueError, PathNotExistsError
 except ImportError:
     class ParamValueError(RecordIOError, ValueError):
         """An argument with a wrong value (MindSpore's ``ParamValueError`` wording)."""
