@@ -92,7 +92,7 @@ def test_skip_bad_is_counted_in_the_summary(sources, tmp_path, capsys):
 
 @pytest.mark.parametrize("argv,code,message", [
     (["convert"], 2, "FORMAT"),
-    (["convert", "tfrecord", "a", "b"], 2, "invalid choice: 'tfrecord'"),
+    (["convert", "avro", "a", "b"], 2, "invalid choice: 'avro'"),
     (["convert", "imagefolder", "{src}/folder"], 2, "the following arguments are required: out"),
     (["convert", "imagefolder", "{src}/folder", "{tmp}/x", "--worker", "2"], 2, "unrecognized arguments"),
     (["convert", "mnist", "{src}/mnist", "{tmp}/x", "--split", "val"], 2, "invalid choice: 'val'"),

@@ -22,7 +22,7 @@ CARRIED = HERE / "golden" / "mindspore_compat.json"
 
 MINDSPORE_ALL = ["Cifar100ToMR", "Cifar10ToMR", "CsvToMR", "FAILED", "FileReader", "FileWriter", "ImageNetToMR",
                  "MindPage", "MnistToMR", "SUCCESS", "TFRecordToMR", "set_dec_mode", "set_enc_key", "set_enc_mode"]
-RECORDIO_ADDITIONS = {"ShardWriter", "count_rows", "count_where", "describe", "finalize_shards", "missing_shards",
+RECORDIO_ADDITIONS = {"FixedLenFeature", "ShardWriter", "count_rows", "count_where", "describe", "finalize_shards", "missing_shards",
                       "verify"}
 CONVERTERS = {"Cifar100ToMR", "Cifar10ToMR", "CsvToMR", "ImageNetToMR", "MnistToMR", "TFRecordToMR"}
 
