@@ -62,7 +62,7 @@ def require_given(files, use_index=True):
     for given in [files] if isinstance(files, (str, os.PathLike)) else files:
         os.close(fmt.open_regular(os.fspath(given)))
         if use_index:
-            index.require_db(index.db_path(os.fspath(given)))
+            index.require_db(index.db_path(os.path.realpath(os.fspath(given))))
 
 
 def open_shards(files, use_index=True):
