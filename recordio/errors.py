@@ -23,6 +23,7 @@ __all__ = [
     "ParamValueTypeError",
     "PipelineError",
     "RecordIOError",
+    "RowRangeError",
     "SchemaError",
     "SinkTimeoutError",
     "WorkerError",
@@ -58,6 +59,10 @@ class IndexFileError(FormatError):
 
 class ChecksumError(FormatError):
     """A page's bytes do not match the checksum recorded at commit."""
+
+
+class RowRangeError(RecordIOError, IndexError, RuntimeError):
+    """A row position outside a dataset's rows, where MindSpore raises RuntimeError (``MindDataset[i]``)."""
 
 
 class CategoryError(RecordIOError, LookupError, RuntimeError):

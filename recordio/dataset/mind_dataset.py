@@ -17,7 +17,7 @@ import numpy as np
 from recordio.dataset.order import DefaultOrder, Sampler, Shuffle, shuffle_mode
 from recordio.dataset.source import SampledSource, check_sampler_args, check_shards
 from recordio.dataset.values import to_numpy
-from recordio.errors import PipelineError
+from recordio.errors import PipelineError, RowRangeError
 
 if TYPE_CHECKING:
     from recordio.mindrecord.reader import FileReader
@@ -136,7 +136,8 @@ class MindDataset(SampledSource):
         num, sid = self._rank_split(RunContext.for_sizes(self))
         ids = np.asarray(ids, np.int64)[self._shard_positions(len(ids), num, sid, 0, False)]
         if index >= len(ids):
-            raise IndexError(f"MindDataset: index {index} is out of range for {len(ids)} rows")
+            raise RowRangeError(f"Input index is not within the required interval of [0, {len(ids) - 1}], but got "
+                                f"{index}. MindDataset: index {index} is out of range for {len(ids)} rows")
         row = self._fetch(ids[index:index + 1])[0]
         return [to_numpy(row[name]) for name in self._columns()]
 

@@ -174,7 +174,8 @@ class FileWriter(CommitOnExit):
             for path in (target, target + ".db"):
                 fmt.check_inside(path, "FileWriter")
                 if os.path.exists(path) and not os.path.isfile(path):
-                    raise FormatError(f"{path} exists and is not a regular file; a writer replaces files only")
+                    raise FormatError(f"Invalid file, mindrecord files already exist. Please check file path: "
+                                      f"{path}. It exists and is not a regular file; a writer replaces files only.")
         if self._overwrite or self._append:
             return
         existing = [p for t in self._targets for p in (t, t + ".db") if os.path.lexists(p)]
