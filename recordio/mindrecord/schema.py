@@ -168,7 +168,7 @@ class Schema:
                               f"found {value.dtype.name}")
         _check_shape(field, value, index)
         if field.compressed:
-            packed = codec.compress_ints(value.astype(np.int64).ravel())
+            packed = codec.compress_ints(value)
             return packed, value.size * value.itemsize - len(packed)
         return np.ascontiguousarray(value, dtype=field.dtype).tobytes(), 0
 

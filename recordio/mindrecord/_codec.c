@@ -1,0 +1,396 @@
+/* Compiled MindRecord integer-array compression (FORMAT.md §5.2); ints_numpy.py is the reference.
+ *
+ * An encoded array is [u32 BE count n][ceil(n/4) bytes of 2-bit width codes][n elements, LE, signed,
+ * 1/2/4/8 bytes each]. Element i's code sits in bitmap byte i/4 at bit shift 2*(3 - i%4); codes 0..3
+ * mean 1, 2, 4 and 8 bytes. The encoder picks the smallest width that holds the value, as MindSpore.
+ *
+ * The decoder only says "valid" or "not valid": on any malformed input it returns -1 / False and the
+ * Python side runs the reference decoder, which raises the error with its message. Every read is
+ * bounds-checked against the part's length (counts and width sums in 64-bit arithmetic, so no count
+ * can overflow them); wide loads are used only where 8 bytes remain in the buffer. Loops run without
+ * the GIL; the buffers stay held (Py_buffer) while they do.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#if (defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__) || defined(_WIN32)
+#define HOST_LE 1
+#else
+#define HOST_LE 0
+#endif
+
+/* For each bitmap byte (4 width codes): the sum of the 4 widths, each element's offset from the first,
+ * and the shift that sign-extends a width-byte value held in the low bytes of a 64-bit load. */
+static uint8_t WIDTHS4[256];
+static uint8_t OFFSET4[256][4];
+static uint8_t SHIFT4[256][4];
+
+static void init_tables(void)
+{
+    for (int b = 0; b < 256; b++) {
+        int sum = 0;
+        for (int k = 0; k < 4; k++) {
+            int width = 1 << ((b >> (6 - 2 * k)) & 3);
+            OFFSET4[b][k] = (uint8_t)sum;
+            SHIFT4[b][k] = (uint8_t)(64 - 8 * width);
+            sum += width;
+        }
+        WIDTHS4[b] = (uint8_t)sum;
+    }
+}
+
+static inline uint64_t load_le64(const uint8_t *p)
+{
+#if HOST_LE
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+#else
+    uint64_t v = 0;
+    for (int k = 7; k >= 0; k--)
+        v = (v << 8) | p[k];
+    return v;
+#endif
+}
+
+static inline void store_le64(uint8_t *p, uint64_t v)
+{
+#if HOST_LE
+    memcpy(p, &v, 8);
+#else
+    for (int k = 0; k < 8; k++)
+        p[k] = (uint8_t)(v >> (8 * k));
+#endif
+}
+
+/* The signed value of `width` little-endian bytes at p; p + 8 may lie past the end when `wide` is 0. */
+static inline int64_t load_elem(const uint8_t *p, int width, int wide)
+{
+    uint64_t v;
+    if (wide) {
+        v = load_le64(p);
+    } else {
+        v = 0;
+        for (int k = width - 1; k >= 0; k--)
+            v = (v << 8) | p[k];
+    }
+    int shift = 64 - 8 * width;
+    return (int64_t)(v << shift) >> shift;
+}
+
+/* --- measuring (validation) ------------------------------------------------------------------- */
+
+/* The element count of a well-formed encoding of `len` bytes, or -1. */
+static int64_t measure(const uint8_t *p, Py_ssize_t len)
+{
+    if (len < 4)
+        return -1;
+    uint64_t n = ((uint64_t)p[0] << 24) | ((uint64_t)p[1] << 16) | ((uint64_t)p[2] << 8) | p[3];
+    uint64_t nmap = (n + 3) / 4, size = (uint64_t)len;
+    if (4 + nmap + n > size)
+        return -1;
+    const uint8_t *map = p + 4;
+    uint64_t full = n / 4, total = 4 + nmap;
+    for (uint64_t j = 0; j < full; j++)
+        total += WIDTHS4[map[j]];
+    for (uint64_t i = full * 4; i < n; i++)
+        total += (uint64_t)1 << ((map[i >> 2] >> (6 - 2 * (i & 3))) & 3);
+    return total == size ? (int64_t)n : -1;
+}
+
+/* --- decoding --------------------------------------------------------------------------------- */
+
+#define GROUP_ELEM(k) ((int64_t)(load_le64(e + OFFSET4[b][k]) << SHIFT4[b][k]) >> SHIFT4[b][k])
+
+/* Decode n elements (already measured, so the widths fill the part exactly) into out (itemsize 4 or
+ * 8); 0, or -1 when a value does not fit an int32 output. Groups of 4 elements (one bitmap byte) are
+ * decoded with four 8-byte loads while 32 bytes remain; the rest element by element. */
+static int decode_into(const uint8_t *p, Py_ssize_t len, int64_t n, void *out, int itemsize)
+{
+    const uint8_t *map = p + 4, *end = p + len;
+    const uint8_t *e = map + (n + 3) / 4;
+    int32_t *o32 = (int32_t *)out;
+    int64_t *o64 = (int64_t *)out;
+    int64_t i = 0, full = n / 4;
+    int bad = 0;
+    if (itemsize == 8) {
+        for (; i < full && end - e >= 32; i++) {
+            unsigned b = map[i];
+            o64[4 * i] = GROUP_ELEM(0);
+            o64[4 * i + 1] = GROUP_ELEM(1);
+            o64[4 * i + 2] = GROUP_ELEM(2);
+            o64[4 * i + 3] = GROUP_ELEM(3);
+            e += WIDTHS4[b];
+        }
+    } else {
+        for (; i < full && end - e >= 32; i++) {
+            unsigned b = map[i];
+            int64_t v0 = GROUP_ELEM(0), v1 = GROUP_ELEM(1), v2 = GROUP_ELEM(2), v3 = GROUP_ELEM(3);
+            bad |= (v0 != (int32_t)v0) | (v1 != (int32_t)v1) | (v2 != (int32_t)v2) | (v3 != (int32_t)v3);
+            o32[4 * i] = (int32_t)v0;
+            o32[4 * i + 1] = (int32_t)v1;
+            o32[4 * i + 2] = (int32_t)v2;
+            o32[4 * i + 3] = (int32_t)v3;
+            e += WIDTHS4[b];
+        }
+    }
+    for (i *= 4; i < n; i++) {
+        int width = 1 << ((map[i >> 2] >> (6 - 2 * (i & 3))) & 3);
+        int64_t v = load_elem(e, width, end - e >= 8);
+        e += width;
+        if (itemsize == 8) {
+            o64[i] = v;
+        } else {
+            bad |= v != (int32_t)v;
+            o32[i] = (int32_t)v;
+        }
+    }
+    return bad ? -1 : 0;
+}
+
+/* --- encoding --------------------------------------------------------------------------------- */
+
+static inline int code_of(int64_t v)
+{
+    return (v != (int8_t)v) + (v != (int16_t)v) + (v != (int32_t)v);
+}
+
+static inline int64_t elem_at(const void *in, int itemsize, Py_ssize_t i)
+{
+    return itemsize == 8 ? ((const int64_t *)in)[i] : ((const int32_t *)in)[i];
+}
+
+static Py_ssize_t encoded_size(const void *in, int itemsize, Py_ssize_t n)
+{
+    Py_ssize_t total = 4 + (n + 3) / 4;
+    for (Py_ssize_t i = 0; i < n; i++)
+        total += (Py_ssize_t)1 << code_of(elem_at(in, itemsize, i));
+    return total;
+}
+
+static void encode_into(const void *in, int itemsize, Py_ssize_t n, uint8_t *out, Py_ssize_t size)
+{
+    uint8_t *map = out + 4, *e = map + (n + 3) / 4, *end = out + size;
+    out[0] = (uint8_t)(n >> 24);
+    out[1] = (uint8_t)(n >> 16);
+    out[2] = (uint8_t)(n >> 8);
+    out[3] = (uint8_t)n;
+    memset(map, 0, (size_t)((n + 3) / 4));
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t v = elem_at(in, itemsize, i);
+        int code = code_of(v), width = 1 << code;
+        map[i >> 2] |= (uint8_t)(code << (6 - 2 * (i & 3)));
+        if (end - e >= 8) {
+            store_le64(e, (uint64_t)v);     /* the bytes past `width` are overwritten by the next ones */
+        } else {
+            for (int k = 0; k < width; k++)
+                e[k] = (uint8_t)((uint64_t)v >> (8 * k));
+        }
+        e += width;
+    }
+}
+
+/* --- Python glue ------------------------------------------------------------------------------ */
+
+static int get_ints(PyObject *obj, Py_buffer *view, int writable)
+{
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, view, flags) < 0)
+        return -1;
+    const char *f = view->format ? view->format : "B";
+    if (*f == '<' || *f == '=' || *f == '@')
+        f++;
+    int ok = (view->itemsize == 4 || view->itemsize == 8) && f[0] != '\0' && f[1] == '\0' &&
+             (f[0] == 'i' || f[0] == 'l' || f[0] == 'q') &&
+             !(view->format != NULL && view->format[0] == '<' && !HOST_LE);
+    if (!ok) {
+        PyErr_Format(PyExc_TypeError, "expected a contiguous native int32 or int64 buffer, found format "
+                     "'%s' of %zd-byte items", view->format ? view->format : "B", view->itemsize);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *py_measure(PyObject *self, PyObject *arg)
+{
+    Py_buffer data;
+    if (PyObject_GetBuffer(arg, &data, PyBUF_SIMPLE) < 0)
+        return NULL;
+    int64_t n = measure((const uint8_t *)data.buf, data.len);
+    PyBuffer_Release(&data);
+    return PyLong_FromLongLong(n);
+}
+
+static PyObject *py_measure_many(PyObject *self, PyObject *arg)
+{
+    PyObject *seq = PySequence_Fast(arg, "measure_many expects a sequence of bytes-like parts");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(seq);
+    PyObject *out = PyList_New(count);
+    for (Py_ssize_t i = 0; out != NULL && i < count; i++) {
+        PyObject *n = py_measure(self, PySequence_Fast_GET_ITEM(seq, i));
+        if (n == NULL)
+            Py_CLEAR(out);
+        else
+            PyList_SET_ITEM(out, i, n);
+    }
+    Py_DECREF(seq);
+    return out;
+}
+
+/* decode_into(part, out) -> bool: out (int32/int64, exactly the part's count) filled; False when the
+ * part is malformed or a value does not fit out. */
+static PyObject *py_decode_into(PyObject *self, PyObject *args)
+{
+    PyObject *part, *target;
+    if (!PyArg_ParseTuple(args, "OO:decode_into", &part, &target))
+        return NULL;
+    Py_buffer data, out;
+    if (PyObject_GetBuffer(part, &data, PyBUF_SIMPLE) < 0)
+        return NULL;
+    if (get_ints(target, &out, 1) < 0) {
+        PyBuffer_Release(&data);
+        return NULL;
+    }
+    int64_t n = measure((const uint8_t *)data.buf, data.len);
+    int ok = n >= 0 && n * out.itemsize == out.len;
+    if (ok) {
+        Py_BEGIN_ALLOW_THREADS
+        ok = decode_into((const uint8_t *)data.buf, data.len, n, out.buf, (int)out.itemsize) == 0;
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&out);
+    PyBuffer_Release(&data);
+    return PyBool_FromLong(ok);
+}
+
+/* decode_many(parts, out) -> int: the parts decoded one after another into out (their counts summing
+ * to out's length); -1 when all went well, else the index of the first part that did not. */
+static PyObject *py_decode_many(PyObject *self, PyObject *args)
+{
+    PyObject *parts, *target;
+    if (!PyArg_ParseTuple(args, "OO:decode_many", &parts, &target))
+        return NULL;
+    PyObject *seq = PySequence_Fast(parts, "decode_many expects a sequence of bytes-like parts");
+    if (seq == NULL)
+        return NULL;
+    Py_buffer out;
+    if (get_ints(target, &out, 1) < 0) {
+        Py_DECREF(seq);
+        return NULL;
+    }
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(seq), bad = -1, at = 0, room = out.len / out.itemsize;
+    for (Py_ssize_t i = 0; i < count && bad < 0; i++) {
+        Py_buffer data;
+        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(seq, i), &data, PyBUF_SIMPLE) < 0) {
+            PyBuffer_Release(&out);
+            Py_DECREF(seq);
+            return NULL;
+        }
+        int64_t n = measure((const uint8_t *)data.buf, data.len);
+        int ok = n >= 0 && n <= room - at;
+        if (ok) {
+            char *dst = (char *)out.buf + at * out.itemsize;
+            Py_BEGIN_ALLOW_THREADS
+            ok = decode_into((const uint8_t *)data.buf, data.len, n, dst, (int)out.itemsize) == 0;
+            Py_END_ALLOW_THREADS
+            at += (Py_ssize_t)n;
+        }
+        PyBuffer_Release(&data);
+        if (!ok)
+            bad = i;
+    }
+    if (bad < 0 && at != room)
+        bad = count;
+    PyBuffer_Release(&out);
+    Py_DECREF(seq);
+    return PyLong_FromSsize_t(bad);
+}
+
+static PyObject *encode_view(Py_buffer *in)
+{
+    Py_ssize_t n = in->len / in->itemsize;
+    if (n > (Py_ssize_t)0xFFFFFFFF) {
+        PyErr_Format(PyExc_OverflowError, "an integer array of %zd elements does not fit a u32 count", n);
+        return NULL;
+    }
+    Py_ssize_t size = encoded_size(in->buf, (int)in->itemsize, n);
+    PyObject *out = PyBytes_FromStringAndSize(NULL, size);
+    if (out == NULL)
+        return NULL;
+    encode_into(in->buf, (int)in->itemsize, n, (uint8_t *)PyBytes_AS_STRING(out), size);
+    return out;
+}
+
+/* encode(values) -> bytes: a contiguous native int32/int64 buffer, encoded. */
+static PyObject *py_encode(PyObject *self, PyObject *arg)
+{
+    Py_buffer in;
+    if (get_ints(arg, &in, 0) < 0)
+        return NULL;
+    PyObject *out = encode_view(&in);
+    PyBuffer_Release(&in);
+    return out;
+}
+
+/* encode_rows(values, rows) -> list of bytes: a contiguous (rows, L) buffer, one encoding per row. */
+static PyObject *py_encode_rows(PyObject *self, PyObject *args)
+{
+    PyObject *obj;
+    Py_ssize_t rows;
+    if (!PyArg_ParseTuple(args, "On:encode_rows", &obj, &rows))
+        return NULL;
+    Py_buffer in;
+    if (get_ints(obj, &in, 0) < 0)
+        return NULL;
+    Py_ssize_t items = in.len / in.itemsize;
+    if (rows < 0 || (rows == 0 ? items != 0 : items % rows != 0)) {
+        PyErr_Format(PyExc_ValueError, "%zd elements do not split into %zd equal rows", items, rows);
+        PyBuffer_Release(&in);
+        return NULL;
+    }
+    PyObject *list = PyList_New(rows);
+    Py_ssize_t width = rows ? items / rows : 0;
+    for (Py_ssize_t r = 0; list != NULL && r < rows; r++) {
+        Py_buffer row = in;
+        row.buf = (char *)in.buf + r * width * in.itemsize;
+        row.len = width * in.itemsize;
+        PyObject *one = encode_view(&row);
+        if (one == NULL)
+            Py_CLEAR(list);
+        else
+            PyList_SET_ITEM(list, r, one);
+    }
+    PyBuffer_Release(&in);
+    return list;
+}
+
+static PyMethodDef methods[] = {
+    {"measure", py_measure, METH_O,
+     "measure(part) -> int: the element count of a well-formed encoding, else -1."},
+    {"measure_many", py_measure_many, METH_O,
+     "measure_many(parts) -> list[int]: measure() of each part."},
+    {"decode_into", py_decode_into, METH_VARARGS,
+     "decode_into(part, out) -> bool: decode into out (int32/int64 buffer of exactly the part's count); "
+     "False when malformed or a value does not fit."},
+    {"decode_many", py_decode_many, METH_VARARGS,
+     "decode_many(parts, out) -> int: decode the parts one after another into out; -1 when all fit "
+     "exactly, else the index of the first that did not (len(parts) when out was not filled)."},
+    {"encode", py_encode, METH_O,
+     "encode(values) -> bytes: encode a contiguous native int32/int64 buffer."},
+    {"encode_rows", py_encode_rows, METH_VARARGS,
+     "encode_rows(values, rows) -> list[bytes]: encode each of the equal rows of a contiguous buffer."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_codec", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__codec(void)
+{
+    init_tables();
+    return PyModule_Create(&module);
+}
