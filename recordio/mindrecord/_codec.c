@@ -24,8 +24,8 @@
 /* For each bitmap byte (4 width codes): the sum of the 4 widths, each element's offset from the first,
  * and the shift that sign-extends a width-byte value held in the low bytes of a 64-bit load. */
 static uint8_t WIDTHS4[256];
-static uint8_t OFFSET4[256][4];
-static uint8_t SHIFT4[256][4];
+static uint64_t LAYOUT4[256];   /* byte k: offset of element k; byte 4 + k: its shift */
+static uint64_t LAYOUT4_32[256]; /* the same with 32-bit shifts; 0 when an element takes 8 bytes */
 
 static void init_tables(void)
 {
@@ -33,11 +33,14 @@ static void init_tables(void)
         int sum = 0;
         for (int k = 0; k < 4; k++) {
             int width = 1 << ((b >> (6 - 2 * k)) & 3);
-            OFFSET4[b][k] = (uint8_t)sum;
-            SHIFT4[b][k] = (uint8_t)(64 - 8 * width);
+            LAYOUT4[b] |= (uint64_t)sum << (8 * k) | (uint64_t)(64 - 8 * width) << (8 * (4 + k));
             sum += width;
         }
         WIDTHS4[b] = (uint8_t)sum;
+        int has8 = 0;
+        for (int k = 0; k < 4; k++)
+            has8 |= ((b >> (6 - 2 * k)) & 3) == 3;
+        LAYOUT4_32[b] = has8 ? 0 : LAYOUT4[b] - 0x2020202000000000ULL;
     }
 }
 
@@ -52,6 +55,17 @@ static inline uint64_t load_le64(const uint8_t *p)
     for (int k = 7; k >= 0; k--)
         v = (v << 8) | p[k];
     return v;
+#endif
+}
+
+static inline uint32_t load_le32(const uint8_t *p)
+{
+#if HOST_LE
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+#else
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 #endif
 }
 
@@ -80,6 +94,63 @@ static inline int64_t load_elem(const uint8_t *p, int width, int wide)
     return (int64_t)(v << shift) >> shift;
 }
 
+/* --- x86 SSSE3: 4 elements of <= 4 bytes (one bitmap byte) into 4 int32 lanes with one shuffle ------ */
+
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) && HOST_LE
+#include <immintrin.h>
+#define HAVE_SSSE3 1
+/* For bitmap byte b with no 8-byte element: SHUFFLE4 sends element k's bytes to lane k and repeats its
+ * top byte above them; OWN4 is 0xFF on the element's own bytes (the rest becomes its sign). */
+static uint8_t SHUFFLE4[256][16];
+static uint8_t OWN4[256][16];
+static int use_ssse3;
+
+static void init_simd_tables(void)
+{
+    for (int b = 0; b < 256; b++) {
+        int off = 0;
+        for (int k = 0; k < 4; k++) {
+            int width = 1 << ((b >> (6 - 2 * k)) & 3);
+            for (int j = 0; j < 4; j++) {
+                int own = j < width && width <= 4;
+                SHUFFLE4[b][4 * k + j] = (uint8_t)(own ? off + j : (width <= 4 ? off + width - 1 : 0x80));
+                OWN4[b][4 * k + j] = own ? 0xFF : 0x00;
+            }
+            off += width;
+        }
+    }
+    __builtin_cpu_init();
+    use_ssse3 = __builtin_cpu_supports("ssse3");
+}
+
+/* Decode whole groups of 4 (no 8-byte element) while 16 bytes remain; returns the groups done and
+ * advances *pe past their elements. */
+__attribute__((target("ssse3")))
+static int64_t decode32_ssse3(const uint8_t *map, int64_t full, const uint8_t **pe, const uint8_t *end,
+                              int32_t *out)
+{
+    const uint8_t *e = *pe;
+    const __m128i zero = _mm_setzero_si128();
+    int64_t i = 0;
+    for (; i < full && end - e >= 16; i++) {
+        unsigned b = map[i];
+        if (LAYOUT4_32[b] == 0)
+            break;
+        __m128i x = _mm_loadu_si128((const __m128i *)e);
+        __m128i y = _mm_shuffle_epi8(x, _mm_loadu_si128((const __m128i *)SHUFFLE4[b]));
+        __m128i own = _mm_loadu_si128((const __m128i *)OWN4[b]);
+        __m128i sign = _mm_cmpgt_epi8(zero, y);
+        _mm_storeu_si128((__m128i *)(out + 4 * i), _mm_or_si128(_mm_and_si128(own, y), _mm_andnot_si128(own, sign)));
+        e += WIDTHS4[b];
+    }
+    *pe = e;
+    return i;
+}
+#else
+#define HAVE_SSSE3 0
+static void init_simd_tables(void) {}
+#endif
+
 /* --- measuring (validation) ------------------------------------------------------------------- */
 
 /* The element count of a well-formed encoding of `len` bytes, or -1. */
@@ -102,7 +173,11 @@ static int64_t measure(const uint8_t *p, Py_ssize_t len)
 
 /* --- decoding --------------------------------------------------------------------------------- */
 
-#define GROUP_ELEM(k) ((int64_t)(load_le64(e + OFFSET4[b][k]) << SHIFT4[b][k]) >> SHIFT4[b][k])
+#define GROUP_ELEM(k) ((int64_t)(load_le64(e + (uint8_t)(lay >> (8 * (k)))) << (uint8_t)(lay >> (8 * (4 + (k))))) \
+                       >> (uint8_t)(lay >> (8 * (4 + (k)))))
+
+#define GROUP_ELEM32(k) ((int32_t)(load_le32(e + (uint8_t)(lay >> (8 * (k)))) << (uint8_t)(lay >> (8 * (4 + (k))))) \
+                         >> (uint8_t)(lay >> (8 * (4 + (k)))))
 
 /* Decode n elements (already measured, so the widths fill the part exactly) into out (itemsize 4 or
  * 8); 0, or -1 when a value does not fit an int32 output. Groups of 4 elements (one bitmap byte) are
@@ -118,6 +193,7 @@ static int decode_into(const uint8_t *p, Py_ssize_t len, int64_t n, void *out, i
     if (itemsize == 8) {
         for (; i < full && end - e >= 32; i++) {
             unsigned b = map[i];
+            uint64_t lay = LAYOUT4[b];
             o64[4 * i] = GROUP_ELEM(0);
             o64[4 * i + 1] = GROUP_ELEM(1);
             o64[4 * i + 2] = GROUP_ELEM(2);
@@ -125,14 +201,19 @@ static int decode_into(const uint8_t *p, Py_ssize_t len, int64_t n, void *out, i
             e += WIDTHS4[b];
         }
     } else {
+#if HAVE_SSSE3
+        if (use_ssse3)
+            i = decode32_ssse3(map, full, &e, end, o32);
+#endif
         for (; i < full && end - e >= 32; i++) {
             unsigned b = map[i];
-            int64_t v0 = GROUP_ELEM(0), v1 = GROUP_ELEM(1), v2 = GROUP_ELEM(2), v3 = GROUP_ELEM(3);
-            bad |= (v0 != (int32_t)v0) | (v1 != (int32_t)v1) | (v2 != (int32_t)v2) | (v3 != (int32_t)v3);
-            o32[4 * i] = (int32_t)v0;
-            o32[4 * i + 1] = (int32_t)v1;
-            o32[4 * i + 2] = (int32_t)v2;
-            o32[4 * i + 3] = (int32_t)v3;
+            uint64_t lay = LAYOUT4_32[b];
+            if (lay == 0)           /* an 8-byte element: decode the rest one by one, checking the range */
+                break;
+            o32[4 * i] = GROUP_ELEM32(0);
+            o32[4 * i + 1] = GROUP_ELEM32(1);
+            o32[4 * i + 2] = GROUP_ELEM32(2);
+            o32[4 * i + 3] = GROUP_ELEM32(3);
             e += WIDTHS4[b];
         }
     }
@@ -392,5 +473,6 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_codec", NULL, -1, m
 PyMODINIT_FUNC PyInit__codec(void)
 {
     init_tables();
+    init_simd_tables();
     return PyModule_Create(&module);
 }
