@@ -7,8 +7,8 @@
  * The decoder only says "valid" or "not valid": on any malformed input it returns -1 / False and the
  * Python side runs the reference decoder, which raises the error with its message. Every read is
  * bounds-checked against the part's length (counts and width sums in 64-bit arithmetic, so no count
- * can overflow them); wide loads are used only where 8 bytes remain in the buffer. Loops run without
- * the GIL; the buffers stay held (Py_buffer) while they do.
+ * can overflow them); wide loads are used only where the bytes they read remain in the buffer. Large
+ * parts are decoded without the GIL; the buffers stay held (Py_buffer) while they are.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -233,44 +233,88 @@ static int decode_into(const uint8_t *p, Py_ssize_t len, int64_t n, void *out, i
 
 /* --- encoding --------------------------------------------------------------------------------- */
 
-static inline int code_of(int64_t v)
+static inline void store_le32(uint8_t *p, uint32_t v)
 {
-    return (v != (int8_t)v) + (v != (int16_t)v) + (v != (int32_t)v);
+#if HOST_LE
+    memcpy(p, &v, 4);
+#else
+    for (int k = 0; k < 4; k++)
+        p[k] = (uint8_t)(v >> (8 * k));
+#endif
 }
 
-static inline int64_t elem_at(const void *in, int itemsize, Py_ssize_t i)
+static inline unsigned code32(int32_t v)
 {
-    return itemsize == 8 ? ((const int64_t *)in)[i] : ((const int32_t *)in)[i];
+    return (unsigned)(v != (int8_t)v) + (unsigned)(v != (int16_t)v);
 }
 
-static Py_ssize_t encoded_size(const void *in, int itemsize, Py_ssize_t n)
+static inline unsigned code64(int64_t v)
 {
-    Py_ssize_t total = 4 + (n + 3) / 4;
-    for (Py_ssize_t i = 0; i < n; i++)
-        total += (Py_ssize_t)1 << code_of(elem_at(in, itemsize, i));
-    return total;
+    return (unsigned)(v != (int8_t)v) + (unsigned)(v != (int16_t)v) + (unsigned)(v != (int32_t)v);
 }
 
-static void encode_into(const void *in, int itemsize, Py_ssize_t n, uint8_t *out, Py_ssize_t size)
+/* Encode n elements into out, which has room for the widest encoding (4 + ceil(n/4) + itemsize * n
+ * bytes); returns the encoding's length. Each element is stored with one itemsize-wide store (the
+ * bytes past its width are overwritten by the next element), which stays inside that room. Whole
+ * groups of 4 take their offsets from the bitmap byte's table, so the 4 stores do not wait on each
+ * other. */
+#define ENCODE_LOOP(T, CODE, STORE, U)                                                   \
+    Py_ssize_t i = 0;                                                                    \
+    for (; i + 4 <= n; i += 4) {                                                         \
+        T v0 = in[i], v1 = in[i + 1], v2 = in[i + 2], v3 = in[i + 3];                    \
+        unsigned byte = CODE(v0) << 6 | CODE(v1) << 4 | CODE(v2) << 2 | CODE(v3);        \
+        uint64_t lay = LAYOUT4[byte];                                                    \
+        STORE(e, (U)v0);                                                                 \
+        STORE(e + (uint8_t)(lay >> 8), (U)v1);                                           \
+        STORE(e + (uint8_t)(lay >> 16), (U)v2);                                          \
+        STORE(e + (uint8_t)(lay >> 24), (U)v3);                                          \
+        map[i >> 2] = (uint8_t)byte;                                                     \
+        e += WIDTHS4[byte];                                                              \
+    }                                                                                    \
+    if (i < n) {                                                                         \
+        unsigned byte = 0;                                                               \
+        for (Py_ssize_t k = 0; k < 4; k++) {                                             \
+            unsigned code = 0;                                                           \
+            if (i + k < n) {                                                             \
+                code = CODE(in[i + k]);                                                  \
+                STORE(e, (U)in[i + k]);                                                  \
+                e += 1 << code;                                                          \
+            }                                                                            \
+            byte = byte << 2 | code;                                                     \
+        }                                                                                \
+        map[i >> 2] = (uint8_t)byte;                                                     \
+    }
+
+static Py_ssize_t encode_into(const void *values, int itemsize, Py_ssize_t n, uint8_t *out)
 {
-    uint8_t *map = out + 4, *e = map + (n + 3) / 4, *end = out + size;
+    uint8_t *map = out + 4, *e = map + (n + 3) / 4;
     out[0] = (uint8_t)(n >> 24);
     out[1] = (uint8_t)(n >> 16);
     out[2] = (uint8_t)(n >> 8);
     out[3] = (uint8_t)n;
-    memset(map, 0, (size_t)((n + 3) / 4));
-    for (Py_ssize_t i = 0; i < n; i++) {
-        int64_t v = elem_at(in, itemsize, i);
-        int code = code_of(v), width = 1 << code;
-        map[i >> 2] |= (uint8_t)(code << (6 - 2 * (i & 3)));
-        if (end - e >= 8) {
-            store_le64(e, (uint64_t)v);     /* the bytes past `width` are overwritten by the next ones */
-        } else {
-            for (int k = 0; k < width; k++)
-                e[k] = (uint8_t)((uint64_t)v >> (8 * k));
-        }
-        e += width;
+    if (itemsize == 4) {
+        const int32_t *in = (const int32_t *)values;
+        ENCODE_LOOP(int32_t, code32, store_le32, uint32_t)
+    } else {
+        const int64_t *in = (const int64_t *)values;
+        ENCODE_LOOP(int64_t, code64, store_le64, uint64_t)
     }
+    return e - out;
+}
+
+/* A part of a few thousand elements decodes in about a microsecond: less than handing the GIL to
+ * another thread and waiting to get it back, so only large parts release it. */
+#define RELEASE_GIL_FROM (1 << 18)
+
+static int decode_unlocked(const uint8_t *p, Py_ssize_t len, int64_t n, void *out, int itemsize)
+{
+    int ok;
+    if (n < RELEASE_GIL_FROM)
+        return decode_into(p, len, n, out, itemsize) == 0;
+    Py_BEGIN_ALLOW_THREADS
+    ok = decode_into(p, len, n, out, itemsize) == 0;
+    Py_END_ALLOW_THREADS
+    return ok;
 }
 
 /* --- Python glue ------------------------------------------------------------------------------ */
@@ -340,9 +384,7 @@ static PyObject *py_decode_into(PyObject *self, PyObject *args)
     int64_t n = measure((const uint8_t *)data.buf, data.len);
     int ok = n >= 0 && n * out.itemsize == out.len;
     if (ok) {
-        Py_BEGIN_ALLOW_THREADS
-        ok = decode_into((const uint8_t *)data.buf, data.len, n, out.buf, (int)out.itemsize) == 0;
-        Py_END_ALLOW_THREADS
+        ok = decode_unlocked((const uint8_t *)data.buf, data.len, n, out.buf, (int)out.itemsize);
     }
     PyBuffer_Release(&out);
     PyBuffer_Release(&data);
@@ -376,9 +418,7 @@ static PyObject *py_decode_many(PyObject *self, PyObject *args)
         int ok = n >= 0 && n <= room - at;
         if (ok) {
             char *dst = (char *)out.buf + at * out.itemsize;
-            Py_BEGIN_ALLOW_THREADS
-            ok = decode_into((const uint8_t *)data.buf, data.len, n, dst, (int)out.itemsize) == 0;
-            Py_END_ALLOW_THREADS
+            ok = decode_unlocked((const uint8_t *)data.buf, data.len, n, dst, (int)out.itemsize);
             at += (Py_ssize_t)n;
         }
         PyBuffer_Release(&data);
@@ -399,11 +439,12 @@ static PyObject *encode_view(Py_buffer *in)
         PyErr_Format(PyExc_OverflowError, "an integer array of %zd elements does not fit a u32 count", n);
         return NULL;
     }
-    Py_ssize_t size = encoded_size(in->buf, (int)in->itemsize, n);
-    PyObject *out = PyBytes_FromStringAndSize(NULL, size);
+    PyObject *out = PyBytes_FromStringAndSize(NULL, 4 + (n + 3) / 4 + in->itemsize * n);
     if (out == NULL)
         return NULL;
-    encode_into(in->buf, (int)in->itemsize, n, (uint8_t *)PyBytes_AS_STRING(out), size);
+    Py_ssize_t size = encode_into(in->buf, (int)in->itemsize, n, (uint8_t *)PyBytes_AS_STRING(out));
+    if (_PyBytes_Resize(&out, size) < 0)
+        return NULL;
     return out;
 }
 
