@@ -83,12 +83,12 @@ def write_megatron(prefix, ids):
 
 
 def open_megatron(prefix):
-    """``(tokens, sizes, pointers)``: the ``.bin`` memory-mapped, the ``.idx`` arrays (as Megatron reads)."""
+    """``(buffer, sizes, pointers)``: the ``.bin`` memory-mapped, the ``.idx`` arrays (as Megatron reads)."""
     idx = np.memmap(prefix + ".idx", np.uint8, mode="r")
     n = int(idx[18:26].view("<u8")[0])
-    sizes = idx[34:34 + 4 * n].view(np.int32)
-    pointers = idx[34 + 4 * n:34 + 12 * n].view(np.int64)
-    return np.memmap(prefix + ".bin", np.int32, mode="r"), sizes, pointers
+    sizes = np.asarray(idx[34:34 + 4 * n].view(np.int32))
+    pointers = np.asarray(idx[34 + 4 * n:34 + 12 * n].view(np.int64))
+    return memoryview(np.memmap(prefix + ".bin", np.uint8, mode="r")), sizes, pointers
 
 
 # --- the reads ----------------------------------------------------------------------------------------
@@ -128,17 +128,18 @@ def recordio_reads(path, order):
 
 
 def megatron_reads(prefix, order):
-    tokens, sizes, pointers = open_megatron(prefix)
-    items = pointers // 4
+    """Batches from the flat file as Megatron's ``MMapIndexedDataset`` reads samples (``np.frombuffer``
+    at a pointer): one span per sequential batch, one sample per row of a random batch."""
+    buffer, sizes, pointers = open_megatron(prefix)
 
     def sequential():
         for first in range(0, len(sizes) - BATCH + 1, BATCH):
-            start = int(items[first])
-            np.array(tokens[start:start + BATCH * LENGTH]).reshape(BATCH, LENGTH)
+            span = np.frombuffer(buffer, np.int32, BATCH * LENGTH, int(pointers[first]))
+            span.reshape(BATCH, LENGTH).copy()
 
     def random():
         for ids in batches_of(order):
-            np.stack([tokens[s:s + n] for s, n in zip(items[ids].tolist(), sizes[ids].tolist())])
+            np.stack([np.frombuffer(buffer, np.int32, n, p) for p, n in zip(pointers[ids].tolist(), sizes[ids].tolist())])
 
     return sequential, random
 
@@ -256,7 +257,10 @@ def measure(folder, n, repeats, mindspore_python):
     ids = token_ids(n)
     tokens = (n // BATCH) * BATCH * LENGTH
     order = np.random.default_rng(1).permutation(n)
-    path, write_path, prefix = (os.path.join(folder, name) for name in ("tokens.mindrecord", "written.mindrecord", "flat"))
+    path, write_path, prefix = (os.path.join(folder, name) for name in ("tokens.mindrecord", "ours/w.mindrecord", "flat"))
+    ms_path = os.path.join(folder, "mindspore", "w.mindrecord")       # the same name: the header holds it
+    os.makedirs(os.path.dirname(write_path))
+    os.makedirs(os.path.dirname(ms_path))
     write_recordio(path, SCHEMA, ids)
     write_megatron(prefix, ids)
     reader, sequential, random = recordio_reads(path, order)
@@ -268,7 +272,7 @@ def measure(folder, n, repeats, mindspore_python):
     rnd = {k: tokens / s for k, s in interleaved_best(random_tasks, repeats).items()}
     write_s = min(write_recordio(write_path, WRITE_SCHEMA, ids) for _ in range(repeats))
     reader.close()
-    ms = mindspore_run(mindspore_python, path, write_path + ".ms", prefix + ".bin", n, min(repeats, 2)) \
+    ms = mindspore_run(mindspore_python, path, ms_path, prefix + ".bin", n, min(repeats, 2)) \
         if mindspore_python else None
     results = compare_rows("sequential batches", {k: v for k, v in seq.items() if k not in ("flat", "hf")},
                            seq["flat"], seq.get("hf"), ms and ms["sequential_tokens"] / ms["sequential_s"])
@@ -278,7 +282,7 @@ def measure(folder, n, repeats, mindspore_python):
     results.append(row("write input_ids + labels: recordio FileWriter", written / write_s,
                        "MindSpore 2.10 FileWriter" if ms else None, ms and written / ms["write_s"]))
     if ms:
-        same = _same_bytes(write_path, write_path + ".ms")
+        same = _same_bytes(write_path, ms_path)
         print(f"  written files byte-identical to MindSpore's: {same}", flush=True)
         results[-1]["identical_to_mindspore"] = same
     return results
