@@ -1,11 +1,11 @@
-"""``recordio convert FORMAT SOURCE OUT``: ImageFolder, CIFAR-10/100, MNIST or Parquet -> MindRecord."""
+"""``recordio convert FORMAT SOURCE OUT``: ImageFolder, CIFAR-10/100, MNIST, Parquet or text -> MindRecord."""
 
 import argparse
 import json
 
 from recordio.tools._common import human_bytes
 
-HELP = ("convert ImageFolder, CIFAR-10/100, MNIST/Fashion-MNIST or Parquet data to MindRecord "
+HELP = ("convert ImageFolder, CIFAR-10/100, MNIST/Fashion-MNIST, Parquet or text data to MindRecord "
         "(on a process pool or Ray; atomic; a rerun resumes after a crash)")
 EXAMPLE = "recordio convert imagefolder photos/train out/train.mindrecord --shards 8 --skip-bad"
 
@@ -20,6 +20,9 @@ FORMATS = {
               "recordio convert mnist /usr/share/datasets/fashion-mnist out/fmnist.mindrecord"),
     "parquet": ("Parquet or Arrow IPC/Feather files, or a folder of them -> records (schema from the Arrow types)",
                 "recordio convert parquet table.parquet out/table.mindrecord --index label"),
+    "text": ("text or JSON-lines files -> packed token rows {input_ids: int32 [-1]} (a tokenizers tokenizer.json)",
+             "recordio convert text corpus.jsonl out/tokens.mindrecord --key text --tokenizer tokenizer.json "
+             "--seq-length 2048"),
 }
 
 
@@ -45,6 +48,8 @@ def add_arguments(parser):
         if name == "parquet":
             cmd.add_argument("source", nargs="+", help="Parquet (.parquet) or Arrow IPC (.arrow, .feather) files, "
                                                        "or folders of them")
+        elif name == "text":
+            cmd.add_argument("source", nargs="+", help="text files (a document a line) or JSON-lines files (--key)")
         else:
             cmd.add_argument("source", help="the source folder")
         cmd.add_argument("out", help="the dataset to write (shards get 0, 1, ... appended)")
@@ -71,8 +76,21 @@ def _parquet_arguments(cmd):
     cmd.add_argument("--index", default=None, metavar="A,B", help="scalar columns to index in the .db")
 
 
+def _text_arguments(cmd):
+    cmd.add_argument("--tokenizer", required=True, help="a Hugging Face tokenizers tokenizer.json")
+    cmd.add_argument("--seq-length", type=int, required=True, metavar="N", help="rows hold N + 1 token ids")
+    cmd.add_argument("--key", default=None, help="JSON-lines input: the field holding each document's text")
+    cmd.add_argument("--eod-id", type=int, default=None, help="the end-of-document id (default: the tokenizer's "
+                                                              "<|endoftext|>, </s>, <eos>, ...)")
+    cmd.add_argument("--eod-token", default=None, help="the end-of-document token, by name")
+    cmd.add_argument("--labels", action="store_true", help="also a labels column (a copy of input_ids)")
+    cmd.add_argument("--attention-mask", action="store_true", help="also an attention_mask column (all ones)")
+    cmd.add_argument("--keep-tail", action="store_true",
+                     help="keep each input piece's last, shorter row (default: dropped, as MindSpore's scripts do)")
+
+
 _ARGUMENTS = {"imagefolder": _imagefolder_arguments, "cifar10": _split_arguments, "cifar100": _split_arguments,
-              "mnist": _split_arguments, "parquet": _parquet_arguments}
+              "mnist": _split_arguments, "parquet": _parquet_arguments, "text": _text_arguments}
 
 
 def _names(text):
@@ -88,6 +106,11 @@ def _convert(args, options):
     if args.format == "parquet":
         return converters.convert_parquet(args.source, args.out, columns=_names(args.columns),
                                           index_fields=_names(args.index), **options)
+    if args.format == "text":
+        return converters.convert_text(args.source, args.out, tokenizer=args.tokenizer, seq_length=args.seq_length,
+                                       key=args.key, eod_id=args.eod_id, eod_token=args.eod_token, labels=args.labels,
+                                       attention_mask=args.attention_mask, tail="keep" if args.keep_tail else "drop",
+                                       **options)
     convert = {"cifar10": converters.convert_cifar10, "cifar100": converters.convert_cifar100,
                "mnist": converters.convert_mnist}[args.format]
     return convert(args.source, args.out, split=args.split, raw=args.raw, **options)
