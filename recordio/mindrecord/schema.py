@@ -15,6 +15,7 @@ array      ``np.ndarray`` whose dtype equals the schema type and whose element
 =========  =====================================================================
 """
 
+import functools
 import math
 import re
 
@@ -247,6 +248,8 @@ def _part_decoder(field):
     if field.shape is None:
         return bytes
     dtype, shape, compressed = field.dtype, field.shape, field.compressed
+    if compressed and shape == (-1,):             # token rows: the decoded array is the value
+        return functools.partial(codec.decompress_ints, dtype=dtype)
 
     def decode(part):
         if compressed:
