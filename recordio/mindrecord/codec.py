@@ -19,6 +19,7 @@ schema has any integer array field, every integer array part is compressed:
 
 import os
 import struct
+import sys
 
 import msgpack
 import numpy as np
@@ -30,7 +31,7 @@ try:                      # the compiled integer codec (setup.py); same bytes, s
     from recordio.mindrecord import _codec
 except ImportError:       # pragma: no cover - installed without a C compiler
     _codec = None  # type: ignore[assignment]
-if os.environ.get("RECORDIO_CODEC") == "numpy":
+if os.environ.get("RECORDIO_CODEC") == "numpy" or sys.byteorder != "little":   # schema dtypes are '<'
     _codec = None  # type: ignore[assignment]
 
 __all__ = [
