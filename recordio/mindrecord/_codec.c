@@ -180,7 +180,8 @@ static int64_t measure(const uint8_t *p, Py_ssize_t len)
                          >> (uint8_t)(lay >> (8 * (4 + (k)))))
 
 /* Decode n elements (already measured, so the widths fill the part exactly) into out (itemsize 4 or
- * 8); 0, or -1 when a value does not fit an int32 output. Groups of 4 elements (one bitmap byte) are
+ * 8); 0, or -1 when a value does not fit an int32 output. Every load is checked against the end
+ * again, so a part changed by another thread after it was measured cannot be read past. Groups of 4 elements (one bitmap byte) are
  * decoded with four 8-byte loads while 32 bytes remain; the rest element by element. */
 static int decode_into(const uint8_t *p, Py_ssize_t len, int64_t n, void *out, int itemsize)
 {
@@ -219,6 +220,8 @@ static int decode_into(const uint8_t *p, Py_ssize_t len, int64_t n, void *out, i
     }
     for (i *= 4; i < n; i++) {
         int width = 1 << ((map[i >> 2] >> (6 - 2 * (i & 3))) & 3);
+        if (end - e < width)        /* only if the part changed since it was measured */
+            return -1;
         int64_t v = load_elem(e, width, end - e >= 8);
         e += width;
         if (itemsize == 8) {
