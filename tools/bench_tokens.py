@@ -12,11 +12,14 @@ the limit) and, when they are there, MindSpore 2.10 and Hugging Face datasets:
   ``MindDataset(shuffle=True).batch(32)``, the flat file (one slice per row, as Megatron reads),
   Hugging Face ``ds[ids]`` and MindSpore's ``MindDataset(shuffle=True).batch(32)``;
 * writes of ``input_ids`` + ``labels`` (labels a copy of the ids), 1,000 rows a call, commit
-  included: recordio's and MindSpore's ``FileWriter``; the two files are compared byte for byte.
+  included: recordio's and MindSpore's ``FileWriter``; the two files are compared byte for byte;
+* ``recordio convert text`` (one worker; read, tokenize, pack into rows of 2,049 ids, write) against
+  the ``tokenizers`` library's ``encode_batch`` alone on the same seeded text (``rows / 2``
+  documents of 20-400 made-up words, a BPE tokenizer of 8,000 ids trained on them).
 
 Every run prints which integer codec ran (``recordio.mindrecord.codec.BACKEND``). Targets (issue 24):
 sequential >= 500M tokens/s, >= 1.5x Hugging Face, >= 10x MindSpore; random >= 2x Hugging Face;
-write >= 3x MindSpore.
+write >= 3x MindSpore; convert text >= 0.8x the tokenizer alone.
 
     python tools/bench_tokens.py [--rows 20000] [--quick] [--mindspore-python PY] [--json FILE]
 """
@@ -217,6 +220,71 @@ def mindspore_run(python, read_path, write_path, bin_path, n, repeats):
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+# --- text -> token rows (recordio convert text) -------------------------------------------------------
+
+def text_corpus(folder, docs):
+    """A plain text file of ``docs`` seeded documents (Zipf-distributed made-up words) and a BPE
+    ``tokenizer.json`` trained on it; ``None`` without the ``tokenizers`` library."""
+    try:
+        from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    except ImportError:
+        return None
+    rng = np.random.default_rng(7)
+    syllables = [a + b for a in "bcdfghklmnprstvz" for b in "aeiou"]
+    words = np.array(["".join(rng.choice(syllables, int(rng.integers(1, 4)))) for _ in range(5000)])
+    weights = 1 / np.arange(1, len(words) + 1)
+    lines = [" ".join(rng.choice(words, int(rng.integers(20, 400)), p=weights / weights.sum())) + "."
+             for _ in range(docs)]
+    path, tokenizer = os.path.join(folder, "corpus.txt"), os.path.join(folder, "tokenizer.json")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    tok = Tokenizer(models.BPE(unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.train_from_iterator(lines[:2000], trainers.BpeTrainer(vocab_size=8000, special_tokens=["[UNK]", "<|endoftext|>"],
+                                                             show_progress=False))
+    tok.save(tokenizer)
+    return path, tokenizer
+
+
+def convert_rates(folder, docs, repeats):
+    """Tokens/s of ``convert_text`` (read, tokenize, pack, write, commit) and of the tokenizer's
+    ``encode_batch`` alone on the same lines (measured last: the converter's forked workers keep
+    the tokenizer's threads only if the parent has not used them yet)."""
+    corpus = text_corpus(folder, docs)
+    if corpus is None:
+        return []
+    from recordio.converters import convert_text
+    from tokenizers import Tokenizer
+
+    path, tokenizer = corpus
+    out = os.path.join(folder, "text.mindrecord")
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        summary = convert_text(path, out, tokenizer=tokenizer, seq_length=LENGTH - 1, workers=1, overwrite=True,
+                               quiet=True, tail="keep")
+        best = min(best, time.perf_counter() - start)
+    with open(path) as f:
+        lines = f.read().splitlines()
+    tok = Tokenizer.from_file(tokenizer)
+    alone = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        tokens = sum(len(e.ids) + 1 for e in tok.encode_batch(lines))     # + the end-of-document id
+        alone = min(alone, time.perf_counter() - start)
+    written = sum(len(r["input_ids"]) for r in recordio_rows(out))
+    assert written == tokens, (written, tokens)
+    print(f"  convert text: {len(lines)} documents, {tokens} tokens, {summary.rows} rows", flush=True)
+    return [row("convert text: recordio convert text (1 worker)", tokens / best, "tokenizers encode_batch alone",
+                tokens / alone)]
+
+
+def recordio_rows(path):
+    from recordio import FileReader
+    with FileReader(path) as reader:
+        yield from reader
+
+
 # --- timing and rows ----------------------------------------------------------------------------------
 
 def interleaved_best(tasks, repeats):
@@ -285,7 +353,7 @@ def measure(folder, n, repeats, mindspore_python):
         same = _same_bytes(write_path, ms_path)
         print(f"  written files byte-identical to MindSpore's: {same}", flush=True)
         results[-1]["identical_to_mindspore"] = same
-    return results
+    return results + convert_rates(folder, max(200, n // 2), min(repeats, 3))
 
 
 def _same_bytes(a, b):
