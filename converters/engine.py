@@ -102,7 +102,7 @@ def _open_part(job, shard_id):
     with state.opening(job.destination):
         writer = recordio.ShardWriter(job.destination, shard_id, job.shard_num, source.schema, source.desc,
                                       source.index_fields or None)
-        writer.write_raw_data([])
+        writer.open()
     return writer
 
 

@@ -114,7 +114,7 @@ def test_existing_output_exits_1(sources, tmp_path, capsys):
     argv = ["convert", "mnist", str(sources / "mnist"), str(tmp_path / "m.mindrecord"), "--shards", "1"]
     assert main(argv) == 0
     assert main(argv) == 1
-    assert "already exists" in capsys.readouterr().err
+    assert "already exist" in capsys.readouterr().err
     assert main(argv + ["--overwrite"]) == 0
 
 

@@ -14,7 +14,7 @@ import tempfile
 
 HELP = "benchmark writing, reading, the pipeline, vision ops, the sink, conversion and token rows against baselines"
 EXAMPLE = "recordio bench --suite storage --quick --json bench.json --plot bench.png"
-SUITES = ("storage", "pipeline", "vision", "sink", "convert", "tokens")
+SUITES = ("storage", "pipeline", "vision", "sink", "convert", "mindpage", "tokens")
 
 
 def add_arguments(parser):

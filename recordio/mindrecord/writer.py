@@ -16,7 +16,10 @@ from recordio.mindrecord import format as fmt
 from recordio.mindrecord import index
 from recordio.mindrecord.datalock import DatasetLock
 from recordio.mindrecord.commit import CommitOnExit, Staging, clean_stale
-from recordio.errors import DatasetExistsError, FormatError, SchemaError
+from recordio.errors import (DatasetExistsError, FormatError, MRMDefineIndexError, MRMGetMetaError,
+                             MRMInvalidSchemaError, ParamTypeError, SchemaError)
+from recordio.mindrecord.encryption import require_no_encryption
+from recordio.mindrecord.params import check_bool, check_path_param
 from recordio.mindrecord.pages import ShardPages
 from recordio.mindrecord.recovery import recover, writer_files
 from recordio.mindrecord.schema import Schema
@@ -38,9 +41,9 @@ class FileWriter(CommitOnExit):
 
     def __init__(self, file_name: str | os.PathLike, shard_num: int = 1, overwrite: bool = False, *,
                  checksums: bool = True, fsync: bool = True) -> None:
-        if not isinstance(overwrite, bool):
-            raise TypeError(f"overwrite must be a bool, got {type(overwrite).__name__}")
-        names = fmt.shard_file_names(os.fspath(file_name), shard_num)
+        names = fmt.shard_file_names(check_path_param(file_name), shard_num)
+        check_bool(overwrite, "overwrite")
+        require_no_encryption("FileWriter")
         directory = os.path.dirname(os.path.abspath(names[0]))
         if not os.path.isdir(directory):
             raise FileNotFoundError(f"directory {directory} of {file_name} does not exist")
@@ -102,15 +105,20 @@ class FileWriter(CommitOnExit):
             raise SchemaError("the schema is already added; a dataset has exactly one schema")
         if desc is not None and not isinstance(desc, str):
             raise TypeError(f"desc must be a str, got {type(desc).__name__}")
-        self._schema = Schema(content)
+        try:
+            self._schema = Schema(content)
+        except SchemaError as exc:
+            raise MRMInvalidSchemaError(str(exc)) from None
         self._desc = desc or ""
         return 0
 
     def add_index(self, index_fields: list[str]) -> None:
         """Select the scalar fields that get ``.db`` columns (default: every scalar field)."""
         if self._schema is None:
-            raise SchemaError("add_index needs a schema: call add_schema first")
-        if not isinstance(index_fields, list) or not index_fields:
+            raise MRMGetMetaError("Failed to get meta info. add_index needs a schema: call add_schema first")
+        if not isinstance(index_fields, list):
+            raise ParamTypeError("index_fields", "list")
+        if not index_fields:
             raise SchemaError(f"index_fields must be a non-empty list of field names, got {index_fields!r}")
         self._require_not_started("add_index")
         before = list(self._index_fields)
@@ -127,10 +135,13 @@ class FileWriter(CommitOnExit):
     def _check_index_field(self, name):
         fields = self._schema.fields
         if not isinstance(name, str) or name not in fields:
-            raise SchemaError(f"index field {name!r} is not in the schema ({', '.join(fields)})")
+            raise SchemaError(f"Invalid input, 'index_fields': {name} can not found in schema: "
+                              f"{', '.join(fields)}. Please use 'add_index' function to add proper "
+                              f"'index_fields'.")
         if fields[name].is_blob:
-            raise SchemaError(f"index field {name!r} is a {fields[name].type} "
-                              f"{'array' if fields[name].shape else 'field'}; only scalar fields can be indexed")
+            raise MRMDefineIndexError(f"Failed to set field {name} since it's not primitive type: it is a "
+                                      f"{fields[name].type} {'array' if fields[name].shape else 'field'}; "
+                                      f"only scalar fields can be indexed")
         if name[0].isdigit():
             raise SchemaError(f"index field {name!r} starts with a digit; MindSpore cannot query such a "
                               f".db column, so it cannot be indexed (it is still stored and read)")
@@ -162,8 +173,10 @@ class FileWriter(CommitOnExit):
             return
         existing = [p for t in self._targets for p in (t, t + ".db") if os.path.lexists(p)]
         if existing:
-            raise DatasetExistsError(f"{existing[0]} already exists; pass overwrite=True to replace the "
-                                     f"dataset or use FileWriter.open_for_append to add rows")
+            raise DatasetExistsError(f"Invalid file, mindrecord files already exist. Please check file path: "
+                                     f"{existing[0]}. If you do not want to keep the files, set the "
+                                     f"'overwrite' parameter to True and try again, or use "
+                                     f"FileWriter.open_for_append to add rows.")
 
     # --- writing ----------------------------------------------------------------------------------
 
@@ -174,7 +187,7 @@ class FileWriter(CommitOnExit):
             return list(self._index_fields)
         return [f for f in self._schema.raw_fields if not f[0].isdigit()]   # see _check_index_field
 
-    def _start(self):
+    def _start(self, what="write_raw_data"):
         if self._schema is None:
             raise SchemaError("no schema: call add_schema before write_raw_data or commit")
         failure = getattr(self, "_failure", None)
@@ -182,7 +195,8 @@ class FileWriter(CommitOnExit):
             raise RuntimeError(f"{self._targets[0]}: an earlier write failed ({type(failure).__name__}: "
                                f"{failure}); the writer aborted and published nothing") from failure
         if self._committed:
-            raise RuntimeError("the dataset is committed; use FileWriter.open_for_append to add rows")
+            raise RuntimeError(f"Not allowed to call `{what}` on flushed MindRecord files. The dataset is "
+                               f"committed; use FileWriter.open_for_append to add rows.")
         if self._files is None:
             _check_index_columns(self.index_fields)
             self._check_targets()
@@ -202,7 +216,10 @@ class FileWriter(CommitOnExit):
         if not isinstance(parallel_writer, bool):
             raise TypeError("parallel_writer must be a bool")
         if not isinstance(raw_data, list):
-            raise SchemaError(f"raw_data must be a list of dicts, got {type(raw_data).__name__}")
+            raise ParamTypeError("raw_data", "list")
+        if not raw_data:
+            raise SchemaError("There is no valid data which can be written by 'write_raw_data' to mindrecord "
+                              "file: raw_data is an empty list")
         self._start()
         if self._parallel is None:
             self._parallel = parallel_writer
@@ -226,6 +243,8 @@ class FileWriter(CommitOnExit):
         index_pos = [schema.raw_fields.index(f) for f in self.index_fields]
         raws, blobs, values, saved, extra = [], [], [], 0, set()
         for i, row in enumerate(raw_data):
+            if not isinstance(row, dict):
+                raise ParamTypeError("raw_data item", "dict", f"In raw_data, row {i} is a {type(row).__name__}.")
             raw_values, raw, blob, row_saved = schema.encode_row(row, i)
             if len(blob) > limit or len(raw) > limit:
                 kind, size = ("blob", len(blob)) if len(blob) > limit else ("raw record", len(raw))
@@ -268,7 +287,7 @@ class FileWriter(CommitOnExit):
 
     def commit(self) -> None:
         """Write headers and indexes and publish the dataset atomically."""
-        self._start()
+        self._start("commit")
         try:
             self._check_targets()
             self._files.finish(self._shards, self._header_fields(), self._index_values,
