@@ -40,7 +40,8 @@ __all__ = [
 ]
 
 #: which integer-array codec runs: ``"c"`` (compiled) or ``"numpy"`` (the reference, ``ints_numpy``;
-#: forced with ``RECORDIO_CODEC=numpy``, or when the package was installed without a C compiler)
+#: forced with ``RECORDIO_CODEC=numpy``; also on big-endian hosts and when the package was installed
+#: without a C compiler)
 BACKEND = "numpy" if _codec is None else "c"
 
 DUMMY_BLOB = b"\x00\x00\x00\x00"      # the blob of a schema with no blob field
