@@ -149,3 +149,27 @@ def test_cli(tokenizer_json, corpus, capsys):
     summary = json.loads(capsys.readouterr().out)
     assert summary["rows"] == len(_expected(tokenizer_json, [jdocs], 10)) == len(_rows(out))
     assert _rows(out, "labels") == _rows(out)
+
+
+def test_a_failed_conversion_resumes_from_complete_shards(tokenizer_json, corpus, tmp_path, monkeypatch):
+    folder, _, _ = corpus
+    source = folder / "text"
+    fresh = tmp_path / "fresh.mindrecord"
+    convert_text(source, fresh, tokenizer=tokenizer_json, seq_length=7, shard_num=1, workers=1, quiet=True)
+    real_read = TextSource.read
+
+    def failing_read(self, unit):
+        if unit[0].endswith("b.txt"):
+            raise OSError("disk went away")
+        return real_read(self, unit)
+
+    out = tmp_path / "x.mindrecord"
+    monkeypatch.setattr(TextSource, "read", failing_read)       # forked pool workers inherit it
+    with pytest.raises(recordio.FormatError, match="b.txt.*disk went away"):
+        convert_text(source, out, tokenizer=tokenizer_json, seq_length=7, shard_num=2, workers=1, quiet=True)
+    assert recordio.missing_shards(out, 2) == [1]
+    monkeypatch.setattr(TextSource, "read", real_read)
+    resumed = convert_text(source, out, tokenizer=tokenizer_json, seq_length=7, shard_num=2, workers=1, quiet=True)
+    assert resumed.resumed_shards == 1
+    with recordio.FileReader([str(out) + "0", str(out) + "1"]) as reader:
+        assert [r["input_ids"].tolist() for r in reader] == _rows(fresh)
