@@ -64,6 +64,26 @@ def test_backend_can_be_forced_to_numpy():
     assert out.stdout.strip() == "numpy"
 
 
+def test_portable_loops_agree_too():
+    """The decoding tests again with the SSSE3 loop switched off (RECORDIO_CODEC_SIMD=0), so the
+    portable group loops that run on other CPUs are checked here as well."""
+    if not codec._codec.SIMD:
+        pytest.skip("the portable loops already run in this process")
+    env = dict(os.environ, RECORDIO_CODEC_SIMD="0")
+    tests = "same_bytes or boundaries or decompress_many or int32_overflow or corruption_fuzz or golden_rows"
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", __file__,
+                           "-k", tests], env=env, capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert " passed" in done.stdout
+
+
+def test_simd_switch_is_seen_by_the_module():
+    code = "from recordio.mindrecord import _codec; print(_codec.SIMD)"
+    env = dict(os.environ, RECORDIO_CODEC_SIMD="0")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "0"
+
+
 # --- encoding -------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("codes", [[0], [1], [2], [3], [0, 1], [1, 2], [0, 1, 2], [0, 1, 2, 3], [2, 3]])

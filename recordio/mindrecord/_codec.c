@@ -13,6 +13,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #if (defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__) || defined(_WIN32)
@@ -120,7 +121,8 @@ static void init_simd_tables(void)
         }
     }
     __builtin_cpu_init();
-    use_ssse3 = __builtin_cpu_supports("ssse3");
+    const char *simd = getenv("RECORDIO_CODEC_SIMD");        /* "0": the portable loops (tests) */
+    use_ssse3 = __builtin_cpu_supports("ssse3") && !(simd != NULL && simd[0] == '0');
 }
 
 /* Decode whole groups of 4 (no 8-byte element) while 16 bytes remain; returns the groups done and
@@ -148,6 +150,7 @@ static int64_t decode32_ssse3(const uint8_t *map, int64_t full, const uint8_t **
 }
 #else
 #define HAVE_SSSE3 0
+static const int use_ssse3 = 0;
 static void init_simd_tables(void) {}
 #endif
 
@@ -518,5 +521,8 @@ PyMODINIT_FUNC PyInit__codec(void)
 {
     init_tables();
     init_simd_tables();
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    if (m != NULL && PyModule_AddIntConstant(m, "SIMD", use_ssse3) < 0)
+        Py_CLEAR(m);
+    return m;
 }
