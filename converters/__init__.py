@@ -1,4 +1,5 @@
-"""Converters: ImageFolder, CIFAR-10/100, MNIST/Fashion-MNIST, Parquet, CSV and TFRecord into MindRecord, and back to Arrow.
+"""Converters: ImageFolder, CIFAR-10/100, MNIST/Fashion-MNIST, Parquet, CSV, TFRecord and text (packed token
+rows) into MindRecord, and back to Arrow.
 
 Every ``convert_*`` function takes the source, the destination file name and these options
 (all keyword-only), and returns a :class:`Summary`:
@@ -23,9 +24,10 @@ from recordio.converters.engine import Summary
 from recordio.converters.imagefolder import convert_imagefolder, label_map
 from recordio.converters.mnist import convert_mnist
 from recordio.converters.parquet import convert_parquet, to_arrow, write_arrow
+from recordio.converters.text import convert_text
 from recordio.converters.tfrecord import FixedLenFeature, convert_tfrecord
 
 __all__ = sorted([
     "FixedLenFeature", "Summary", "convert_cifar10", "convert_cifar100", "convert_csv", "convert_imagefolder",
-    "convert_mnist", "convert_parquet", "convert_tfrecord", "label_map", "to_arrow", "write_arrow",
+    "convert_mnist", "convert_parquet", "convert_text", "convert_tfrecord", "label_map", "to_arrow", "write_arrow",
 ])

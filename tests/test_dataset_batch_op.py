@@ -118,3 +118,36 @@ def test_per_batch_map_and_generator_source_take_the_source_path():
         return ds.batch(6, per_batch_map=per_batch, input_columns=["id", "data"])
 
     _assert_same(_outputs(build(False)), _outputs(build(True)))
+
+
+# --- token rows: equal-length int32 [-1] columns -------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def tokens(tmp_path_factory):
+    """40 rows of 33 int32 ids over every compressed width, and ragged rows beside them."""
+    rng = np.random.default_rng(24)
+    ids = rng.integers(-2**31, 2**31, (40, 33), dtype=np.int64) >> rng.integers(0, 32, (40, 1))
+    ids = ids.astype(np.int32)
+    path = str(tmp_path_factory.mktemp("tokens") / "tokens.mindrecord")
+    with FileWriter(path, shard_num=1, overwrite=True) as w:
+        w.add_schema({"input_ids": {"type": "int32", "shape": [-1]}, "ragged": {"type": "int64", "shape": [-1]}},
+                     "tokens")
+        w.write_raw_data([{"input_ids": row, "ragged": np.arange(i % 3, dtype=np.int64)} for i, row in enumerate(ids)])
+    return path, ids
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_token_batches_are_one_array_equal_to_the_rows(tokens, shuffle):
+    path, ids = tokens
+    data = MindDataset(path, columns_list=["input_ids", "ragged"], shuffle=shuffle).batch(8)
+    seen = []
+    for batch in data.create_dict_iterator(num_epochs=1, output_numpy=True):
+        assert isinstance(batch["input_ids"], np.ndarray)
+        assert batch["input_ids"].shape == (8, 33) and batch["input_ids"].dtype == np.int32
+        assert isinstance(batch["ragged"], list)          # unequal lengths stay a list (SPEC §2)
+        for row_ids, ragged in zip(batch["input_ids"], batch["ragged"]):
+            seen.append(row_ids)
+            k = next(i for i, r in enumerate(ids) if np.array_equal(r, row_ids))
+            assert np.array_equal(ragged, np.arange(k % 3))
+    assert np.array_equal(np.stack(seen), ids) != shuffle
+    assert sorted(map(bytes, seen)) == sorted(map(bytes, ids))

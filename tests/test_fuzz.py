@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from recordio import FileReader, RecordIOError
-from recordio.mindrecord import codec
+from recordio.mindrecord import codec, ints_numpy
 from recordio.mindrecord import format as fmt
 from recordio.mindrecord.schema import Schema
 from conftest import GOLDEN_COPIES, ROOT
@@ -107,7 +107,7 @@ def test_mutated_files(tmp_path_factory, edits):
 @FAST
 @given(st.lists(st.integers(-(2 ** 63), 2 ** 63 - 1), min_size=65, max_size=130))
 def test_compression_small_and_bulk_paths_agree(values):
-    small = codec._compress_small(values)
+    small = ints_numpy.compress_small(values)
     assert codec.compress_ints(np.array(values, dtype=np.int64)) == small
     assert np.array_equal(codec.decompress_ints(small, np.dtype(np.int64)), np.array(values, dtype=np.int64))
 

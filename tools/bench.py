@@ -12,9 +12,9 @@ import os
 import sys
 import tempfile
 
-HELP = "benchmark writing, reading, the pipeline, vision ops, the sink and conversion against baselines"
+HELP = "benchmark writing, reading, the pipeline, vision ops, the sink, conversion and token rows against baselines"
 EXAMPLE = "recordio bench --suite storage --quick --json bench.json --plot bench.png"
-SUITES = ("storage", "pipeline", "vision", "sink", "convert", "mindpage")
+SUITES = ("storage", "pipeline", "vision", "sink", "convert", "mindpage", "tokens")
 
 
 def add_arguments(parser):
@@ -46,8 +46,11 @@ def _format(row):
 
 
 def run(args):
+    from recordio.mindrecord import codec
+
     names = _suites(args.suite)
     results = []
+    print(f"integer codec: {codec.BACKEND}", flush=True)
     with tempfile.TemporaryDirectory(prefix="recordio-bench-") as tmp:
         args.workdir = args.workdir or tmp
         for name in names:

@@ -359,7 +359,9 @@ def run(args):
     """Run the storage benchmark; returns rows ``{name, value, unit, baseline, baseline_value, ratio}``."""
     sizes = QUICK_SIZES if args.quick else SIZES
     repeats = getattr(args, "repeats", None) or (1 if args.quick else 5)
-    print(f"  load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs", file=sys.stderr)
+    from recordio.mindrecord import codec
+    print(f"  load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; integer codec: "
+          f"{codec.BACKEND}", file=sys.stderr)
     folder = tempfile.mkdtemp(prefix="storage-", dir=args.workdir)
     try:
         results = []

@@ -1,11 +1,11 @@
-"""``recordio convert FORMAT SOURCE OUT``: ImageFolder, CIFAR-10/100, MNIST, Parquet, CSV or TFRecord -> MindRecord."""
+"""``recordio convert FORMAT SOURCE OUT``: ImageFolder, CIFAR-10/100, MNIST, Parquet, CSV, TFRecord or text -> MindRecord."""
 
 import argparse
 import json
 
 from recordio.tools._common import human_bytes
 
-HELP = ("convert ImageFolder, CIFAR-10/100, MNIST/Fashion-MNIST, Parquet, CSV or TFRecord data to MindRecord "
+HELP = ("convert ImageFolder, CIFAR-10/100, MNIST/Fashion-MNIST, Parquet, CSV, TFRecord or text data to MindRecord "
         "(on a process pool or Ray; atomic; a rerun resumes after a crash)")
 EXAMPLE = "recordio convert imagefolder photos/train out/train.mindrecord --shards 8 --skip-bad"
 
@@ -24,6 +24,9 @@ FORMATS = {
             "recordio convert csv sales.csv out/sales.mindrecord --columns Name,Sales --index Name"),
     "tfrecord": ("TFRecord files of tf.train.Example (CRCs checked) -> records (MindSpore's TFRecordToMR schema)",
                  "recordio convert tfrecord train.tfrecord out/train.mindrecord --bytes-fields image"),
+    "text": ("text or JSON-lines files -> packed token rows {input_ids: int32 [-1]} (a tokenizers tokenizer.json)",
+             "recordio convert text corpus.jsonl out/tokens.mindrecord --key text --tokenizer tokenizer.json "
+             "--seq-length 2048"),
 }
 
 
@@ -53,6 +56,8 @@ def add_arguments(parser):
             cmd.add_argument("source", nargs="+", help="TFRecord files, or folders of them (every file taken)")
         elif name == "csv":
             cmd.add_argument("source", help="the CSV file (its first line names the columns)")
+        elif name == "text":
+            cmd.add_argument("source", nargs="+", help="text files (a document a line) or JSON-lines files (--key)")
         else:
             cmd.add_argument("source", help="the source folder")
         cmd.add_argument("out", help="the dataset to write (shards get 0, 1, ... appended)")
@@ -94,9 +99,22 @@ def _tfrecord_arguments(cmd):
                           "first value is not UTF-8)")
 
 
+def _text_arguments(cmd):
+    cmd.add_argument("--tokenizer", required=True, help="a Hugging Face tokenizers tokenizer.json")
+    cmd.add_argument("--seq-length", type=int, required=True, metavar="N", help="rows hold N + 1 token ids")
+    cmd.add_argument("--key", default=None, help="JSON-lines input: the field holding each document's text")
+    cmd.add_argument("--eod-id", type=int, default=None, help="the end-of-document id (default: the tokenizer's "
+                                                              "<|endoftext|>, </s>, <eos>, ...)")
+    cmd.add_argument("--eod-token", default=None, help="the end-of-document token, by name")
+    cmd.add_argument("--labels", action="store_true", help="also a labels column (a copy of input_ids)")
+    cmd.add_argument("--attention-mask", action="store_true", help="also an attention_mask column (all ones)")
+    cmd.add_argument("--keep-tail", action="store_true",
+                     help="keep each input piece's last, shorter row (default: dropped, as MindSpore's scripts do)")
+
+
 _ARGUMENTS = {"imagefolder": _imagefolder_arguments, "cifar10": _split_arguments, "cifar100": _split_arguments,
               "mnist": _split_arguments, "parquet": _parquet_arguments, "csv": _csv_arguments,
-              "tfrecord": _tfrecord_arguments}
+              "tfrecord": _tfrecord_arguments, "text": _text_arguments}
 
 
 def _names(text):
@@ -133,6 +151,11 @@ def _convert(args, options):
     if args.format == "parquet":
         return converters.convert_parquet(args.source, args.out, columns=_names(args.columns),
                                           index_fields=_names(args.index), **options)
+    if args.format == "text":
+        return converters.convert_text(args.source, args.out, tokenizer=args.tokenizer, seq_length=args.seq_length,
+                                       key=args.key, eod_id=args.eod_id, eod_token=args.eod_token, labels=args.labels,
+                                       attention_mask=args.attention_mask, tail="keep" if args.keep_tail else "drop",
+                                       **options)
     convert = {"cifar10": converters.convert_cifar10, "cifar100": converters.convert_cifar100,
                "mnist": converters.convert_mnist}[args.format]
     return convert(args.source, args.out, split=args.split, raw=args.raw, **options)

@@ -12,20 +12,37 @@ the same rules for everything except floats, so only floats go through
 Blobs (§5.2): one blob field is stored bare, several are each prefixed with a
 u64 big-endian length, none gives the 4-byte dummy ``00 00 00 00``. When a
 schema has any integer array field, every integer array part is compressed:
-``[u32 BE count][ceil(count/4) bytes of 2-bit width codes][elements, LE]``.
+``[u32 BE count][ceil(count/4) bytes of 2-bit width codes][elements, LE]``, in compiled code
+(``_codec.c``) where the package was built with it, else in numpy (``ints_numpy``, the reference);
+:data:`BACKEND` says which.
 """
 
+import os
 import struct
+import sys
 
 import msgpack
 import numpy as np
 
 from recordio.errors import FormatError
+from recordio.mindrecord import ints_numpy
+
+try:                      # the compiled integer codec (setup.py); same bytes, same accepted inputs
+    from recordio.mindrecord import _codec
+except ImportError:       # pragma: no cover - installed without a C compiler
+    _codec = None  # type: ignore[assignment]
+if os.environ.get("RECORDIO_CODEC") == "numpy" or sys.byteorder != "little":   # schema dtypes are '<'
+    _codec = None  # type: ignore[assignment]
 
 __all__ = [
-    "DUMMY_BLOB", "DUMMY_RAW", "compress_ints", "decompress_ints", "join_blob",
-    "pack_raw", "split_blob", "unpack_raw",
+    "BACKEND", "DUMMY_BLOB", "DUMMY_RAW", "compress_ints", "compress_rows", "decompress_ints",
+    "decompress_many", "join_blob", "pack_raw", "split_blob", "unpack_raw",
 ]
+
+#: which integer-array codec runs: ``"c"`` (compiled) or ``"numpy"`` (the reference, ``ints_numpy``;
+#: forced with ``RECORDIO_CODEC=numpy``; also on big-endian hosts and when the package was installed
+#: without a C compiler)
+BACKEND = "numpy" if _codec is None else "c"
 
 DUMMY_BLOB = b"\x00\x00\x00\x00"      # the blob of a schema with no blob field
 DUMMY_RAW = b"\x81\xa2id\x00"          # msgpack {"id": 0}: the record of a schema with no raw field
@@ -34,10 +51,8 @@ _FLT_MAX = 3.4028234663852886e38
 _F32 = struct.Struct(">f")
 _F64 = struct.Struct(">d")
 _U64BE = struct.Struct(">Q")
-_U32BE = struct.Struct(">I")
 _packb = msgpack.Packer(use_bin_type=True, autoreset=True).pack
-_WIDTH_OF_CODE = np.array([1, 2, 4, 8], dtype=np.int64)
-_SHIFTS = np.array([6, 4, 2, 0], dtype=np.uint8)
+_I32, _I64 = np.dtype(np.int32), np.dtype(np.int64)
 
 
 # --- raw records -------------------------------------------------------------------------------
@@ -86,84 +101,59 @@ def unpack_raw(data):
 
 # --- integer-array compression ------------------------------------------------------------------
 
-def _width_codes(values):
-    codes = np.full(values.shape, 3, dtype=np.uint8)
-    codes[(values >= -(1 << 31)) & (values < (1 << 31))] = 2
-    codes[(values >= -(1 << 15)) & (values < (1 << 15))] = 1
-    codes[(values >= -128) & (values < 128)] = 0
-    return codes
-
-
-def _compress_small(values):
-    """The same encoding in plain Python: faster than numpy for a few dozen elements."""
-    bitmap = bytearray((len(values) + 3) // 4)
-    body = []
-    for i, v in enumerate(values):
-        if -128 <= v < 128:
-            code, width = 0, 1
-        elif -32768 <= v < 32768:
-            code, width = 1, 2
-        elif -2147483648 <= v < 2147483648:
-            code, width = 2, 4
-        else:
-            code, width = 3, 8
-        bitmap[i >> 2] |= code << (6 - 2 * (i & 3))
-        body.append(v.to_bytes(width, "little", signed=True))
-    return _U32BE.pack(len(values)) + bytes(bitmap) + b"".join(body)
-
-
 def compress_ints(values):
-    """Compress a flat int64 array: ``[u32 BE count][width bitmap][LE elements]``."""
-    values = np.ascontiguousarray(values, dtype="<i8").ravel()
-    n = values.size
-    if n <= 64:
-        return _compress_small(values.tolist())
-    codes = _width_codes(values)
-    padded = np.zeros(4 * ((n + 3) // 4), dtype=np.uint8)
-    padded[:n] = codes
-    bitmap = np.bitwise_or.reduce(padded.reshape(-1, 4) << _SHIFTS, axis=1).astype(np.uint8)
-    keep = np.arange(8) < _WIDTH_OF_CODE[codes][:, None]
-    elements = values.view(np.uint8).reshape(n, 8)[keep]
-    return _U32BE.pack(n) + bitmap.tobytes() + elements.tobytes()
+    """Compress a flat integer array: ``[u32 BE count][width bitmap][LE elements]``."""
+    if _codec is None:
+        return ints_numpy.compress(values)
+    return _codec.encode(_native_ints(values))
+
+
+def compress_rows(values):
+    """Compress each row of a 2-D integer array (one encoding per row, as :func:`compress_ints`)."""
+    values = np.asarray(values)
+    if values.ndim != 2:
+        raise ValueError(f"compress_rows expects a 2-D array, found {values.ndim} dimension(s)")
+    if _codec is None:
+        return [ints_numpy.compress(row) for row in values]
+    return _codec.encode_rows(_native_ints(values), values.shape[0])
 
 
 def decompress_ints(data, dtype):
-    """Undo :func:`compress_ints`; ``dtype`` is the schema's int32/int64 numpy dtype."""
-    buf = np.frombuffer(data, dtype=np.uint8)
-    if buf.size < 4:
-        raise FormatError(f"compressed int array of {buf.size} bytes is shorter than its 4-byte count")
-    n = _U32BE.unpack_from(data, 0)[0]
-    nmap = (n + 3) // 4
-    if 4 + nmap + n > buf.size:
-        raise FormatError(f"compressed int array claims {n} elements but holds only {buf.size} bytes")
-    codes = ((buf[4:4 + nmap, None] >> _SHIFTS) & 3).ravel()[:n]
-    if n and (codes == codes[0]).all():          # one width for every element: a plain view
-        width = int(_WIDTH_OF_CODE[codes[0]])
-        if 4 + nmap + n * width != buf.size:
-            raise FormatError(f"compressed int array: {n} elements of {width} bytes do not fill "
-                              f"{buf.size - 4 - nmap} bytes")
-        out = buf[4 + nmap:].view(f"<i{width}").astype(np.int64)
-        return _narrow(out, dtype)
-    widths = _WIDTH_OF_CODE[codes]
-    ends = 4 + nmap + np.cumsum(widths)
-    if n and ends[-1] != buf.size:
-        raise FormatError(f"compressed int array: widths sum to {int(ends[-1])} bytes, part has {buf.size}")
-    if not n and buf.size != 4:
-        raise FormatError(f"compressed int array: 0 elements but {buf.size} bytes")
-    starts = ends - widths
-    out = np.empty(n, dtype=np.int64)
-    for code, width in enumerate((1, 2, 4, 8)):
-        sel = np.nonzero(codes == code)[0]
-        if sel.size:
-            raw = buf[starts[sel, None] + np.arange(width)]
-            out[sel] = np.ascontiguousarray(raw).view(f"<i{width}").ravel()
-    return _narrow(out, dtype)
+    """Undo :func:`compress_ints`; ``dtype`` is the schema's int32/int64 numpy dtype.
+
+    A malformed part raises the reference decoder's :class:`FormatError` (the compiled decoder
+    only tells well-formed from not; the reference then names what is wrong).
+    """
+    if _codec is not None:
+        n = _codec.measure(data)
+        if n >= 0:
+            out = np.empty(n, dtype)
+            if _codec.decode_into(data, out):
+                return out
+    return ints_numpy.decompress(data, dtype)
 
 
-def _narrow(out, dtype):
-    if dtype == np.int32 and out.size and (out.min() < -(1 << 31) or out.max() >= (1 << 31)):
-        raise FormatError("compressed int32 array holds a value outside the int32 range")
-    return out.astype(dtype, copy=False)
+def decompress_many(parts, dtype):
+    """Decode a batch of parts: one ``(len(parts), L)`` array when every part holds ``L`` elements,
+    else a list of 1-D arrays (a malformed part raises as :func:`decompress_ints` does)."""
+    if _codec is not None and parts:
+        counts = _codec.measure_many(parts)
+        if min(counts) >= 0 and min(counts) == max(counts):
+            out = np.empty((len(parts), counts[0]), dtype)
+            if _codec.decode_many(parts, out) < 0:
+                return out
+    arrays = [decompress_ints(part, dtype) for part in parts]
+    if arrays and all(a.size == arrays[0].size for a in arrays):
+        return np.stack(arrays)
+    return arrays
+
+
+def _native_ints(values):
+    """``values`` as a C-contiguous native int32/int64 array (other integer types as int64)."""
+    values = np.asarray(values)
+    if values.dtype != _I32 and values.dtype != _I64:
+        values = values.astype(np.int64)
+    return np.ascontiguousarray(values)
 
 
 # --- blobs ----------------------------------------------------------------------------------------

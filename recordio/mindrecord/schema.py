@@ -15,6 +15,7 @@ array      ``np.ndarray`` whose dtype equals the schema type and whose element
 =========  =====================================================================
 """
 
+import functools
 import math
 import re
 
@@ -167,7 +168,7 @@ class Schema:
             value = _cast_ints(field, value, index)
         _check_shape(field, value, index)
         if field.compressed:
-            packed = codec.compress_ints(value.astype(np.int64).ravel())
+            packed = codec.compress_ints(value)
             return packed, value.size * value.itemsize - len(packed)
         return np.ascontiguousarray(value, dtype=field.dtype).tobytes(), 0
 
@@ -246,6 +247,8 @@ def _part_decoder(field):
     if field.shape is None:
         return bytes
     dtype, shape, compressed = field.dtype, field.shape, field.compressed
+    if compressed and shape == (-1,):             # token rows: the decoded array is the value
+        return functools.partial(codec.decompress_ints, dtype=dtype)
 
     def decode(part):
         if compressed:

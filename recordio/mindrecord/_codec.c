@@ -1,0 +1,528 @@
+/* Compiled MindRecord integer-array compression (FORMAT.md §5.2); ints_numpy.py is the reference.
+ *
+ * An encoded array is [u32 BE count n][ceil(n/4) bytes of 2-bit width codes][n elements, LE, signed,
+ * 1/2/4/8 bytes each]. Element i's code sits in bitmap byte i/4 at bit shift 2*(3 - i%4); codes 0..3
+ * mean 1, 2, 4 and 8 bytes. The encoder picks the smallest width that holds the value, as MindSpore.
+ *
+ * The decoder only says "valid" or "not valid": on any malformed input it returns -1 / False and the
+ * Python side runs the reference decoder, which raises the error with its message. Every read is
+ * bounds-checked against the part's length (counts and width sums in 64-bit arithmetic, so no count
+ * can overflow them); wide loads are used only where the bytes they read remain in the buffer. Large
+ * parts are decoded without the GIL; the buffers stay held (Py_buffer) while they are.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if (defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__) || defined(_WIN32)
+#define HOST_LE 1
+#else
+#define HOST_LE 0
+#endif
+
+/* For each bitmap byte (4 width codes): the sum of the 4 widths, each element's offset from the first,
+ * and the shift that sign-extends a width-byte value held in the low bytes of a 64-bit load. */
+static uint8_t WIDTHS4[256];
+static uint64_t LAYOUT4[256];   /* byte k: offset of element k; byte 4 + k: its shift */
+static uint64_t LAYOUT4_32[256]; /* the same with 32-bit shifts; 0 when an element takes 8 bytes */
+
+static void init_tables(void)
+{
+    for (int b = 0; b < 256; b++) {
+        int sum = 0;
+        for (int k = 0; k < 4; k++) {
+            int width = 1 << ((b >> (6 - 2 * k)) & 3);
+            LAYOUT4[b] |= (uint64_t)sum << (8 * k) | (uint64_t)(64 - 8 * width) << (8 * (4 + k));
+            sum += width;
+        }
+        WIDTHS4[b] = (uint8_t)sum;
+        int has8 = 0;
+        for (int k = 0; k < 4; k++)
+            has8 |= ((b >> (6 - 2 * k)) & 3) == 3;
+        LAYOUT4_32[b] = has8 ? 0 : LAYOUT4[b] - 0x2020202000000000ULL;
+    }
+}
+
+static inline uint64_t load_le64(const uint8_t *p)
+{
+#if HOST_LE
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+#else
+    uint64_t v = 0;
+    for (int k = 7; k >= 0; k--)
+        v = (v << 8) | p[k];
+    return v;
+#endif
+}
+
+static inline uint32_t load_le32(const uint8_t *p)
+{
+#if HOST_LE
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+#else
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+#endif
+}
+
+static inline void store_le64(uint8_t *p, uint64_t v)
+{
+#if HOST_LE
+    memcpy(p, &v, 8);
+#else
+    for (int k = 0; k < 8; k++)
+        p[k] = (uint8_t)(v >> (8 * k));
+#endif
+}
+
+/* The signed value of `width` little-endian bytes at p; p + 8 may lie past the end when `wide` is 0. */
+static inline int64_t load_elem(const uint8_t *p, int width, int wide)
+{
+    uint64_t v;
+    if (wide) {
+        v = load_le64(p);
+    } else {
+        v = 0;
+        for (int k = width - 1; k >= 0; k--)
+            v = (v << 8) | p[k];
+    }
+    int shift = 64 - 8 * width;
+    return (int64_t)(v << shift) >> shift;
+}
+
+/* --- x86 SSSE3: 4 elements of <= 4 bytes (one bitmap byte) into 4 int32 lanes with one shuffle ------ */
+
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) && HOST_LE
+#include <immintrin.h>
+#define HAVE_SSSE3 1
+/* For bitmap byte b with no 8-byte element: SHUFFLE4 sends element k's bytes to lane k and repeats its
+ * top byte above them; OWN4 is 0xFF on the element's own bytes (the rest becomes its sign). */
+static uint8_t SHUFFLE4[256][16];
+static uint8_t OWN4[256][16];
+static int use_ssse3;
+
+static void init_simd_tables(void)
+{
+    for (int b = 0; b < 256; b++) {
+        int off = 0;
+        for (int k = 0; k < 4; k++) {
+            int width = 1 << ((b >> (6 - 2 * k)) & 3);
+            for (int j = 0; j < 4; j++) {
+                int own = j < width && width <= 4;
+                SHUFFLE4[b][4 * k + j] = (uint8_t)(own ? off + j : (width <= 4 ? off + width - 1 : 0x80));
+                OWN4[b][4 * k + j] = own ? 0xFF : 0x00;
+            }
+            off += width;
+        }
+    }
+    __builtin_cpu_init();
+    const char *simd = getenv("RECORDIO_CODEC_SIMD");        /* "0": the portable loops (tests) */
+    use_ssse3 = __builtin_cpu_supports("ssse3") && !(simd != NULL && simd[0] == '0');
+}
+
+/* Decode whole groups of 4 (no 8-byte element) while 16 bytes remain; returns the groups done and
+ * advances *pe past their elements. */
+__attribute__((target("ssse3")))
+static int64_t decode32_ssse3(const uint8_t *map, int64_t full, const uint8_t **pe, const uint8_t *end,
+                              int32_t *out)
+{
+    const uint8_t *e = *pe;
+    const __m128i zero = _mm_setzero_si128();
+    int64_t i = 0;
+    for (; i < full && end - e >= 16; i++) {
+        unsigned b = map[i];
+        if (LAYOUT4_32[b] == 0)
+            break;
+        __m128i x = _mm_loadu_si128((const __m128i *)e);
+        __m128i y = _mm_shuffle_epi8(x, _mm_loadu_si128((const __m128i *)SHUFFLE4[b]));
+        __m128i own = _mm_loadu_si128((const __m128i *)OWN4[b]);
+        __m128i sign = _mm_cmpgt_epi8(zero, y);
+        _mm_storeu_si128((__m128i *)(out + 4 * i), _mm_or_si128(_mm_and_si128(own, y), _mm_andnot_si128(own, sign)));
+        e += WIDTHS4[b];
+    }
+    *pe = e;
+    return i;
+}
+#else
+#define HAVE_SSSE3 0
+static const int use_ssse3 = 0;
+static void init_simd_tables(void) {}
+#endif
+
+/* --- measuring (validation) ------------------------------------------------------------------- */
+
+/* The element count of a well-formed encoding of `len` bytes, or -1. */
+static int64_t measure(const uint8_t *p, Py_ssize_t len)
+{
+    if (len < 4)
+        return -1;
+    uint64_t n = ((uint64_t)p[0] << 24) | ((uint64_t)p[1] << 16) | ((uint64_t)p[2] << 8) | p[3];
+    uint64_t nmap = (n + 3) / 4, size = (uint64_t)len;
+    if (4 + nmap + n > size)
+        return -1;
+    const uint8_t *map = p + 4;
+    uint64_t full = n / 4, total = 4 + nmap;
+    for (uint64_t j = 0; j < full; j++)
+        total += WIDTHS4[map[j]];
+    for (uint64_t i = full * 4; i < n; i++)
+        total += (uint64_t)1 << ((map[i >> 2] >> (6 - 2 * (i & 3))) & 3);
+    return total == size ? (int64_t)n : -1;
+}
+
+/* --- decoding --------------------------------------------------------------------------------- */
+
+#define GROUP_ELEM(k) ((int64_t)(load_le64(e + (uint8_t)(lay >> (8 * (k)))) << (uint8_t)(lay >> (8 * (4 + (k))))) \
+                       >> (uint8_t)(lay >> (8 * (4 + (k)))))
+
+#define GROUP_ELEM32(k) ((int32_t)(load_le32(e + (uint8_t)(lay >> (8 * (k)))) << (uint8_t)(lay >> (8 * (4 + (k))))) \
+                         >> (uint8_t)(lay >> (8 * (4 + (k)))))
+
+/* Decode n elements (already measured, so the widths fill the part exactly) into out (itemsize 4 or
+ * 8); 0, or -1 when a value does not fit an int32 output. Every load is checked against the end
+ * again, so a part changed by another thread after it was measured cannot be read past. Groups of 4 elements (one bitmap byte) are
+ * decoded with four 8-byte loads while 32 bytes remain; the rest element by element. */
+static int decode_into(const uint8_t *p, Py_ssize_t len, int64_t n, void *out, int itemsize)
+{
+    const uint8_t *map = p + 4, *end = p + len;
+    const uint8_t *e = map + (n + 3) / 4;
+    int32_t *o32 = (int32_t *)out;
+    int64_t *o64 = (int64_t *)out;
+    int64_t i = 0, full = n / 4;
+    int bad = 0;
+    if (itemsize == 8) {
+        for (; i < full && end - e >= 32; i++) {
+            unsigned b = map[i];
+            uint64_t lay = LAYOUT4[b];
+            o64[4 * i] = GROUP_ELEM(0);
+            o64[4 * i + 1] = GROUP_ELEM(1);
+            o64[4 * i + 2] = GROUP_ELEM(2);
+            o64[4 * i + 3] = GROUP_ELEM(3);
+            e += WIDTHS4[b];
+        }
+    } else {
+#if HAVE_SSSE3
+        if (use_ssse3)
+            i = decode32_ssse3(map, full, &e, end, o32);
+#endif
+        for (; i < full && end - e >= 32; i++) {
+            unsigned b = map[i];
+            uint64_t lay = LAYOUT4_32[b];
+            if (lay == 0)           /* an 8-byte element: decode the rest one by one, checking the range */
+                break;
+            o32[4 * i] = GROUP_ELEM32(0);
+            o32[4 * i + 1] = GROUP_ELEM32(1);
+            o32[4 * i + 2] = GROUP_ELEM32(2);
+            o32[4 * i + 3] = GROUP_ELEM32(3);
+            e += WIDTHS4[b];
+        }
+    }
+    for (i *= 4; i < n; i++) {
+        int width = 1 << ((map[i >> 2] >> (6 - 2 * (i & 3))) & 3);
+        if (end - e < width)        /* only if the part changed since it was measured */
+            return -1;
+        int64_t v = load_elem(e, width, end - e >= 8);
+        e += width;
+        if (itemsize == 8) {
+            o64[i] = v;
+        } else {
+            bad |= v != (int32_t)v;
+            o32[i] = (int32_t)v;
+        }
+    }
+    return bad ? -1 : 0;
+}
+
+/* --- encoding --------------------------------------------------------------------------------- */
+
+static inline void store_le32(uint8_t *p, uint32_t v)
+{
+#if HOST_LE
+    memcpy(p, &v, 4);
+#else
+    for (int k = 0; k < 4; k++)
+        p[k] = (uint8_t)(v >> (8 * k));
+#endif
+}
+
+static inline unsigned code32(int32_t v)
+{
+    return (unsigned)(v != (int8_t)v) + (unsigned)(v != (int16_t)v);
+}
+
+static inline unsigned code64(int64_t v)
+{
+    return (unsigned)(v != (int8_t)v) + (unsigned)(v != (int16_t)v) + (unsigned)(v != (int32_t)v);
+}
+
+/* Encode n elements into out, which has room for the widest encoding (4 + ceil(n/4) + itemsize * n
+ * bytes); returns the encoding's length. Each element is stored with one itemsize-wide store (the
+ * bytes past its width are overwritten by the next element), which stays inside that room. Whole
+ * groups of 4 take their offsets from the bitmap byte's table, so the 4 stores do not wait on each
+ * other. */
+#define ENCODE_LOOP(T, CODE, STORE, U)                                                   \
+    Py_ssize_t i = 0;                                                                    \
+    for (; i + 4 <= n; i += 4) {                                                         \
+        T v0 = in[i], v1 = in[i + 1], v2 = in[i + 2], v3 = in[i + 3];                    \
+        unsigned byte = CODE(v0) << 6 | CODE(v1) << 4 | CODE(v2) << 2 | CODE(v3);        \
+        uint64_t lay = LAYOUT4[byte];                                                    \
+        STORE(e, (U)v0);                                                                 \
+        STORE(e + (uint8_t)(lay >> 8), (U)v1);                                           \
+        STORE(e + (uint8_t)(lay >> 16), (U)v2);                                          \
+        STORE(e + (uint8_t)(lay >> 24), (U)v3);                                          \
+        map[i >> 2] = (uint8_t)byte;                                                     \
+        e += WIDTHS4[byte];                                                              \
+    }                                                                                    \
+    if (i < n) {                                                                         \
+        unsigned byte = 0;                                                               \
+        for (Py_ssize_t k = 0; k < 4; k++) {                                             \
+            unsigned code = 0;                                                           \
+            if (i + k < n) {                                                             \
+                code = CODE(in[i + k]);                                                  \
+                STORE(e, (U)in[i + k]);                                                  \
+                e += 1 << code;                                                          \
+            }                                                                            \
+            byte = byte << 2 | code;                                                     \
+        }                                                                                \
+        map[i >> 2] = (uint8_t)byte;                                                     \
+    }
+
+static Py_ssize_t encode_into(const void *values, int itemsize, Py_ssize_t n, uint8_t *out)
+{
+    uint8_t *map = out + 4, *e = map + (n + 3) / 4;
+    out[0] = (uint8_t)(n >> 24);
+    out[1] = (uint8_t)(n >> 16);
+    out[2] = (uint8_t)(n >> 8);
+    out[3] = (uint8_t)n;
+    if (itemsize == 4) {
+        const int32_t *in = (const int32_t *)values;
+        ENCODE_LOOP(int32_t, code32, store_le32, uint32_t)
+    } else {
+        const int64_t *in = (const int64_t *)values;
+        ENCODE_LOOP(int64_t, code64, store_le64, uint64_t)
+    }
+    return e - out;
+}
+
+/* A part of a few thousand elements decodes in about a microsecond: less than handing the GIL to
+ * another thread and waiting to get it back, so only large parts release it. */
+#define RELEASE_GIL_FROM (1 << 18)
+
+static int decode_unlocked(const uint8_t *p, Py_ssize_t len, int64_t n, void *out, int itemsize)
+{
+    int ok;
+    if (n < RELEASE_GIL_FROM)
+        return decode_into(p, len, n, out, itemsize) == 0;
+    Py_BEGIN_ALLOW_THREADS
+    ok = decode_into(p, len, n, out, itemsize) == 0;
+    Py_END_ALLOW_THREADS
+    return ok;
+}
+
+/* --- Python glue ------------------------------------------------------------------------------ */
+
+static int get_ints(PyObject *obj, Py_buffer *view, int writable)
+{
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, view, flags) < 0)
+        return -1;
+    const char *f = view->format ? view->format : "B";
+    if (*f == '<' || *f == '=' || *f == '@')
+        f++;
+    int ok = (view->itemsize == 4 || view->itemsize == 8) && f[0] != '\0' && f[1] == '\0' &&
+             (f[0] == 'i' || f[0] == 'l' || f[0] == 'q') &&
+             !(view->format != NULL && view->format[0] == '<' && !HOST_LE);
+    if (!ok) {
+        PyErr_Format(PyExc_TypeError, "expected a contiguous native int32 or int64 buffer, found format "
+                     "'%s' of %zd-byte items", view->format ? view->format : "B", view->itemsize);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *py_measure(PyObject *self, PyObject *arg)
+{
+    Py_buffer data;
+    if (PyObject_GetBuffer(arg, &data, PyBUF_SIMPLE) < 0)
+        return NULL;
+    int64_t n = measure((const uint8_t *)data.buf, data.len);
+    PyBuffer_Release(&data);
+    return PyLong_FromLongLong(n);
+}
+
+static PyObject *py_measure_many(PyObject *self, PyObject *arg)
+{
+    PyObject *seq = PySequence_Fast(arg, "measure_many expects a sequence of bytes-like parts");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(seq);
+    PyObject *out = PyList_New(count);
+    for (Py_ssize_t i = 0; out != NULL && i < count; i++) {
+        PyObject *n = py_measure(self, PySequence_Fast_GET_ITEM(seq, i));
+        if (n == NULL)
+            Py_CLEAR(out);
+        else
+            PyList_SET_ITEM(out, i, n);
+    }
+    Py_DECREF(seq);
+    return out;
+}
+
+/* decode_into(part, out) -> bool: out (int32/int64, exactly the part's count) filled; False when the
+ * part is malformed or a value does not fit out. */
+static PyObject *py_decode_into(PyObject *self, PyObject *args)
+{
+    PyObject *part, *target;
+    if (!PyArg_ParseTuple(args, "OO:decode_into", &part, &target))
+        return NULL;
+    Py_buffer data, out;
+    if (PyObject_GetBuffer(part, &data, PyBUF_SIMPLE) < 0)
+        return NULL;
+    if (get_ints(target, &out, 1) < 0) {
+        PyBuffer_Release(&data);
+        return NULL;
+    }
+    int64_t n = measure((const uint8_t *)data.buf, data.len);
+    int ok = n >= 0 && n * out.itemsize == out.len;
+    if (ok) {
+        ok = decode_unlocked((const uint8_t *)data.buf, data.len, n, out.buf, (int)out.itemsize);
+    }
+    PyBuffer_Release(&out);
+    PyBuffer_Release(&data);
+    return PyBool_FromLong(ok);
+}
+
+/* decode_many(parts, out) -> int: the parts decoded one after another into out (their counts summing
+ * to out's length); -1 when all went well, else the index of the first part that did not. */
+static PyObject *py_decode_many(PyObject *self, PyObject *args)
+{
+    PyObject *parts, *target;
+    if (!PyArg_ParseTuple(args, "OO:decode_many", &parts, &target))
+        return NULL;
+    PyObject *seq = PySequence_Fast(parts, "decode_many expects a sequence of bytes-like parts");
+    if (seq == NULL)
+        return NULL;
+    Py_buffer out;
+    if (get_ints(target, &out, 1) < 0) {
+        Py_DECREF(seq);
+        return NULL;
+    }
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(seq), bad = -1, at = 0, room = out.len / out.itemsize;
+    for (Py_ssize_t i = 0; i < count && bad < 0; i++) {
+        Py_buffer data;
+        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(seq, i), &data, PyBUF_SIMPLE) < 0) {
+            PyBuffer_Release(&out);
+            Py_DECREF(seq);
+            return NULL;
+        }
+        int64_t n = measure((const uint8_t *)data.buf, data.len);
+        int ok = n >= 0 && n <= room - at;
+        if (ok) {
+            char *dst = (char *)out.buf + at * out.itemsize;
+            ok = decode_unlocked((const uint8_t *)data.buf, data.len, n, dst, (int)out.itemsize);
+            at += (Py_ssize_t)n;
+        }
+        PyBuffer_Release(&data);
+        if (!ok)
+            bad = i;
+    }
+    if (bad < 0 && at != room)
+        bad = count;
+    PyBuffer_Release(&out);
+    Py_DECREF(seq);
+    return PyLong_FromSsize_t(bad);
+}
+
+static PyObject *encode_view(Py_buffer *in)
+{
+    Py_ssize_t n = in->len / in->itemsize;
+    if (n > (Py_ssize_t)0xFFFFFFFF) {
+        PyErr_Format(PyExc_OverflowError, "an integer array of %zd elements does not fit a u32 count", n);
+        return NULL;
+    }
+    PyObject *out = PyBytes_FromStringAndSize(NULL, 4 + (n + 3) / 4 + in->itemsize * n);
+    if (out == NULL)
+        return NULL;
+    Py_ssize_t size = encode_into(in->buf, (int)in->itemsize, n, (uint8_t *)PyBytes_AS_STRING(out));
+    if (_PyBytes_Resize(&out, size) < 0)
+        return NULL;
+    return out;
+}
+
+/* encode(values) -> bytes: a contiguous native int32/int64 buffer, encoded. */
+static PyObject *py_encode(PyObject *self, PyObject *arg)
+{
+    Py_buffer in;
+    if (get_ints(arg, &in, 0) < 0)
+        return NULL;
+    PyObject *out = encode_view(&in);
+    PyBuffer_Release(&in);
+    return out;
+}
+
+/* encode_rows(values, rows) -> list of bytes: a contiguous (rows, L) buffer, one encoding per row. */
+static PyObject *py_encode_rows(PyObject *self, PyObject *args)
+{
+    PyObject *obj;
+    Py_ssize_t rows;
+    if (!PyArg_ParseTuple(args, "On:encode_rows", &obj, &rows))
+        return NULL;
+    Py_buffer in;
+    if (get_ints(obj, &in, 0) < 0)
+        return NULL;
+    Py_ssize_t items = in.len / in.itemsize;
+    if (rows < 0 || (rows == 0 ? items != 0 : items % rows != 0)) {
+        PyErr_Format(PyExc_ValueError, "%zd elements do not split into %zd equal rows", items, rows);
+        PyBuffer_Release(&in);
+        return NULL;
+    }
+    PyObject *list = PyList_New(rows);
+    Py_ssize_t width = rows ? items / rows : 0;
+    for (Py_ssize_t r = 0; list != NULL && r < rows; r++) {
+        Py_buffer row = in;
+        row.buf = (char *)in.buf + r * width * in.itemsize;
+        row.len = width * in.itemsize;
+        PyObject *one = encode_view(&row);
+        if (one == NULL)
+            Py_CLEAR(list);
+        else
+            PyList_SET_ITEM(list, r, one);
+    }
+    PyBuffer_Release(&in);
+    return list;
+}
+
+static PyMethodDef methods[] = {
+    {"measure", py_measure, METH_O,
+     "measure(part) -> int: the element count of a well-formed encoding, else -1."},
+    {"measure_many", py_measure_many, METH_O,
+     "measure_many(parts) -> list[int]: measure() of each part."},
+    {"decode_into", py_decode_into, METH_VARARGS,
+     "decode_into(part, out) -> bool: decode into out (int32/int64 buffer of exactly the part's count); "
+     "False when malformed or a value does not fit."},
+    {"decode_many", py_decode_many, METH_VARARGS,
+     "decode_many(parts, out) -> int: decode the parts one after another into out; -1 when all fit "
+     "exactly, else the index of the first that did not (len(parts) when out was not filled)."},
+    {"encode", py_encode, METH_O,
+     "encode(values) -> bytes: encode a contiguous native int32/int64 buffer."},
+    {"encode_rows", py_encode_rows, METH_VARARGS,
+     "encode_rows(values, rows) -> list[bytes]: encode each of the equal rows of a contiguous buffer."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_codec", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__codec(void)
+{
+    init_tables();
+    init_simd_tables();
+    PyObject *m = PyModule_Create(&module);
+    if (m != NULL && PyModule_AddIntConstant(m, "SIMD", use_ssse3) < 0)
+        Py_CLEAR(m);
+    return m;
+}
