@@ -24,10 +24,11 @@ from recordio.converters.engine import Summary
 from recordio.converters.imagefolder import convert_imagefolder, label_map
 from recordio.converters.mnist import convert_mnist
 from recordio.converters.parquet import convert_parquet, to_arrow, write_arrow
+from recordio.converters.megatron import convert_megatron, export_megatron
 from recordio.converters.text import convert_text
 from recordio.converters.tfrecord import FixedLenFeature, convert_tfrecord
 
 __all__ = sorted([
     "FixedLenFeature", "Summary", "convert_cifar10", "convert_cifar100", "convert_csv", "convert_imagefolder",
-    "convert_mnist", "convert_parquet", "convert_text", "convert_tfrecord", "label_map", "to_arrow", "write_arrow",
+    "convert_megatron", "convert_mnist", "convert_parquet", "convert_text", "export_megatron", "convert_tfrecord", "label_map", "to_arrow", "write_arrow",
 ])

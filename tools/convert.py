@@ -24,6 +24,9 @@ FORMATS = {
             "recordio convert csv sales.csv out/sales.mindrecord --columns Name,Sales --index Name"),
     "tfrecord": ("TFRecord files of tf.train.Example (CRCs checked) -> records (MindSpore's TFRecordToMR schema)",
                  "recordio convert tfrecord train.tfrecord out/train.mindrecord --bytes-fields image"),
+    "megatron": ("a Megatron-LM indexed dataset (PREFIX.bin + PREFIX.idx) -> token rows, one per sequence "
+                 "{input_ids, document} or packed with --seq-length",
+                 "recordio convert megatron corpus_text_document out/tokens.mindrecord --seq-length 2048"),
     "text": ("text or JSON-lines files -> packed token rows {input_ids: int32 [-1]} (a tokenizers tokenizer.json)",
              "recordio convert text corpus.jsonl out/tokens.mindrecord --key text --tokenizer tokenizer.json "
              "--seq-length 2048"),
@@ -56,6 +59,8 @@ def add_arguments(parser):
             cmd.add_argument("source", nargs="+", help="TFRecord files, or folders of them (every file taken)")
         elif name == "csv":
             cmd.add_argument("source", help="the CSV file (its first line names the columns)")
+        elif name == "megatron":
+            cmd.add_argument("source", help="the dataset's prefix (PREFIX.bin and PREFIX.idx)")
         elif name == "text":
             cmd.add_argument("source", nargs="+", help="text files (a document a line) or JSON-lines files (--key)")
         else:
@@ -99,6 +104,13 @@ def _tfrecord_arguments(cmd):
                           "first value is not UTF-8)")
 
 
+def _megatron_arguments(cmd):
+    cmd.add_argument("--seq-length", type=int, default=None, metavar="N",
+                     help="pack the sequences into rows of N + 1 ids (default: one row per sequence, with its "
+                          "document number)")
+    cmd.add_argument("--keep-tail", action="store_true", help="with --seq-length, keep each unit's last, shorter row")
+
+
 def _text_arguments(cmd):
     cmd.add_argument("--tokenizer", required=True, help="a Hugging Face tokenizers tokenizer.json")
     cmd.add_argument("--seq-length", type=int, required=True, metavar="N", help="rows hold N + 1 token ids")
@@ -114,7 +126,7 @@ def _text_arguments(cmd):
 
 _ARGUMENTS = {"imagefolder": _imagefolder_arguments, "cifar10": _split_arguments, "cifar100": _split_arguments,
               "mnist": _split_arguments, "parquet": _parquet_arguments, "csv": _csv_arguments,
-              "tfrecord": _tfrecord_arguments, "text": _text_arguments}
+              "tfrecord": _tfrecord_arguments, "text": _text_arguments, "megatron": _megatron_arguments}
 
 
 def _names(text):
@@ -151,6 +163,9 @@ def _convert(args, options):
     if args.format == "parquet":
         return converters.convert_parquet(args.source, args.out, columns=_names(args.columns),
                                           index_fields=_names(args.index), **options)
+    if args.format == "megatron":
+        return converters.convert_megatron(args.source, args.out, seq_length=args.seq_length,
+                                           tail="keep" if args.keep_tail else "drop", **options)
     if args.format == "text":
         return converters.convert_text(args.source, args.out, tokenizer=args.tokenizer, seq_length=args.seq_length,
                                        key=args.key, eod_id=args.eod_id, eod_token=args.eod_token, labels=args.labels,

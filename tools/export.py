@@ -1,8 +1,10 @@
-"""``recordio export arrow PATH OUT``: a dataset's scalar columns as Parquet or Arrow IPC (Feather)."""
+"""``recordio export arrow PATH OUT``: a dataset's scalar columns as Parquet or Arrow IPC (Feather);
+``recordio export megatron PATH PREFIX``: a token column as a Megatron-LM indexed dataset."""
 
 import argparse
 
-HELP = "export a dataset's scalar columns to a Parquet or Arrow/Feather file (for pandas, Polars, DuckDB)"
+HELP = ("export a dataset's scalar columns to a Parquet or Arrow/Feather file (for pandas, Polars, DuckDB), or a "
+        "token column to a Megatron-LM indexed dataset")
 EXAMPLE = "recordio export arrow out/train.mindrecord0 labels.parquet --columns label,file_name"
 
 
@@ -16,9 +18,24 @@ def add_arguments(parser):
     cmd.add_argument("--columns", default=None, metavar="A,B",
                      help="fields to export (default: every int, float and string field; bytes and 1-D "
                           "arrays when named)")
+    text = "an int32/int64 [-1] column -> PREFIX.bin + PREFIX.idx (Megatron-LM / NeMo indexed dataset)"
+    example = "recordio export megatron out/tokens.mindrecord0 corpus_text_document --column input_ids"
+    cmd = sub.add_parser("megatron", help=text, description=text, allow_abbrev=False,
+                         epilog=f"example:\n  {example}", formatter_class=argparse.RawDescriptionHelpFormatter)
+    cmd.add_argument("path", help="any data file of the dataset")
+    cmd.add_argument("prefix", help="the files to write: PREFIX.bin and PREFIX.idx")
+    cmd.add_argument("--column", default="input_ids", help="the token column (default input_ids)")
+    cmd.add_argument("--dtype", default=None, help="token dtype of the files (default: the column's)")
 
 
 def run(args):
+    if args.format == "megatron":
+        from recordio.converters import export_megatron
+
+        done = export_megatron(args.path, args.prefix, column=args.column, dtype=args.dtype)
+        print(f"wrote {done['sequences']} sequences in {done['documents']} documents ({done['tokens']} tokens) to "
+              f"{args.prefix}.bin / .idx")
+        return 0
     from recordio.converters import to_arrow, write_arrow
 
     columns = [c.strip() for c in args.columns.split(",") if c.strip()] if args.columns else None
