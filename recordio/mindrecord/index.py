@@ -211,6 +211,13 @@ def _query(conn, path, sql):
         raise IndexFileError(f"{path}: index file is not a MindRecord index ({exc}; query: {sql})") from None
 
 
+def _query_args(conn, path, sql, args):
+    try:
+        return conn.execute(sql, args).fetchall()
+    except sqlite3.Error as exc:
+        raise IndexFileError(f"{path}: index file is not a MindRecord index ({exc}; query: {sql})") from None
+
+
 def read_shard_name(conn, path):
     """The data file name the ``.db`` belongs to: one plain file name (else IndexFileError)."""
     rows = _query(conn, path, "SELECT typeof(NAME), length(CAST(NAME AS BLOB)) FROM SHARD_NAME LIMIT 2")
@@ -256,6 +263,14 @@ def row_id_span(conn, path):
     if value is not None and (type(value) is not int or not 0 <= value < MAX_LOCATION):
         raise IndexFileError(f"{path}: INDEXES holds ROW_ID {str(value)[:40]!r}, expected a row number")
     return 0 if value is None else value + 1
+
+
+def min_row_id(conn, path):
+    """``MIN(ROW_ID)`` (None when empty), from the primary key without a table scan."""
+    value = _query(conn, path, "SELECT MIN(ROW_ID) FROM INDEXES")[0][0]
+    if value is not None and type(value) is not int:
+        raise IndexFileError(f"{path}: INDEXES holds ROW_ID {str(value)[:40]!r}, expected a row number")
+    return value
 
 
 def read_checksums(conn, path):
