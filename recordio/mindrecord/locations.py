@@ -327,6 +327,14 @@ class Locations:
         self._block_base = self.block_base.tolist()
         self.pool, self.token = pool_for(int(self.block_base[-1]), self.block)
         self._open = collections.OrderedDict()       # shards whose source was used, least recent first
+        self._fast()
+
+    def _fast(self):
+        """Per process: which blocks this process saw in a pool that never evicts (one slot per block)."""
+        nblocks = int(self.block_base[-1])
+        self._whole = self.pool.slots >= nblocks
+        self._ready = bytearray(nblocks)            # stays zero when the pool evicts
+        self._flat = self.pool.data.reshape(-1, 4)
 
     def prime(self):
         """Load (and so check) the first block of the first shard that has rows: what opening a dataset
@@ -344,9 +352,13 @@ class Locations:
         """``[raw start, raw end, blob start, blob end]`` of local row ``local`` of shard ``k``."""
         q, i = divmod(local, self.block)
         b = self._block_base[k] + q
+        if self._ready[b]:               # a pool with a slot per block: a block once there stays
+            return self._flat[b * self.block + i].tolist()
         got = self.pool.get_row(b, i)
         if got is None:
             got = self._load(k, q, b)[i].tolist()
+        elif self._whole:
+            self._ready[b] = 1
         return got
 
     def block_of(self, k, q):
@@ -370,6 +382,8 @@ class Locations:
         start = q * self.block
         locs = self.sources[k].load(start, min(start + self.block, int(self.counts[k])))
         self.pool.put(b, locs)
+        if self._whole:
+            self._ready[b] = 1
         self._open[k] = None
         self._open.move_to_end(k)
         if len(self._open) > MAX_OPEN:
@@ -409,10 +423,16 @@ class Locations:
 
     def __getstate__(self):
         state = self.__dict__.copy()
-        state["pool"] = None      # a forked copy finds the pool by its token; a spawned one makes its own
+        state["pool"] = state["_flat"] = None   # a forked copy finds the pool by its token; a spawned one
+                                                # makes its own
         state["_open"] = collections.OrderedDict()
         return state
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+        shared = self.token in _POOLS
         self.pool, self.token = pool_for(int(self.block_base[-1]), self.block, self.token)
+        if shared:                   # the blocks this copy's origin saw are in the shared pool
+            self._flat = self.pool.data.reshape(-1, 4)
+        else:
+            self._fast()
