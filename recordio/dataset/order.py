@@ -26,13 +26,17 @@ from typing import Any
 
 import numpy as np
 
+from recordio.dataset.permutation import KeyedPermutation, Padded
 from recordio.keys import hash_words
 
 __all__ = ["DefaultOrder", "DistributedSampler", "PKSampler", "RandomSampler", "Sampler", "SequentialSampler",
            "Shuffle", "SubsetRandomSampler", "SubsetSampler", "consumed_after", "epoch_rng", "files_order",
-           "infile_order", "shard_positions", "shuffle_mode"]
+           "global_order", "infile_order", "shard_positions", "shuffle_mode", "ORDER_VERSION", "iter_chunks",
+           "consumed_chunks"]
 
 _SOURCE_TAG = 0x5EED_0F_0DE5
+ORDER_VERSION = 2       # 2: GLOBAL shuffles and shuffled DistributedSamplers are KeyedPermutations (1: numpy
+                        # permutations); a saved state resumes only under the order version that saved it
 
 
 class Shuffle(str, enum.Enum):
@@ -66,6 +70,12 @@ def partial_order(n, rng, window=None):
 def epoch_rng(seed, epoch, tag=_SOURCE_TAG):
     """A numpy generator that is a pure function of ``(seed, epoch, tag)``."""
     return np.random.Generator(np.random.PCG64(int(hash_words(seed, epoch, tag)[0])))
+
+
+def global_order(n, seed, epoch, tag=_SOURCE_TAG):
+    """The globally shuffled order of an epoch: a :class:`KeyedPermutation` of ``n`` rows keyed by
+    ``(seed, epoch, tag)`` (O(1) memory; positions are computed as they are read)."""
+    return KeyedPermutation(n, int(hash_words(seed, epoch, tag, ORDER_VERSION)[0]))
 
 
 def _file_ranges(counts):
@@ -130,6 +140,24 @@ def worker_blocks(n, workers, worker, block, first=0):
 def consumed_after(start, num_shards, delivered, total):
     """Global positions consumed once every shard delivered ``delivered`` rows."""
     return min(total, start + num_shards * delivered)
+
+
+_CHUNK = 1 << 16
+
+
+def iter_chunks(ids):
+    """The ints of ``ids`` (an array or a lazy order), converted a chunk at a time."""
+    for start in range(0, len(ids), _CHUNK):
+        yield from ids[start:start + _CHUNK].tolist()
+
+
+def consumed_chunks(start, num, total, count, index=None):
+    """``consumed_after`` for each of ``count`` rows delivered (``index``: their position indices),
+    computed a chunk at a time."""
+    for first in range(0, count, _CHUNK):
+        end = min(count, first + _CHUNK)
+        delivered = np.arange(first + 1, end + 1, dtype=np.int64) if index is None else index[first:end] + 1
+        yield from np.minimum(total, start + num * delivered).tolist()
 
 
 # --- MindSpore's samplers ------------------------------------------------------------------------
@@ -215,7 +243,7 @@ class DistributedSampler(Sampler):
 
     def order(self, n: int, seed: int, epoch: int, source: Any) -> np.ndarray:
         if self.shuffle:
-            return epoch_rng(seed, epoch).permutation(n).astype(np.int64)
+            return global_order(n, seed, epoch)
         return np.arange(n, dtype=np.int64)
 
 
@@ -310,9 +338,9 @@ def shuffled_ids(mode, n, seed, epoch, source):
         return np.arange(n, dtype=np.int64)
     if mode == Shuffle.ADAPTIVE:
         mode = Shuffle.GLOBAL if n <= ADAPTIVE_LIMIT else Shuffle.PARTIAL
-    rng = epoch_rng(seed, epoch)
     if mode == Shuffle.GLOBAL:
-        return rng.permutation(n).astype(np.int64)
+        return global_order(n, seed, epoch)
+    rng = epoch_rng(seed, epoch)
     if mode == Shuffle.PARTIAL:
         return partial_order(n, rng)
     order = files_order if mode == Shuffle.FILES else infile_order
@@ -336,6 +364,8 @@ class DefaultOrder(Sampler):
     def order(self, n: int, seed: int, epoch: int, source: Any) -> np.ndarray:
         ids = shuffled_ids(self.mode, n, seed, epoch, source)
         if self.num_padded:
+            if not isinstance(ids, np.ndarray):
+                return Padded(ids, self.num_padded)
             ids = np.concatenate([ids, np.arange(n, n + self.num_padded, dtype=np.int64)])
         return ids
 
