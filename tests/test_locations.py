@@ -69,7 +69,7 @@ def test_open_reads_no_row_beyond_the_first_block(million, monkeypatch):
         assert int(reader[0]["id"]) == 0
         assert reader._where.rows_read <= locations.BLOCK_ROWS
         scans = [s for s in statements if "INDEXES" in s and "MIN(" not in s and "MAX(" not in s]
-        assert scans and all("ROW_ID >= 0 AND ROW_ID < 4096" in s for s in scans), scans
+        assert scans and all(f"ROW_ID >= 0 AND ROW_ID < {locations.BLOCK_ROWS}" in s for s in scans), scans
         assert int(reader[999_999]["id"]) == 999_999          # the last shard's last block, loaded now
         assert reader._where.rows_read <= 2 * locations.BLOCK_ROWS + 1
 
