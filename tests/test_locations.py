@@ -264,3 +264,16 @@ def test_forked_workers_share_the_blocks_they_load(multiblock, tiny_blocks, monk
         before = reader._where.rows_read
         assert [int(reader[i]["id"]) for i in rows] == rows
         assert reader._where.rows_read == before               # ... and the parent finds them loaded
+
+
+def test_threads_share_a_reader_while_connections_are_evicted(tmp_path, tiny_blocks, monkeypatch):
+    import concurrent.futures
+    monkeypatch.setattr(locations, "KEEP_OPEN", 2)            # 8 shards: .db connections opened on demand
+    first = write_tiny(tmp_path / "t.mr", 4000, shards=8, step=4000)
+    with FileReader(first, use_index=False) as walk:
+        expected = [int(r["id"]) for r in walk]
+    with FileReader(first) as reader:
+        chunks = np.array_split(np.random.default_rng(2).permutation(4000), 16)
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            got = list(pool.map(lambda rows: [int(reader[int(i)]["id"]) for i in rows], chunks))
+        assert all(g == [expected[int(i)] for i in rows] for g, rows in zip(got, chunks))

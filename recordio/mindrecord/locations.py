@@ -25,6 +25,7 @@ import collections
 import mmap
 import multiprocessing
 import os
+import threading
 import weakref
 
 import numpy as np
@@ -149,7 +150,9 @@ class DbBlocks:
         self.shard, self.identity = shard, identity
         self.db = index.db_path(shard.path)
         self._conn, self._pid = conn, os.getpid() if conn is not None else None
+        self.keep = conn is not None       # opened with the dataset: kept until the reader closes
         self.rows_read = 0           # INDEXES rows fetched (what the scale tests count)
+        self._lock = threading.Lock()
 
     def _connection(self):
         if self._conn is not None and self._pid == os.getpid():
@@ -167,7 +170,8 @@ class DbBlocks:
         """Checked absolute locations of local rows ``[a, b)``."""
         shard, db = self.shard, self.db
         lo = max(a - 1, 0)                       # the previous row: where this block's first entry starts
-        rows = index._query_args(self._connection(), db, _SELECT, (lo, b))
+        with self._lock:
+            rows = index._query_args(self._connection(), db, _SELECT, (lo, b))
         self.rows_read += len(rows)
         try:
             table = np.array(rows, dtype=np.int64).reshape(len(rows), 7)
@@ -184,14 +188,35 @@ class DbBlocks:
         check_inside(shard, locs, a)
         return locs
 
+    def read_checksums(self):
+        """The ``.db``'s checksum table (``index.read_checksums``), or None without one."""
+        with self._lock:
+            kept = self._conn is not None and self._pid == os.getpid()
+            try:
+                return index.read_checksums(self._connection(), self.db)
+            finally:
+                if not kept and self._conn is not None:
+                    self._conn.close()          # many shards: no connection stays open for this
+                    self._conn = None
+
+    def release(self):
+        """Close the connection unless it was opened with the dataset (an LRU of connections evicts)."""
+        if not self.keep:
+            self.close()
+
     def close(self):
-        if self._conn is not None and self._pid == os.getpid():
-            self._conn.close()
-        self._conn = None
+        with self._lock:
+            if self._conn is not None and self._pid == os.getpid():
+                self._conn.close()
+            self._conn = None
 
     def __getstate__(self):
         return {"shard": self.shard, "identity": self.identity, "db": self.db, "_conn": None, "_pid": None,
-                "rows_read": 0}
+                "keep": False, "rows_read": 0}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
 
 
 class TableBlocks:
@@ -200,6 +225,12 @@ class TableBlocks:
     def __init__(self, shard):
         self.shard = shard
         self.rows_read = 0
+
+    def read_checksums(self):
+        return self.shard.checksums
+
+    def release(self):
+        pass
 
     def load(self, a, b):
         s = self.shard
@@ -216,7 +247,8 @@ def _identity(path):
 
 def open_db_facts(shard, keep=True):
     """Open a shard's ``.db`` and check what needs no row: its shard name, and that its ``ROW_ID`` values
-    span exactly the header's row count. Sets ``checksums`` and ``db_meta``; returns a
+    span exactly the header's row count. Sets ``db_meta`` (checksums, one row per page, are read by
+    :meth:`DbBlocks.read_checksums` when a reader verifies); returns a
     :class:`DbBlocks` (holding the connection for this process when ``keep``)."""
     db = index.db_path(shard.path)
     before = _identity(db) if os.path.lexists(db) else None
@@ -232,7 +264,6 @@ def open_db_facts(shard, keep=True):
             raise IndexFileError(f"{db}: index lists {found} rows but the data file's header has {shard.count}")
         if found and index.min_row_id(conn, db) != 0:
             raise IndexFileError(f"{db}: INDEXES ROW_ID values are not 0..{shard.count - 1}")
-        shard.checksums = index.read_checksums(conn, db)
         shard.db_meta = index.read_meta(conn, db)
         identity = _identity(db)
         if before != identity:
@@ -327,6 +358,7 @@ class Locations:
         self._block_base = self.block_base.tolist()
         self.pool, self.token = pool_for(int(self.block_base[-1]), self.block)
         self._open = collections.OrderedDict()       # shards whose source was used, least recent first
+        self._open_lock = threading.Lock()
         self._fast()
 
     def _fast(self):
@@ -384,10 +416,12 @@ class Locations:
         self.pool.put(b, locs)
         if self._whole:
             self._ready[b] = 1
-        self._open[k] = None
-        self._open.move_to_end(k)
-        if len(self._open) > MAX_OPEN:
-            self.sources[self._open.popitem(last=False)[0]].close()
+        with self._open_lock:                   # fetch threads share the reader
+            self._open[k] = None
+            self._open.move_to_end(k)
+            oldest = self._open.popitem(last=False)[0] if len(self._open) > MAX_OPEN else None
+        if oldest is not None:
+            self.sources[oldest].release()
         return locs
 
     def bulk(self, rows):
@@ -426,10 +460,12 @@ class Locations:
         state["pool"] = state["_flat"] = None   # a forked copy finds the pool by its token; a spawned one
                                                 # makes its own
         state["_open"] = collections.OrderedDict()
+        state["_open_lock"] = None
         return state
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+        self._open_lock = threading.Lock()
         shared = self.token in _POOLS
         self.pool, self.token = pool_for(int(self.block_base[-1]), self.block, self.token)
         if shared:                   # the blocks this copy's origin saw are in the shared pool

@@ -106,6 +106,8 @@ class FileReader:
             for k in range(len(shards)):
                 self._fds[k] = self._open_checked(k)
         if verify:
+            for shard in shards:
+                shard.checksums = shard.source.read_checksums()      # one row per page: only to verify
             _require_checksums(shards)
 
     def _open_checked(self, k):
