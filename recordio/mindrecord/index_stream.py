@@ -33,12 +33,13 @@ _packb = functools.partial(msgpack.packb, use_bin_type=True)
 
 class StreamingPages(ShardPages):
     """:class:`ShardPages` that forgets the entry lengths of rows once their locations are taken, and
-    keeps no copy of the last RAW page: ``read(page_id, offset, n)`` reads back the bytes the raw-page
-    shift moves from the staged file (every earlier call's writes are there)."""
+    keeps no copy of the last RAW page: the raw-page shift is done in the staged file by
+    ``copy(src_page, src_offset, dst_page, n, hasher)`` (every earlier call's writes are there), a
+    chunk at a time, feeding the new page's digest as writing it would."""
 
-    def __init__(self, shard_id, page_size, read):
+    def __init__(self, shard_id, page_size, copy):
         super().__init__(shard_id, page_size)
-        self._read = read
+        self._copy = copy
         self._rb, self._rr = array("I"), array("I")    # entry lengths of the rows not taken (< 2^32: a page)
         self.taken = 0                                  # rows whose locations were handed out
         self._blob_at = 0                               # where in ``pages`` to look for the next group
@@ -55,15 +56,16 @@ class StreamingPages(ShardPages):
         return writes
 
     def _shift_if_needed(self, first, rr, writes):
-        """:meth:`ShardPages._shift_if_needed`, the moved bytes read back from the file."""
+        """:meth:`ShardPages._shift_if_needed`, the moved bytes copied within the file."""
         lr = self.last_raw
         if not first or lr.size + sum(rr[i] for i in first) <= self.page_size:
             return
         moved_id, offset = lr.groups.pop()
-        moved = self._read(lr.page_id, offset, lr.size - offset)
+        n = lr.size - offset
         lr.size = offset
-        page = self._new_page(RAW, lr.page_id + 1, size=len(moved), groups=[[moved_id, 0]])
-        writes.append((page.page_id, 0, moved))
+        page = self._new_page(RAW, lr.page_id + 1, size=n, groups=[[moved_id, 0]])
+        self._copy(lr.page_id, offset, page.page_id, n, self.hashers.get(page.page_id))
+        self.extents[page.page_id] = n
         self.last_raw = page
 
     def take(self, everything=False, limit=1 << 14):

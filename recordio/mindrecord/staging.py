@@ -67,13 +67,19 @@ class ShardFiles:
         for page_id, offset, data in writes:
             pwrite_all(fd, data, fmt.page_offset(self.header_size, self.page_size, page_id) + offset, path)
 
-    def read(self, shard, page_id, offset, n):
-        """``n`` bytes written at ``offset`` of page ``page_id`` of ``shard``."""
-        at = fmt.page_offset(self.header_size, self.page_size, page_id) + offset
-        data = os.pread(self.fds[shard], n, at)
-        if len(data) != n:
-            raise OSError(f"{self.staging.data_paths()[shard]}: read {len(data)} of {n} bytes at {at}")
-        return data
+    def copy(self, shard, src_page, src_offset, dst_page, n, hasher=None, chunk=1 << 20):
+        """Copy ``n`` bytes from ``src_offset`` of page ``src_page`` to the start of page ``dst_page`` of
+        ``shard`` (the raw-page shift), a chunk at a time, feeding ``hasher``."""
+        fd, path = self.fds[shard], self.staging.data_paths()[shard]
+        src = fmt.page_offset(self.header_size, self.page_size, src_page) + src_offset
+        dst = fmt.page_offset(self.header_size, self.page_size, dst_page)
+        for done in range(0, n, chunk):
+            data = os.pread(fd, min(chunk, n - done), src + done)
+            if len(data) != min(chunk, n - done):
+                raise OSError(f"{path}: read {len(data)} of {min(chunk, n - done)} bytes at {src + done}")
+            pwrite_all(fd, data, dst + done, path)
+            if hasher is not None:
+                hasher.update(data)
 
     def index_rows(self, shard, pages, values):
         """The index values of rows just written to ``shard`` (a :class:`StreamingPages`); rows whose

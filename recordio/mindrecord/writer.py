@@ -192,7 +192,7 @@ class FileWriter(CommitOnExit):
             fields = [(f, self._schema.fields[f].type) for f in self.index_fields]
             self._files = ShardFiles(Staging(self._targets), self._header_size, self._page_size,
                                      index_fields=fields, **self._options)
-            self._shards = [StreamingPages(i, self._page_size, functools.partial(self._files.read, i))
+            self._shards = [StreamingPages(i, self._page_size, functools.partial(self._files.copy, i))
                             for i in range(len(self._targets))]
             self._index_values = None            # they go to the staged .db files as rows are written
 
