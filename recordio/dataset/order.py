@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from recordio.dataset.permutation import KeyedPermutation, Padded
+from recordio.dataset.permutation import KeyedPermutation, Padded, Positions
 from recordio.keys import hash_words
 
 __all__ = ["DefaultOrder", "DistributedSampler", "PKSampler", "RandomSampler", "Sampler", "SequentialSampler",
@@ -110,15 +110,13 @@ def shard_positions(total, num_shards, shard_id, start=0, same_split=False):
     Positions past the end (the last round's padding) wrap around to the first positions not
     consumed, so no row consumed before ``start`` comes again; with ``same_split`` (a resume under
     the split that saved ``start``) they wrap to the epoch's first positions instead, exactly as
-    the uninterrupted epoch does.
+    the uninterrupted epoch does. A lazy int64 sequence (:class:`Positions`): no array of them.
     """
     remaining = total - start
-    if remaining <= 0:
-        return np.zeros(0, np.int64)
-    k = np.arange(shard_size(total, num_shards, start), dtype=np.int64)
+    count = shard_size(total, num_shards, start) if remaining > 0 else 0
     if same_split:
-        return (start + shard_id + num_shards * k) % total
-    return start + (shard_id + num_shards * k) % remaining
+        return Positions(start + shard_id, num_shards, total, 0, count)
+    return Positions(shard_id, num_shards, remaining, start, count)
 
 
 def block_positions(total, num_shards, shard_id):

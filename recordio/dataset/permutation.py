@@ -19,7 +19,7 @@ import numpy as np
 
 from recordio.keys import hash_words
 
-__all__ = ["KeyedPermutation", "Padded", "Picked", "ROUNDS", "pick"]
+__all__ = ["KeyedPermutation", "Padded", "Picked", "Positions", "ROUNDS", "pick"]
 
 ROUNDS = 6
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -65,6 +65,9 @@ class _Lazy:
 
     def __array__(self, dtype=None, copy=None):
         return self.at(np.arange(self.n, dtype=np.int64)).astype(dtype or np.int64)
+
+    def tolist(self) -> list:
+        return self.__array__().tolist()
 
 
 class KeyedPermutation(_Lazy):
@@ -141,8 +144,26 @@ class Picked(_Lazy):
         return super().__getitem__(item)
 
 
+class Positions(_Lazy):
+    """The positions ``(a + b * (k0 + j)) % m + c`` for ``j`` in ``[0, count)``: a shard's share of an
+    epoch's global order (``order.shard_positions``) without an array of them."""
+
+    def __init__(self, a, b, m, c, count, k0=0):
+        self.a, self.b, self.m, self.c, self.n, self.k0 = a, b, max(m, 1), c, max(count, 0), k0
+
+    def at(self, positions):
+        k = self.k0 + np.asarray(positions, dtype=np.int64)
+        return (self.a + self.b * k) % self.m + self.c
+
+    def __getitem__(self, item):
+        if isinstance(item, slice) and item.step in (None, 1):
+            a, b, _ = item.indices(self.n)
+            return Positions(self.a, self.b, self.m, self.c, max(0, b - a), self.k0 + a)
+        return super().__getitem__(item)
+
+
 def pick(order, positions):
     """``order[positions]``: an array for an array order, a :class:`Picked` for a lazy one."""
     if isinstance(order, np.ndarray):
-        return order[positions]
+        return order[np.asarray(positions, dtype=np.int64)]
     return Picked(order, positions)
