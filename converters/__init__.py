@@ -1,4 +1,4 @@
-"""Converters: ImageFolder, CIFAR-10/100, MNIST/Fashion-MNIST and Parquet into MindRecord, and back to Arrow.
+"""Converters: ImageFolder, CIFAR-10/100, MNIST/Fashion-MNIST, Parquet, CSV and TFRecord into MindRecord, and back to Arrow.
 
 Every ``convert_*`` function takes the source, the destination file name and these options
 (all keyword-only), and returns a :class:`Summary`:
@@ -13,16 +13,19 @@ Every ``convert_*`` function takes the source, the destination file name and the
 * ``quiet`` – no progress bar (it is drawn only when stderr is a terminal).
 
 A conversion publishes atomically; rerun after a crash, it writes only the shards that
-were not complete. See ``docs/convert.md``.
+were not complete. See ``docs/convert.md``. MindSpore's converter classes (``Cifar10ToMR``, ...)
+are in :mod:`recordio.converters.tomr` (and ``recordio.mindrecord``).
 """
 
 from recordio.converters.cifar import convert_cifar10, convert_cifar100
+from recordio.converters.csv import convert_csv
 from recordio.converters.engine import Summary
 from recordio.converters.imagefolder import convert_imagefolder, label_map
 from recordio.converters.mnist import convert_mnist
 from recordio.converters.parquet import convert_parquet, to_arrow, write_arrow
+from recordio.converters.tfrecord import FixedLenFeature, convert_tfrecord
 
 __all__ = sorted([
-    "Summary", "convert_cifar10", "convert_cifar100", "convert_imagefolder", "convert_mnist",
-    "convert_parquet", "label_map", "to_arrow", "write_arrow",
+    "FixedLenFeature", "Summary", "convert_cifar10", "convert_cifar100", "convert_csv", "convert_imagefolder",
+    "convert_mnist", "convert_parquet", "convert_tfrecord", "label_map", "to_arrow", "write_arrow",
 ])

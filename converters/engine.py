@@ -7,7 +7,8 @@ A *source* (ImageFolder, CIFAR, MNIST, Parquet) is a picklable object with
   a Parquet row group), in dataset order,
 * ``unit_rows(unit)`` – how many rows a unit gives (for the progress bar),
 * ``where(unit)`` – how a unit is named in messages (its path, and rows when it is a part),
-* ``read(unit)`` – the unit's rows as dicts; raises when the input is unreadable,
+* ``read(unit)`` – the unit's rows as dicts; raises when the input is unreadable (a source
+  that skips bad parts of a unit itself returns them listed in a :class:`PartialRows`),
 * ``facts()`` – JSON-able options that, with the units, identify the conversion (for resuming).
 
 Units are split into ``shard_num`` contiguous runs, so the dataset's row order is the
@@ -26,7 +27,7 @@ from recordio.converters import state
 from recordio.converters.progress import Progress
 from recordio.errors import FormatError
 
-__all__ = ["Job", "Summary", "convert", "plan_shards", "write_shard"]
+__all__ = ["Job", "PartialRows", "Summary", "convert", "plan_shards", "write_shard"]
 
 ENGINES = ("process", "ray")
 CHUNK_BYTES = 64 << 20    # rows are handed to the writer at least every 64 MiB of bytes/strings
@@ -41,6 +42,14 @@ class Job:
     shard_num: int
     skip_bad: bool = False
     chunk_rows: int = 256
+
+
+class PartialRows(list):
+    """A unit's rows, with ``skipped``: ``[(where, reason)]`` of the parts a source left out itself."""
+
+    def __init__(self, rows=(), skipped=()):
+        super().__init__(rows)
+        self.skipped = list(skipped)
 
 
 @dataclasses.dataclass
@@ -102,7 +111,7 @@ def _open_part(job, shard_id):
     with state.opening(job.destination):
         writer = recordio.ShardWriter(job.destination, shard_id, job.shard_num, source.schema, source.desc,
                                       source.index_fields or None)
-        writer.write_raw_data([])
+        writer.open()
     return writer
 
 
@@ -126,6 +135,7 @@ def _read_all(source, units):
 def _rows_or_skip(job, unit, rows, skipped):
     """The unit's rows; for a failed read, raise with the input's path, or skip it (``skip_bad``)."""
     if not isinstance(rows, BaseException):
+        skipped.extend(getattr(rows, "skipped", ()))
         return rows
     where, reason = job.source.where(unit), f"{type(rows).__name__}: {rows}"
     if not job.skip_bad:

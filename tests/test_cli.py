@@ -9,7 +9,10 @@ import time
 
 import pytest
 
+import recordio
+
 from recordio.tools.__main__ import COMMANDS, main
+from recordio.tools.bench import DEFAULT_SUITES
 from conftest import GOLDEN_COPIES, ROOT
 
 FIRST = str(GOLDEN_COPIES / "matrix_s4_index" / "matrix_s4_index.mindrecord0")
@@ -86,4 +89,28 @@ def test_bench_quick_runs_every_suite_from_a_plain_clone(tmp_path):
                           capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     suites = {row["suite"] for row in json.loads((tmp_path / "bench.json").read_text())["results"]}
-    assert suites == {"storage", "pipeline", "vision", "sink", "convert"}
+    assert suites == set(DEFAULT_SUITES) == {"storage", "pipeline", "vision", "sink", "convert", "mindpage"}
+
+
+def _query_dataset(tmp_path):
+    path = str(tmp_path / "q.mindrecord")
+    with recordio.FileWriter(path, 2) as writer:
+        writer.add_schema({"name": {"type": "string"}, "label": {"type": "int32"}, "img": {"type": "bytes"}}, "q")
+        writer.write_raw_data([{"name": f"n{i}", "label": i % 3, "img": bytes([i])} for i in range(9)])
+    return path + "1"
+
+
+def test_query_lists_matching_rows_in_every_form(tmp_path, capsys):
+    path = _query_dataset(tmp_path)
+    assert main(["query", path, "--where", "label=1"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(r["row"], r["name"], r["label"]) for r in rows] == [(1, "n1", 1), (4, "n4", 1), (7, "n7", 1)]
+    assert main(["query", path, "--where", "label=2", "--where", "name=n5", "--csv", "--columns", "name"]) == 0
+    assert capsys.readouterr().out == "row,name\n5,n5\n"
+    assert main(["query", path, "--where", "label=0", "--table", "--limit", "2"]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[0].split() == ["row", "label", "name", "img"] and len(table) == 4
+    assert main(["query", path, "--where", "img=1"]) == 1
+    assert "not an indexed field" in capsys.readouterr().err
+    assert main(["query", path, "--where", "label=x"]) == 1
+    assert "expected a int32 value" in capsys.readouterr().err

@@ -92,7 +92,7 @@ def test_skip_bad_is_counted_in_the_summary(sources, tmp_path, capsys):
 
 @pytest.mark.parametrize("argv,code,message", [
     (["convert"], 2, "FORMAT"),
-    (["convert", "tfrecord", "a", "b"], 2, "invalid choice: 'tfrecord'"),
+    (["convert", "avro", "a", "b"], 2, "invalid choice: 'avro'"),
     (["convert", "imagefolder", "{src}/folder"], 2, "the following arguments are required: out"),
     (["convert", "imagefolder", "{src}/folder", "{tmp}/x", "--worker", "2"], 2, "unrecognized arguments"),
     (["convert", "mnist", "{src}/mnist", "{tmp}/x", "--split", "val"], 2, "invalid choice: 'val'"),
@@ -114,7 +114,7 @@ def test_existing_output_exits_1(sources, tmp_path, capsys):
     argv = ["convert", "mnist", str(sources / "mnist"), str(tmp_path / "m.mindrecord"), "--shards", "1"]
     assert main(argv) == 0
     assert main(argv) == 1
-    assert "already exists" in capsys.readouterr().err
+    assert "already exist" in capsys.readouterr().err
     assert main(argv + ["--overwrite"]) == 0
 
 

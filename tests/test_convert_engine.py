@@ -43,7 +43,7 @@ def test_shard_count_is_capped_by_the_inputs(folder, tmp_path):
 def test_existing_dataset_is_refused_before_any_work(folder, tmp_path):
     first = convert_imagefolder(folder, tmp_path / "x.mindrecord", workers=1)
     before = os.stat(first.files[0]).st_mtime_ns
-    with pytest.raises(recordio.DatasetExistsError, match="already exists"):
+    with pytest.raises(recordio.DatasetExistsError, match="already exist"):
         convert_imagefolder(folder, tmp_path / "x.mindrecord", workers=1)
     assert os.stat(first.files[0]).st_mtime_ns == before
     assert not [p for p in os.listdir(tmp_path) if p.startswith(".")]        # no leftovers

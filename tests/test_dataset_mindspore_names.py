@@ -314,3 +314,18 @@ def test_shard_by_block_matches_mindspore(mindspore_python, ten, num):
                           env=dict(os.environ, MS_DEV_MINDRECORD_SHARD_BY_BLOCK="true", GLOG_v="3"))
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == str(_shards_by_block(ten, num, shard_by_block=True))
+
+
+def test_reset_is_mindsporess_no_op_between_iterators(tmp_path):
+    import recordio as rio
+
+    path = str(tmp_path / "r.mindrecord")
+    with rio.FileWriter(path) as writer:
+        writer.add_schema({"a": {"type": "int32"}}, "r")
+        writer.write_raw_data([{"a": i} for i in range(6)])
+    data = rio.MindDataset(path, shuffle=False).batch(2)
+    seen = []
+    for _ in range(3):
+        seen.append([b[0].tolist() for b in data.create_tuple_iterator(num_epochs=1, output_numpy=True)])
+        assert data.reset() is None
+    assert seen == [[[0, 1], [2, 3], [4, 5]]] * 3

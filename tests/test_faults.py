@@ -4,6 +4,7 @@ After the child exits, the dataset at the path is exactly the old one or exactly
 ``commit()`` reported success only for the new one."""
 
 import os
+import pickle
 import pathlib
 import subprocess
 import sys
@@ -167,11 +168,14 @@ def test_a_reader_keeps_reading_the_version_it_opened(tmp_path):
     path = str(tmp_path / "d.mindrecord")
     write(path, 1, overwrite=False)
     reader = recordio.FileReader(path + "0")
+    clone = pickle.loads(pickle.dumps(reader))      # a copy (a worker's) reopens the files by path
     write(path, 2, overwrite=True)
     assert sorted((int(r["id"]), r["blob"]) for r in reader) == _expected(1)
     reader.close()
+    with pytest.raises(ValueError, match="closed FileReader"):
+        reader[0]
     with pytest.raises(recordio.DatasetChangedError, match="replaced"):
-        reader[0]                                   # reopening by path finds another file
+        clone[0]                                    # reopening by path finds another file
     assert _state(path) == _expected(2)
 
 

@@ -116,8 +116,8 @@ def swap_shard_schema(d, f):
 
 CASES = [
     # (id, case, damage, expected error class name, words in the message)
-    ("zero-byte file", "one_row", truncate(0), "FormatError", "smaller than the 8-byte minimum"),
-    ("7-byte file", "one_row", truncate(7), "FormatError", "smaller than the 8-byte minimum"),
+    ("zero-byte file", "one_row", truncate(0), "FormatError", "smaller than the lower limit: 8"),
+    ("7-byte file", "one_row", truncate(7), "FormatError", "smaller than the lower limit: 8"),
     ("cut inside header", "one_row", truncate(200), "FormatError", "cut off"),
     ("cut at header size", "one_row", truncate(65536), "FormatError", "past the end of the file"),
     ("cut inside last page", "one_row", truncate(-10), "FormatError", "truncated"),

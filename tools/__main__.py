@@ -14,12 +14,14 @@ from recordio.errors import RecordIOError
 COMMANDS = {
     "info": "describe a dataset: schema, index fields, shards with rows, pages and sizes",
     "count": "print the number of rows (from the index; no data page is read)",
+    "query": "list the rows whose indexed fields equal given values (--json, --csv or --table)",
     "verify": "check every shard: structure, index, checksums; exit 1 on any problem",
     "repair": "finish or undo an append interrupted by a crash (needs write access)",
     "head": "print the first rows (bytes and arrays summarised); --grid draws the images",
     "convert": "convert ImageFolder, CIFAR-10/100, MNIST or Parquet data to MindRecord",
     "export": "export a dataset's scalar columns (e.g. to an Arrow/Parquet file)",
     "bench": "benchmark writing, reading, the pipeline, vision ops and the sink against baselines",
+    "conformance": "run MindSpore's own mindrecord/MindDataset unit tests on recordio (and on MindSpore beside it)",
 }
 
 

@@ -14,7 +14,7 @@ import tempfile
 
 HELP = "benchmark writing, reading, the pipeline, vision ops, the sink and conversion against baselines"
 EXAMPLE = "recordio bench --suite storage --quick --json bench.json --plot bench.png"
-SUITES = ("storage", "pipeline", "vision", "sink", "convert", "scale")
+SUITES = ("storage", "pipeline", "vision", "sink", "convert", "mindpage", "scale")
 DEFAULT_SUITES = SUITES[:-1]          # scale writes 10M rows: asked for by name
 
 

@@ -13,7 +13,21 @@ class folder per photo. Measured on the same files, page cache warm, best of the
 
 Target: >= 2x MindSpore's loop.
 
+With ``--workload jpeg`` it measures instead the TFRecord and CSV converters on the ``jpeg``
+workload (``tools/workloads.py``: 5,000 rows of ~100 KB JPEG, label, file name), written
+once as a TFRecord file by the ``tfrecord`` package, as an ImageFolder (one folder per label,
+the same JPEG bytes) and as a CSV (``label,file_name``: a CSV cannot hold the image bytes):
+
+* ``recordio convert tfrecord`` with 1 and 2 workers, and ``TFRecordToMR`` (one process,
+  MindSpore's FileWriter calls), against ``recordio convert imagefolder`` with 1 and 2
+  workers on the same images, in the same run;
+* MindSpore 2.10's ``TFRecordToMR`` (needs TensorFlow) and ``CsvToMR`` (needs pandas) on the
+  same files, when MindSpore's Python imports them (``--mindspore-pythonpath`` /
+  ``$RECORDIO_MINDSPORE_PYTHONPATH`` adds folders to its path);
+* ``recordio convert csv`` and ``CsvToMR`` on the CSV.
+
     python tools/bench_convert.py [--files 2000] [--quick] [--mindspore-python PY] [--json]
+    python tools/bench_convert.py --workload jpeg [--rows 5000] [--mindspore-pythonpath DIRS]
 """
 
 import argparse
@@ -37,6 +51,12 @@ def add_arguments(parser):
     parser.add_argument("--mindspore-python", default=os.environ.get("RECORDIO_MINDSPORE_PYTHON"),
                         help="a Python with MindSpore 2.10 for the baseline (default: $RECORDIO_MINDSPORE_PYTHON)")
     parser.add_argument("--device", default="cpu", help="unused by this suite (accepted for the dispatcher)")
+    parser.add_argument("--workload", choices=("photos", "jpeg"), default="photos",
+                        help="photos: the ImageFolder suite (default); jpeg: TFRecord and CSV on the jpeg workload")
+    parser.add_argument("--rows", type=int, default=None, help="rows of the jpeg workload (default 5000)")
+    parser.add_argument("--mindspore-pythonpath", default=os.environ.get("RECORDIO_MINDSPORE_PYTHONPATH", ""),
+                        help="PYTHONPATH for MindSpore's Python (TensorFlow, pandas; default "
+                             "$RECORDIO_MINDSPORE_PYTHONPATH)")
 
 
 def make_jpegs(root, n, seed=0):
@@ -145,6 +165,9 @@ def _row(name, value, unit, baseline=None, baseline_value=None):
 
 def run(args):
     """Run the conversion benchmark; returns rows ``{name, value, unit, baseline, baseline_value, ratio}``."""
+    if getattr(args, "workload", "photos") == "jpeg":
+        from recordio.tools.bench_convert_jpeg import run_jpeg
+        return run_jpeg(args)
     n = getattr(args, "files", None) or (QUICK_FILES if args.quick else FILES)
     repeats = 1 if args.quick else 3
     folder = tempfile.mkdtemp(prefix="convert-", dir=getattr(args, "workdir", None))

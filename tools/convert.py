@@ -1,11 +1,11 @@
-"""``recordio convert FORMAT SOURCE OUT``: ImageFolder, CIFAR-10/100, MNIST or Parquet -> MindRecord."""
+"""``recordio convert FORMAT SOURCE OUT``: ImageFolder, CIFAR-10/100, MNIST, Parquet, CSV or TFRecord -> MindRecord."""
 
 import argparse
 import json
 
 from recordio.tools._common import human_bytes
 
-HELP = ("convert ImageFolder, CIFAR-10/100, MNIST/Fashion-MNIST or Parquet data to MindRecord "
+HELP = ("convert ImageFolder, CIFAR-10/100, MNIST/Fashion-MNIST, Parquet, CSV or TFRecord data to MindRecord "
         "(on a process pool or Ray; atomic; a rerun resumes after a crash)")
 EXAMPLE = "recordio convert imagefolder photos/train out/train.mindrecord --shards 8 --skip-bad"
 
@@ -20,6 +20,10 @@ FORMATS = {
               "recordio convert mnist /usr/share/datasets/fashion-mnist out/fmnist.mindrecord"),
     "parquet": ("Parquet or Arrow IPC/Feather files, or a folder of them -> records (schema from the Arrow types)",
                 "recordio convert parquet table.parquet out/table.mindrecord --index label"),
+    "csv": ("a CSV file -> records (MindSpore's CsvToMR types: int64, float64, bool as int32, string)",
+            "recordio convert csv sales.csv out/sales.mindrecord --columns Name,Sales --index Name"),
+    "tfrecord": ("TFRecord files of tf.train.Example (CRCs checked) -> records (MindSpore's TFRecordToMR schema)",
+                 "recordio convert tfrecord train.tfrecord out/train.mindrecord --bytes-fields image"),
 }
 
 
@@ -45,6 +49,10 @@ def add_arguments(parser):
         if name == "parquet":
             cmd.add_argument("source", nargs="+", help="Parquet (.parquet) or Arrow IPC (.arrow, .feather) files, "
                                                        "or folders of them")
+        elif name == "tfrecord":
+            cmd.add_argument("source", nargs="+", help="TFRecord files, or folders of them (every file taken)")
+        elif name == "csv":
+            cmd.add_argument("source", help="the CSV file (its first line names the columns)")
         else:
             cmd.add_argument("source", help="the source folder")
         cmd.add_argument("out", help="the dataset to write (shards get 0, 1, ... appended)")
@@ -71,17 +79,54 @@ def _parquet_arguments(cmd):
     cmd.add_argument("--index", default=None, metavar="A,B", help="scalar columns to index in the .db")
 
 
+def _csv_arguments(cmd):
+    cmd.add_argument("--columns", default=None, metavar="A,B", help="columns to convert (default: all)")
+    cmd.add_argument("--index", default=None, metavar="A,B",
+                     help="columns to index in the .db (default: every column, as MindSpore's CsvToMR)")
+
+
+def _tfrecord_arguments(cmd):
+    cmd.add_argument("--features", default=None, metavar="NAME:TYPE[:N],...",
+                     help="the features to convert, TYPE string, int64 or float32, N the values of an array "
+                          "feature (default: every feature of the first record, typed by it)")
+    cmd.add_argument("--bytes-fields", default=None, metavar="A,B",
+                     help="string features to keep as bytes (default with inferred features: those whose "
+                          "first value is not UTF-8)")
+
+
 _ARGUMENTS = {"imagefolder": _imagefolder_arguments, "cifar10": _split_arguments, "cifar100": _split_arguments,
-              "mnist": _split_arguments, "parquet": _parquet_arguments}
+              "mnist": _split_arguments, "parquet": _parquet_arguments, "csv": _csv_arguments,
+              "tfrecord": _tfrecord_arguments}
 
 
 def _names(text):
     return [n.strip() for n in text.split(",") if n.strip()] if text else None
 
 
+def _features(text):
+    """``{name: FixedLenFeature}`` of ``name:type[:n],...``."""
+    from recordio.converters.tfrecord import FixedLenFeature
+
+    if not text:
+        return None
+    features = {}
+    for item in _names(text):
+        parts = item.split(":")
+        if len(parts) not in (2, 3) or (len(parts) == 3 and not parts[2].isdigit()):
+            raise ValueError(f"--features: expected NAME:TYPE or NAME:TYPE:N, found {item!r}")
+        features[parts[0]] = FixedLenFeature([int(parts[2])] if len(parts) == 3 else [], parts[1])
+    return features
+
+
 def _convert(args, options):
     from recordio import converters
 
+    if args.format == "tfrecord":
+        return converters.convert_tfrecord(args.source, args.out, feature_dict=_features(args.features),
+                                           bytes_fields=_names(args.bytes_fields), **options)
+    if args.format == "csv":
+        return converters.convert_csv(args.source, args.out, columns=_names(args.columns),
+                                      index_fields=_names(args.index), **options)
     if args.format == "imagefolder":
         return converters.convert_imagefolder(args.source, args.out, resize=args.resize, encode=args.encode,
                                               quality=args.quality, check=args.check, **options)

@@ -19,7 +19,7 @@ def run(args):
     if args.where:
         from recordio.mindrecord.description import count_where
 
-        conditions = [_split(w) for w in args.where]
+        conditions = [split_where(w) for w in args.where]
         n = count_where(args.path, conditions)
     else:
         n = recordio.count_rows(args.path)
@@ -27,7 +27,8 @@ def run(args):
     return 0
 
 
-def _split(text):
+def split_where(text):
+    """``FIELD=VALUE`` → ``(field, value)``."""
     field, sep, value = text.partition("=")
     if not sep or not field:
         raise ValueError(f"--where expects FIELD=VALUE, got {text!r}")

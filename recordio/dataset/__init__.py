@@ -1,5 +1,9 @@
 """The dataset pipeline: sources, operations, samplers, iterators and the PyTorch adapter.
 
+It answers the ``mindspore.dataset`` names a MindRecord training script uses (``MindDataset``,
+``GeneratorDataset``, the samplers, ``Shuffle``, ``config``, ``vision``, ``transforms``), so
+``import recordio.dataset as ds`` replaces ``import mindspore.dataset as ds``.
+
 See ``docs/pipeline.md`` for the semantics (shuffle modes, distributed split, keyed randomness,
 workers, resume).
 """
@@ -26,4 +30,6 @@ __all__ = ["ConcatDataset", "DSCallback", "Dataset", "DistributedSampler", "Gene
 def __getattr__(name):
     if name == "TorchDataset":   # imports torch: only when asked for
         return importlib.import_module("recordio.dataset.torch_adapter").TorchDataset
+    if name in ("vision", "transforms"):     # ds.vision / ds.transforms, as in mindspore.dataset (cv2 on demand)
+        return importlib.import_module(f"recordio.dataset.{name}")
     raise AttributeError(f"module 'recordio.dataset' has no attribute {name!r}")

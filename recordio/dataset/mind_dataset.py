@@ -17,7 +17,7 @@ import numpy as np
 from recordio.dataset.order import DefaultOrder, Sampler, Shuffle, shuffle_mode
 from recordio.dataset.source import SampledSource, check_sampler_args, check_shards
 from recordio.dataset.values import to_numpy
-from recordio.errors import PipelineError
+from recordio.errors import PipelineError, RowRangeError
 
 if TYPE_CHECKING:
     from recordio.mindrecord.reader import FileReader
@@ -28,20 +28,23 @@ _SCALARS = {"int32", "int64", "float32", "float64", "string"}
 
 
 def _padding_args(padded_sample, num_padded, num_shards, columns_list):
+    """The checks and messages of MindSpore 2.10, in its order."""
     if padded_sample is None:
         if num_padded:
-            raise PipelineError("num_padded needs padded_sample")
+            raise PipelineError("num_padded is specified but padded_sample is not.")
         return 0
+    if num_padded is None:
+        raise PipelineError("padded_sample is specified and requires num_padded as well.")
+    if isinstance(num_padded, bool) or not isinstance(num_padded, int) or num_padded < 0:
+        raise PipelineError(f"num_padded is invalid, num_padded={num_padded!r}: an int >= 0 is expected.")
     if num_shards is None:
         raise PipelineError("padded_sample needs num_shards and shard_id (padding evens out shards)")
     if columns_list is None:
-        raise PipelineError("padded_sample needs columns_list (the padded row's columns)")
+        raise PipelineError("padded_sample is specified and requires columns_list as well.")
     if not isinstance(padded_sample, dict) or not set(columns_list) <= set(padded_sample):
         found = sorted(padded_sample) if isinstance(padded_sample, dict) else padded_sample
-        raise PipelineError(f"padded_sample must be a dict with (at least) the columns {sorted(columns_list)}, "
-                            f"got {found}")                # more keys are fine: the listed ones are used
-    if isinstance(num_padded, bool) or not isinstance(num_padded, int) or num_padded < 0:
-        raise PipelineError(f"num_padded must be an int >= 0 with padded_sample, got {num_padded!r}")
+        raise PipelineError(f"padded_sample cannot match columns_list. padded_sample must be a dict with (at "
+                            f"least) the columns {sorted(columns_list)}, got {found}")   # more keys are fine
     return num_padded
 
 
@@ -82,6 +85,9 @@ class MindDataset(SampledSource):
         if cache is not None:
             raise NotImplementedError("MindDataset: cache (MindSpore's cache server) is not supported by recordio")
         check_shards(num_shards, shard_id)
+        if num_samples is not None and shuffle in (Shuffle.FILES, Shuffle.INFILE):
+            raise ValueError("'Shuffle.FILES' or 'Shuffle.INFILE' and 'num_samples' cannot be specified at the "
+                             "same time (MindSpore 2.10 refuses it too).")
         if shard_by_block is None:
             shard_by_block = os.environ.get("MS_DEV_MINDRECORD_SHARD_BY_BLOCK", "").lower() in ("true", "1")
         self.columns_list = None if columns_list is None else list(columns_list)
@@ -120,7 +126,8 @@ class MindDataset(SampledSource):
         included; ``shuffle=False``: row ``index`` of the dataset) as a list of numpy arrays in
         ``get_col_names()`` order (MindSpore's random access; its shuffled orders differ by design)."""
         if isinstance(index, bool) or not isinstance(index, int):
-            raise TypeError(f"MindDataset: index must be an int, got {type(index).__name__}")
+            raise TypeError(f"Argument index with value {index} is not of type [<class 'int'>], but got "
+                            f"{type(index)}. MindDataset: index must be an int.")
         if index < 0:
             raise ValueError(f"index cannot be negative, but got {index}.")
         from recordio import config
@@ -129,7 +136,8 @@ class MindDataset(SampledSource):
         num, sid = self._rank_split(RunContext.for_sizes(self))
         ids = np.asarray(ids, np.int64)[self._shard_positions(len(ids), num, sid, 0, False)]
         if index >= len(ids):
-            raise IndexError(f"MindDataset: index {index} is out of range for {len(ids)} rows")
+            raise RowRangeError(f"Input index is not within the required interval of [0, {len(ids) - 1}], but got "
+                                f"{index}. MindDataset: index {index} is out of range for {len(ids)} rows")
         row = self._fetch(ids[index:index + 1])[0]
         return [to_numpy(row[name]) for name in self._columns()]
 
@@ -158,8 +166,9 @@ class MindDataset(SampledSource):
         if column in reader.index_fields:
             return reader.index_column(column)
         if column not in reader.schema:
-            raise PipelineError(f"PKSampler: class_column {column!r} is not a field of {reader.files[0]} "
-                                f"(fields: {sorted(reader.schema)})")
+            raise PipelineError(f"Invalid data, 'class_column': {column} can not found in fields of mindrecord "
+                                f"files. Please check 'class_column' in PKSampler. The fields of "
+                                f"{reader.files[0]}: {sorted(reader.schema)}")
         from recordio.mindrecord.reader import FileReader
         with FileReader(self.dataset_files, columns=[column]) as r:
             return np.asarray([row[column] for row in r])

@@ -229,6 +229,11 @@ class Dataset:
             size = sum(1 for _ in self._iter_items(num_epochs=1))
         return size
 
+    def reset(self) -> None:
+        """MindSpore's ``reset()`` ("reset the dataset for next epoch"): nothing to do here, as in
+        MindSpore 2.10, whose method has an empty body. Each ``create_*_iterator`` runs its own epochs;
+        to resume or skip, use the iterator's ``state_dict`` / ``load_state_dict``."""
+
     def get_batch_size(self) -> int:
         """The batch size of the last ``batch`` of the pipeline (1 without one)."""
         from recordio.dataset.batch_op import BatchDataset

@@ -165,7 +165,8 @@ def consumed_chunks(start, num, total, count, index=None):
 def _check_num_samples(num_samples):
     if num_samples is not None and (isinstance(num_samples, bool) or not isinstance(num_samples, int)
                                     or num_samples < 0):
-        raise ValueError(f"num_samples must be None or an int >= 0, got {num_samples!r}")
+        raise ValueError(f"num_samples exceeds the boundary between 0 and 9223372036854775807(INT64_MAX): "
+                         f"num_samples must be None or an int >= 0, got {num_samples!r}")
     return num_samples or None
 
 
@@ -234,7 +235,8 @@ class DistributedSampler(Sampler):
         if not isinstance(num_shards, int) or num_shards <= 0:
             raise ValueError(f"num_shards must be an int > 0, got {num_shards!r}")
         if not isinstance(shard_id, int) or not 0 <= shard_id < num_shards:
-            raise ValueError(f"shard_id must be an int in [0, {num_shards}), got {shard_id!r}")
+            raise ValueError(f"Input shard_id is not within the required interval of [0, {num_shards - 1}]. "
+                             f"shard_id must be an int in [0, {num_shards}), got {shard_id!r}")
         self.shards = (num_shards, shard_id)
         self.shuffle = bool(shuffle)
         self.by_block = os.environ.get("MS_DEV_MINDRECORD_SHARD_BY_BLOCK", "").lower() in ("true", "1")

@@ -40,7 +40,8 @@ def check_shards(num_shards, shard_id):
     if isinstance(num_shards, bool) or not isinstance(num_shards, int) or num_shards <= 0:
         raise ValueError(f"num_shards must be an int > 0, got {num_shards!r}")
     if isinstance(shard_id, bool) or not isinstance(shard_id, int) or not 0 <= shard_id < num_shards:
-        raise ValueError(f"shard_id must be an int in [0, {num_shards}), got {shard_id!r}")
+        raise ValueError(f"Input shard_id is not within the required interval of [0, {num_shards - 1}]. "
+                         f"shard_id must be an int in [0, {num_shards}), got {shard_id!r}")
 
 
 class SampledSource(Dataset):
@@ -221,6 +222,7 @@ def split_sizes(sizes, total):
 
 def check_sampler_args(sampler, shuffle, num_shards):
     if sampler is not None and (shuffle is not None or num_shards is not None):
-        raise PipelineError("a sampler cannot be combined with shuffle or num_shards/shard_id "
+        raise PipelineError("sampler and shuffle cannot be specified at the same time. A sampler cannot be "
+                            "combined with shuffle or num_shards/shard_id "
                             "(give them to the sampler instead)")
     return sampler

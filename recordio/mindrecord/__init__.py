@@ -8,23 +8,42 @@ read side's file set (``fileset``), the reader, counts, verification and ``descr
 This package imports nothing of the pipeline (``recordio.dataset``), vision, offload, sink or
 training; a test (``tests/test_layers.py``) keeps it so. Names are resolved lazily, so
 ``count_rows`` needs no numpy.
+
+``__all__`` holds every name of ``mindspore.mindrecord.__all__`` (MindSpore 2.10) and recordio's
+own additions (``count_rows``, ``describe``, ``verify``, ...); MindSpore's exception classes are
+importable from here too, as from ``mindspore.mindrecord``.
 """
 
 import importlib
 
+from recordio.errors import MINDSPORE_EXCEPTIONS
+
 _LAZY = {
+    "Cifar100ToMR": "recordio.converters.tomr",
+    "Cifar10ToMR": "recordio.converters.tomr",
+    "CsvToMR": "recordio.converters.tomr",
+    "FAILED": "recordio.mindrecord.params",
     "FileReader": "recordio.mindrecord.reader",
     "FileWriter": "recordio.mindrecord.writer",
+    "FixedLenFeature": "recordio.converters.tomr",
+    "ImageNetToMR": "recordio.converters.tomr",
+    "MindPage": "recordio.mindrecord.mindpage",
+    "MnistToMR": "recordio.converters.tomr",
+    "SUCCESS": "recordio.mindrecord.params",
     "ShardWriter": "recordio.mindrecord.shard_writer",
+    "TFRecordToMR": "recordio.converters.tomr",
     "count_rows": "recordio.mindrecord.count",
     "count_where": "recordio.mindrecord.description",
     "describe": "recordio.mindrecord.description",
     "finalize_shards": "recordio.mindrecord.shard_writer",
     "missing_shards": "recordio.mindrecord.shard_writer",
+    "set_dec_mode": "recordio.mindrecord.encryption",
+    "set_enc_key": "recordio.mindrecord.encryption",
+    "set_enc_mode": "recordio.mindrecord.encryption",
     "verify": "recordio.mindrecord.verification",
 }
-
 __all__ = sorted(_LAZY)
+_LAZY.update(dict.fromkeys(MINDSPORE_EXCEPTIONS, "recordio.errors"))  # importable, as from mindspore.mindrecord
 
 
 def __getattr__(name):
@@ -36,4 +55,4 @@ def __getattr__(name):
 
 
 def __dir__():
-    return __all__
+    return sorted(_LAZY)

@@ -24,6 +24,8 @@ import glob
 import os
 import re
 
+from recordio.mindrecord import encryption
+
 __all__ = ["CommitOnExit", "Staging", "clean_stale", "fsync_dir", "fsync_file", "fsync_path", "lock_is_free"]
 
 _TMP = re.compile(r"^\..+\.rio-([0-9a-f]{16})\.tmp$")
@@ -122,6 +124,9 @@ class Staging:
     def publish(self, fsync=True):
         """Steps 2 and 3 of the protocol (``fsync=False`` keeps the order but skips the syncs)."""
         sync_dir = fsync_dir if fsync else (lambda d: None)
+        if encryption.key() is not None:           # MindSpore's set_enc_key: publish encrypted files
+            for path in self.data_paths() + self.db_paths():
+                encryption.encrypt_file(path, tmp=self.staged(path + ".enc"))
         if fsync:
             for path in self.data_paths() + self.db_paths():
                 fsync_file(path)

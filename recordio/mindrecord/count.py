@@ -6,7 +6,8 @@ import os
 
 from recordio.mindrecord import format as fmt
 from recordio.mindrecord import index
-from recordio.errors import IndexFileError
+from recordio.errors import FormatError, IndexFileError
+from recordio.mindrecord import encryption
 from recordio.mindrecord.recovery import check_journals
 
 __all__ = ["count_rows"]
@@ -28,5 +29,16 @@ def _shard_count(path):
 
 def count_rows(path: str | os.PathLike | list) -> int:
     """Number of rows of the dataset that ``path`` (any shard, or a list of data files) belongs to."""
-    check_journals(path)
-    return sum(_shard_count(p) for p in fmt.dataset_paths(path))
+    plain = None
+    try:
+        if encryption.key() is None:
+            check_journals(path)
+        target, plain = encryption.plaintext_of(path)
+        return sum(_shard_count(p) for p in fmt.dataset_paths(target))
+    except FormatError as exc:
+        if encryption.key() is not None:
+            raise
+        encryption.explain(path, exc)
+    finally:
+        if plain is not None:
+            plain.close()

@@ -47,7 +47,7 @@ _PARSE = {"int32": int, "int64": int, "float32": float, "float64": float, "strin
 _INT_RANGE = {"int32": (-(1 << 31), (1 << 31) - 1), "int64": (-(1 << 63), (1 << 63) - 1)}
 
 
-def _parse(field, kind, text):
+def parse_value(field, kind, text):
     """``text`` as a value of the schema type ``kind`` (ints in range, strings without surrogates)."""
     try:
         value = _PARSE[kind](text)
@@ -72,7 +72,7 @@ def count_where(path: str | os.PathLike | list, conditions: list[tuple[str, str]
     for field, text in conditions:
         if field not in info["index_fields"]:
             raise ValueError(f"{field!r} is not an indexed field (indexed: {', '.join(info['index_fields'])})")
-        params.append(_parse(field, info["schema"][field]["type"], text))
+        params.append(parse_value(field, info["schema"][field]["type"], text))
         clauses.append(f"{index.column_name(field)} = ?")
     total = 0
     for shard in info["shards"]:

@@ -22,6 +22,7 @@ import stat
 import struct
 
 from recordio.errors import FormatError, MissingFileError
+from recordio.mindrecord.params import MAX_SHARDS, check_path_param, check_shard_num
 
 __all__ = [
     "DEFAULT_HEADER_SIZE", "DEFAULT_PAGE_SIZE", "ENTRY_PREFIX", "HEADER_PREFIX", "Page",
@@ -36,7 +37,6 @@ DEFAULT_PAGE_SIZE = 1 << 25
 HEADER_SIZE_RANGE = (1 << 14, 1 << 27)
 PAGE_SIZE_RANGE = (1 << 15, 1 << 28)
 MAX_HEADER_LENGTH = 1 << 27          # readers refuse a header length field above 128 MiB
-MAX_SHARDS = 1000
 MAX_READ_FILES = 4096
 HEADER_PREFIX = 8                    # the u64 LE header length
 ENTRY_PREFIX = 8                     # the u64 LE length in front of every page entry
@@ -45,7 +45,6 @@ BLOB, RAW = "BLOB_DATA", "RAW_DATA"
 _U64LE = struct.Struct("<Q")
 _REQUIRED_KEYS = ("header_size", "index_fields", "page", "page_size", "schema", "shard_addresses",
                   "statistics", "version")
-_BAD_NAME_CHARS = set('\\/:*?"<>|`&;\'')
 _INDEXABLE = ("int32", "int64", "float32", "float64", "string")
 MAX_INT = 1 << 62                    # no count, id or offset read from a file may exceed this
 
@@ -77,12 +76,8 @@ def check_page_size(value):
 
 def shard_file_names(file_name, shard_num):
     """MindSpore's shard names: ``x`` for one shard, ``x0..x3`` or ``x00..x10`` for several."""
-    if isinstance(shard_num, bool) or not isinstance(shard_num, int) or not 1 <= shard_num <= MAX_SHARDS:
-        raise ValueError(f"shard_num must be an int between 1 and {MAX_SHARDS}, got {shard_num!r}")
-    base = os.path.basename(file_name)
-    if not base or _BAD_NAME_CHARS & set(base) or base != base.strip(" "):
-        raise ValueError(f"file name {base!r} must not be empty, contain any of "
-                         f"\\/:*?\"<>|`&;' or start or end with a space")
+    check_shard_num(shard_num)
+    file_name = check_path_param(file_name)
     if shard_num == 1:
         return [file_name]
     width = len(str(shard_num - 1))
@@ -169,11 +164,12 @@ def encode_header(header_size, page_size, index_fields, pages, compression_size,
 def header_length(prefix, path, file_size):
     """The header length from the first 8 bytes, checked against the file size."""
     if file_size < HEADER_PREFIX:
-        raise FormatError(f"{path}: file of {file_size} bytes is smaller than the 8-byte minimum "
-                          f"of a MindRecord file")
+        raise FormatError(f"Invalid file, the size of mindrecord file: {file_size} is smaller than the lower "
+                          f"limit: {HEADER_PREFIX}. {path}: a MindRecord file has at least 8 bytes")
     length = _U64LE.unpack(prefix[:HEADER_PREFIX])[0]
     if length > MAX_HEADER_LENGTH:
-        raise FormatError(f"{path}: header length field {length} exceeds the 128 MiB limit")
+        raise FormatError(f"Invalid file, the size of mindrecord file header is larger than the upper limit. "
+                          f"{path}: header length field {length} exceeds the 128 MiB limit")
     if HEADER_PREFIX + length > file_size:
         raise FormatError(f"{path}: header of {length} bytes is cut off (file has {file_size} bytes)")
     return length
@@ -281,7 +277,9 @@ def open_regular(path, missing=MissingFileError):
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
-        raise missing(f"{path}: MindRecord file does not exist") from None
+        raise missing(f"Invalid file, mindrecord file: {path} can not be found. Please check whether the "
+                      f"mindrecord file exists and do not rename the mindrecord file. The file {path} does not "
+                      f"exist or permission denied.") from None
     except IsADirectoryError:
         raise FormatError(f"{path}: is a directory, not a MindRecord file") from None
     mode = os.fstat(fd).st_mode
@@ -359,8 +357,11 @@ def _check_own_name(path, header):
     addresses = header["shard_addresses"]
     if name not in addresses:
         shown = ", ".join(addresses[:4]) + (", ..." if len(addresses) > 4 else "")
-        raise FormatError(f"{path}: the file is named {name!r} but its header names the dataset's files "
-                          f"[{shown}]: a renamed copy is not opened; give it (and its .db) its original name")
+        raise FormatError(f"{path}: a renamed copy is not opened: the file is named {name!r} but its header "
+                          f"names the dataset's files [{shown}], so the file and its meta file can not match. "
+                          f"Please do not rename the mindrecord file or meta file; the files its header names "
+                          f"can not be found. Please check whether the mindrecord file exists and do not rename "
+                          f"the mindrecord file. Give it (and its .db) its original name.")
 
 
 def dataset_paths(path):

@@ -200,22 +200,28 @@ def connect_ro(path):
     return conn
 
 
+def require_db(path):
+    """Raise MindSpore's message (an IndexFileError) when the ``.db`` at ``path`` does not exist."""
+    if not os.path.lexists(path):
+        raise IndexFileError(f"The input: {path} is not exists. Please check whether {path} exists and do "
+                             f"not rename the mindrecord file and meta file. Every data file needs its .db "
+                             f"beside it (read without it with FileReader(..., use_index=False)).")
+
+
 def _check_file(path):
     """The size of the ``.db`` at ``path``, a regular file of at least 8 bytes inside its folder."""
     try:
         fmt.check_inside(path)
     except FormatError as exc:
         raise IndexFileError(str(exc)) from None
-    if not os.path.lexists(path):
-        raise IndexFileError(f"{path}: index file is missing; every data file needs its .db beside it "
-                             f"(read without it with FileReader(..., use_index=False))")
+    require_db(path)
     try:
         os.close(fmt.open_regular(path, missing=IndexFileError))
     except FormatError as exc:
         raise IndexFileError(str(exc)) from None
     size = os.path.getsize(path)
     if size < 8:
-        raise IndexFileError(f"{path}: index file of {size} bytes is not an SQLite database")
+        raise IndexFileError(f"{_NOT_A_DB}{path}: index file of {size} bytes is not an SQLite database")
     return size
 
 
@@ -239,6 +245,10 @@ def check_schema(conn, path):
             raise IndexFileError(f"{path}: index file is not a MindRecord index (no {table} table)")
 
 
+_NOT_A_DB = ("Failed to execute the sql [ SELECT NAME from SHARD_NAME; ] while verifying meta file, file is "
+             "not a database. Please check the meta file: ")
+
+
 def _quote(path):
     return os.path.abspath(path).replace("%", "%25").replace("?", "%3f").replace("#", "%23")
 
@@ -247,7 +257,8 @@ def _query(conn, path, sql):
     try:
         return conn.execute(sql).fetchall()
     except sqlite3.Error as exc:
-        raise IndexFileError(f"{path}: index file is not a MindRecord index ({exc}; query: {sql})") from None
+        prefix = _NOT_A_DB if "not a database" in str(exc) else ""
+        raise IndexFileError(f"{prefix}{path}: index file is not a MindRecord index ({exc}; query: {sql})") from None
 
 
 def _query_args(conn, path, sql, args):

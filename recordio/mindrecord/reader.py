@@ -28,9 +28,11 @@ import numpy as np
 from recordio.mindrecord.checksums import HEADER_SLOT, digest_bytes, slot_range
 from recordio.mindrecord.codec import unpack_raw
 from recordio.mindrecord.format import ENTRY_PREFIX
-from recordio.errors import ChecksumError, DatasetChangedError, FormatError
+from recordio.errors import ChecksumError, DatasetChangedError, FormatError, ParamTypeError, SchemaError
+from recordio.mindrecord import encryption
+from recordio.mindrecord.params import check_num_consumer, check_path_param
 from recordio.mindrecord.recovery import check_journals
-from recordio.mindrecord.fileset import open_shards
+from recordio.mindrecord.fileset import open_shards, require_given
 from recordio.mindrecord.format import BLOB
 from recordio.mindrecord.locations import Locations
 
@@ -83,14 +85,30 @@ class FileReader:
     def __init__(self, file_name: str | os.PathLike | Sequence[str | os.PathLike], num_consumer: int = 4,
                  columns: Sequence[str] | None = None, operator: Any = None, *, verify: bool = False,
                  use_index: bool = True) -> None:
-        check_journals(file_name)
-        shards, schema = open_shards(file_name, use_index)
+        for name in file_name if isinstance(file_name, (list, tuple)) else [file_name]:
+            check_path_param(name)
+        check_num_consumer(num_consumer)
+        self._plain = None
+        try:
+            if encryption.key() is None:    # an encrypted dataset is never appended to: no journals
+                require_given(file_name, use_index)
+                check_journals(file_name)
+            target, self._plain = encryption.plaintext_of(file_name)      # decrypted copies when a key is set
+            shards, schema = open_shards(target, use_index)
+        except FormatError as exc:
+            if self._plain is not None:
+                self._plain.close()
+            if encryption.key() is not None:
+                raise
+            encryption.explain(file_name, exc)
         if columns is not None:
             if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
-                raise TypeError(f"columns must be a list of field names, got {columns!r}")
+                raise ParamTypeError("columns", "list", f"Got {columns!r}; columns is a list of field names.")
             unknown = [c for c in columns if c not in schema.fields]
             if unknown:
-                raise ValueError(f"columns {unknown} are not in the schema ({', '.join(schema.fields)})")
+                raise SchemaError(f"Invalid data, column name: {', '.join(unknown)} can not found in schema. "
+                                  f"Please check the 'columns' parameter: the schema's fields are "
+                                  f"{', '.join(schema.fields)}.")
         self._shards = shards
         self._schema = schema
         self._columns = None if columns is None else list(columns)
@@ -102,6 +120,8 @@ class FileReader:
         self._where.prime()
         self._verified: list[set] = [set() for _ in shards]
         self._fds: dict[int, int] = {}
+        self._closed = False
+        self._next_row = 0          # get_next()'s position: one pass over the rows, as in MindSpore
         if len(shards) <= KEEP_OPEN:
             for k in range(len(shards)):
                 self._fds[k] = self._open_checked(k)
@@ -198,8 +218,16 @@ class FileReader:
                     yield self._read_at(k, local, rs, re_, bs, be)
 
     def get_next(self) -> Iterator[dict]:
-        """Yield every row in order (MindSpore's generator method)."""
-        yield from self
+        """Yield the rows in order, once (MindSpore's generator method).
+
+        As in MindSpore, ``get_next()`` is one pass over the dataset shared by every call: a second
+        call continues where the first stopped and yields nothing once all rows were yielded, and
+        :meth:`close` ends it. Iterate over the reader itself, or index it, for a fresh pass.
+        """
+        while not self._closed and self._next_row < len(self):
+            row = self[self._next_row]
+            self._next_row += 1
+            yield row
 
     def _read_at(self, k, local, rs, re_, bs, be):
         """Row ``local`` of shard ``k`` from its raw range [rs, re_) and blob range [bs, be)."""
@@ -253,6 +281,8 @@ class FileReader:
         if mm is not None:
             self._maps.move_to_end(k)
             return mm
+        if self._closed:
+            raise ValueError(f"{self._shards[k].path}: I/O on a closed FileReader; open a new reader")
         shard = self._shards[k]
         kept = self._fds.get(k)
         fd = kept if kept is not None else self._open_checked(k)
@@ -309,8 +339,12 @@ class FileReader:
         return entries[inside]
 
     def close(self) -> None:
-        """Release the memory maps and files (the reader reopens them by path if used again, and
-        refuses with :class:`DatasetChangedError` if the dataset was replaced meanwhile)."""
+        """Release the memory maps and files. A closed reader yields no more rows from
+        :meth:`get_next` (as MindSpore's) and raises ``ValueError`` when read otherwise; its facts
+        (``len``, ``schema``, ...) stay available. Closing again does nothing."""
+        self._closed = True
+        if self._plain is not None:
+            self._plain.close()
         while self._maps:
             self._maps.popitem()[1].close()
         while self._fds:

@@ -71,8 +71,16 @@ class ShardWriter(CommitOnExit):
             self._writer.add_index(list(index_fields))
         self.rows = 0
 
+    def open(self) -> None:
+        """Create the part's staging files now rather than at the first write (to open parts one at a time)."""
+        self._writer._start()
+
     def write_raw_data(self, raw_data: list[dict]) -> None:
-        """Validate and write rows (all-or-nothing per call, as :meth:`FileWriter.write_raw_data`)."""
+        """Validate and write rows (all-or-nothing per call, as :meth:`FileWriter.write_raw_data`); an
+        empty list is a shard with no rows (it only opens the part)."""
+        if isinstance(raw_data, list) and not raw_data:
+            self.open()
+            return
         self._writer.write_raw_data(raw_data)
         self.rows += len(raw_data)
 
@@ -139,7 +147,8 @@ def _publish_parts(folder, targets, shard_num, overwrite):
     if not overwrite:
         existing = [p for t in targets for p in (t, t + ".db") if os.path.lexists(p)]
         if existing:
-            raise DatasetExistsError(f"{existing[0]} already exists; pass overwrite=True to replace it")
+            raise DatasetExistsError(f"Invalid file, mindrecord files already exist. Please check file path: "
+                                     f"{existing[0]}; pass overwrite=True to replace it")
     clean_stale(os.path.dirname(targets[0]))
     records = [_load_record(folder, i, shard_num) for i in range(shard_num)]
     compression = max(0, sum(r["compression_size"] for r in records))

@@ -17,7 +17,10 @@ from recordio.mindrecord import format as fmt
 from recordio.mindrecord import index
 from recordio.mindrecord.datalock import DatasetLock
 from recordio.mindrecord.commit import CommitOnExit, Staging, clean_stale
-from recordio.errors import DatasetExistsError, FormatError, SchemaError
+from recordio.errors import (DatasetExistsError, FormatError, MRMDefineIndexError, MRMGetMetaError,
+                             MRMInvalidSchemaError, ParamTypeError, SchemaError)
+from recordio.mindrecord import encryption
+from recordio.mindrecord.params import check_bool, check_path_param
 from recordio.mindrecord.index_stream import StreamingPages
 from recordio.mindrecord.recovery import recover, writer_files
 from recordio.mindrecord.schema import Schema
@@ -39,9 +42,11 @@ class FileWriter(CommitOnExit):
 
     def __init__(self, file_name: str | os.PathLike, shard_num: int = 1, overwrite: bool = False, *,
                  checksums: bool = True, fsync: bool = True) -> None:
-        if not isinstance(overwrite, bool):
-            raise TypeError(f"overwrite must be a bool, got {type(overwrite).__name__}")
-        names = fmt.shard_file_names(os.fspath(file_name), shard_num)
+        names = fmt.shard_file_names(check_path_param(file_name), shard_num)
+        check_bool(overwrite, "overwrite")
+        if encryption.key() is not None and shard_num != 1:
+            raise RuntimeError("When encode mode is enabled, the automatic sharding function is unavailable "
+                               "(MindSpore decrypts only the files it is given): write one file per FileWriter.")
         directory = os.path.dirname(os.path.abspath(names[0]))
         if not os.path.isdir(directory):
             raise FileNotFoundError(f"directory {directory} of {file_name} does not exist")
@@ -73,6 +78,10 @@ class FileWriter(CommitOnExit):
         """
         from recordio.mindrecord.append import AppendFiles, load_shards
 
+        if encryption.key() is not None:
+            raise NotImplementedError(f"{file_name}: appending to an encrypted dataset is not supported; "
+                                      f"write a new dataset (set_enc_key(None) for plain files)")
+
         lock = DatasetLock(fmt.dataset_paths(file_name)[0])     # before anything is read or repaired
         try:
             shards, schema, states, values = load_shards(os.fspath(file_name))
@@ -103,15 +112,20 @@ class FileWriter(CommitOnExit):
             raise SchemaError("the schema is already added; a dataset has exactly one schema")
         if desc is not None and not isinstance(desc, str):
             raise TypeError(f"desc must be a str, got {type(desc).__name__}")
-        self._schema = Schema(content)
+        try:
+            self._schema = Schema(content)
+        except SchemaError as exc:
+            raise MRMInvalidSchemaError(str(exc)) from None
         self._desc = desc or ""
         return 0
 
     def add_index(self, index_fields: list[str]) -> None:
         """Select the scalar fields that get ``.db`` columns (default: every scalar field)."""
         if self._schema is None:
-            raise SchemaError("add_index needs a schema: call add_schema first")
-        if not isinstance(index_fields, list) or not index_fields:
+            raise MRMGetMetaError("Failed to get meta info. add_index needs a schema: call add_schema first")
+        if not isinstance(index_fields, list):
+            raise ParamTypeError("index_fields", "list")
+        if not index_fields:
             raise SchemaError(f"index_fields must be a non-empty list of field names, got {index_fields!r}")
         self._require_not_started("add_index")
         before = list(self._index_fields)
@@ -128,10 +142,13 @@ class FileWriter(CommitOnExit):
     def _check_index_field(self, name):
         fields = self._schema.fields
         if not isinstance(name, str) or name not in fields:
-            raise SchemaError(f"index field {name!r} is not in the schema ({', '.join(fields)})")
+            raise SchemaError(f"Invalid input, 'index_fields': {name} can not found in schema: "
+                              f"{', '.join(fields)}. Please use 'add_index' function to add proper "
+                              f"'index_fields'.")
         if fields[name].is_blob:
-            raise SchemaError(f"index field {name!r} is a {fields[name].type} "
-                              f"{'array' if fields[name].shape else 'field'}; only scalar fields can be indexed")
+            raise MRMDefineIndexError(f"Failed to set field {name} since it's not primitive type: it is a "
+                                      f"{fields[name].type} {'array' if fields[name].shape else 'field'}; "
+                                      f"only scalar fields can be indexed")
         if name[0].isdigit():
             raise SchemaError(f"index field {name!r} starts with a digit; MindSpore cannot query such a "
                               f".db column, so it cannot be indexed (it is still stored and read)")
@@ -158,13 +175,16 @@ class FileWriter(CommitOnExit):
             for path in (target, target + ".db"):
                 fmt.check_inside(path, "FileWriter")
                 if os.path.exists(path) and not os.path.isfile(path):
-                    raise FormatError(f"{path} exists and is not a regular file; a writer replaces files only")
+                    raise FormatError(f"Invalid file, mindrecord files already exist. Please check file path: "
+                                      f"{path}. It exists and is not a regular file; a writer replaces files only.")
         if self._overwrite or self._append:
             return
         existing = [p for t in self._targets for p in (t, t + ".db") if os.path.lexists(p)]
         if existing:
-            raise DatasetExistsError(f"{existing[0]} already exists; pass overwrite=True to replace the "
-                                     f"dataset or use FileWriter.open_for_append to add rows")
+            raise DatasetExistsError(f"Invalid file, mindrecord files already exist. Please check file path: "
+                                     f"{existing[0]}. If you do not want to keep the files, set the "
+                                     f"'overwrite' parameter to True and try again, or use "
+                                     f"FileWriter.open_for_append to add rows.")
 
     # --- writing ----------------------------------------------------------------------------------
 
@@ -175,7 +195,7 @@ class FileWriter(CommitOnExit):
             return list(self._index_fields)
         return [f for f in self._schema.raw_fields if not f[0].isdigit()]   # see _check_index_field
 
-    def _start(self):
+    def _start(self, what="write_raw_data"):
         if self._schema is None:
             raise SchemaError("no schema: call add_schema before write_raw_data or commit")
         failure = getattr(self, "_failure", None)
@@ -183,7 +203,8 @@ class FileWriter(CommitOnExit):
             raise RuntimeError(f"{self._targets[0]}: an earlier write failed ({type(failure).__name__}: "
                                f"{failure}); the writer aborted and published nothing") from failure
         if self._committed:
-            raise RuntimeError("the dataset is committed; use FileWriter.open_for_append to add rows")
+            raise RuntimeError(f"Not allowed to call `{what}` on flushed MindRecord files. The dataset is "
+                               f"committed; use FileWriter.open_for_append to add rows.")
         if self._files is None:
             _check_index_columns(self.index_fields)
             self._check_targets()
@@ -205,7 +226,10 @@ class FileWriter(CommitOnExit):
         if not isinstance(parallel_writer, bool):
             raise TypeError("parallel_writer must be a bool")
         if not isinstance(raw_data, list):
-            raise SchemaError(f"raw_data must be a list of dicts, got {type(raw_data).__name__}")
+            raise ParamTypeError("raw_data", "list")
+        if not raw_data:
+            raise SchemaError("There is no valid data which can be written by 'write_raw_data' to mindrecord "
+                              "file: raw_data is an empty list")
         self._start()
         if self._parallel is None:
             self._parallel = parallel_writer
@@ -229,6 +253,8 @@ class FileWriter(CommitOnExit):
         index_pos = [schema.raw_fields.index(f) for f in self.index_fields]
         raws, blobs, values, saved, extra = [], [], [], 0, set()
         for i, row in enumerate(raw_data):
+            if not isinstance(row, dict):
+                raise ParamTypeError("raw_data item", "dict", f"In raw_data, row {i} is a {type(row).__name__}.")
             raw_values, raw, blob, row_saved = schema.encode_row(row, i)
             if len(blob) > limit or len(raw) > limit:
                 kind, size = ("blob", len(blob)) if len(blob) > limit else ("raw record", len(raw))
@@ -274,7 +300,7 @@ class FileWriter(CommitOnExit):
 
     def commit(self) -> None:
         """Write headers and indexes and publish the dataset atomically."""
-        self._start()
+        self._start("commit")
         try:
             self._check_targets()
             self._files.finish(self._shards, self._header_fields(), self._index_values,
