@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from recordio.dataset.permutation import KeyedPermutation, Padded, Positions
+from recordio.dataset.permutation import KeyedPermutation, LazyIds, Padded, Positions
 from recordio.keys import hash_words
 
 __all__ = ["DefaultOrder", "DistributedSampler", "PKSampler", "RandomSampler", "Sampler", "SequentialSampler",
@@ -35,6 +35,7 @@ __all__ = ["DefaultOrder", "DistributedSampler", "PKSampler", "RandomSampler", "
            "consumed_chunks"]
 
 _SOURCE_TAG = 0x5EED_0F_0DE5
+Ids = np.ndarray | LazyIds    # an epoch's row ids: an array, or computed as read (a shuffled global order)
 ORDER_VERSION = 2       # 2: GLOBAL shuffles and shuffled DistributedSamplers are KeyedPermutations (1: numpy
                         # permutations); a saved state resumes only under the order version that saved it
 
@@ -178,7 +179,7 @@ class Sampler:
     def __init__(self, num_samples: int | None = None) -> None:
         self.num_samples = _check_num_samples(num_samples)
 
-    def order(self, n: int, seed: int, epoch: int, source: Any) -> np.ndarray:
+    def order(self, n: int, seed: int, epoch: int, source: Any) -> Ids:
         """The row ids of epoch ``epoch`` of a source of ``n`` rows, in order (int64)."""
         raise NotImplementedError
 
@@ -217,7 +218,7 @@ class RandomSampler(Sampler):
         self.replacement = replacement
         self.shuffle = shuffle
 
-    def order(self, n: int, seed: int, epoch: int, source: Any) -> np.ndarray:
+    def order(self, n: int, seed: int, epoch: int, source: Any) -> Ids:
         if self.replacement:
             return epoch_rng(seed, epoch).integers(0, n, size=self.num_samples or n, dtype=np.int64)
         return shuffled_ids(self.shuffle, n, seed, epoch, source)
@@ -241,7 +242,7 @@ class DistributedSampler(Sampler):
         self.shuffle = bool(shuffle)
         self.by_block = os.environ.get("MS_DEV_MINDRECORD_SHARD_BY_BLOCK", "").lower() in ("true", "1")
 
-    def order(self, n: int, seed: int, epoch: int, source: Any) -> np.ndarray:
+    def order(self, n: int, seed: int, epoch: int, source: Any) -> Ids:
         if self.shuffle:
             return global_order(n, seed, epoch)
         return np.arange(n, dtype=np.int64)
@@ -361,7 +362,7 @@ class DefaultOrder(Sampler):
         self.auto_shard = num_shards is None
         self.num_padded = num_padded or 0
 
-    def order(self, n: int, seed: int, epoch: int, source: Any) -> np.ndarray:
+    def order(self, n: int, seed: int, epoch: int, source: Any) -> Ids:
         ids = shuffled_ids(self.mode, n, seed, epoch, source)
         if self.num_padded:
             if not isinstance(ids, np.ndarray):

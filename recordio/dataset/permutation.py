@@ -19,7 +19,7 @@ import numpy as np
 
 from recordio.keys import hash_words
 
-__all__ = ["KeyedPermutation", "Padded", "Picked", "Positions", "ROUNDS", "pick"]
+__all__ = ["KeyedPermutation", "LazyIds", "Padded", "Picked", "Positions", "ROUNDS", "pick"]
 
 ROUNDS = 6
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -68,6 +68,9 @@ class _Lazy:
 
     def tolist(self) -> list:
         return self.__array__().tolist()
+
+
+LazyIds = _Lazy            # what a sampler's ``order`` may return instead of an array
 
 
 class KeyedPermutation(_Lazy):
