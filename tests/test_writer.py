@@ -345,3 +345,58 @@ def test_index_columns_sqlite_cannot_take_are_refused_before_any_row(tmp_path):
     with pytest.raises(recordio.SchemaError, match="differ only in case"):
         case.add_index(["label", "Label"])
     case.abort()
+
+
+_WRITE_2M = """
+import sys
+from recordio import FileWriter
+w = FileWriter(sys.argv[1], 4, fsync=False)
+w.add_schema({"label": {"type": "int32"}, "id": {"type": "int64"}})
+for s in range(0, 2_000_000, 10_000):
+    w.write_raw_data([{"label": i % 10, "id": i} for i in range(s, s + 10_000)])
+w.commit()
+print(next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:")) // 1024)
+"""
+
+
+def test_writing_two_million_rows_stays_under_a_fixed_memory_bound(tmp_path):
+    """Index entries go to the staged .db as row groups become final (before: ~480 MB here). The peak is
+    this process's VmHWM: ru_maxrss would include the parent's RSS at fork."""
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-c", _WRITE_2M, str(tmp_path / "big.mr")], capture_output=True,
+                         text=True, check=True)
+    peak_mb = int(out.stdout.split()[-1])
+    assert peak_mb < 150, f"writer peak RSS {peak_mb} MB"
+    with FileReader(str(tmp_path / "big.mr0")) as reader:
+        assert len(reader) == 2_000_000
+        assert [int(reader[i]["id"]) for i in (0, 2499, 2500, 1_999_999)] == [0, 2499, 10_000, 1_999_999]
+
+
+def test_the_streamed_index_is_the_one_shot_index(tmp_path):
+    """Rows inserted as their row groups become final give the bytes of one insert at commit."""
+    import sqlite3
+    from recordio.mindrecord import index
+    w = FileWriter(str(tmp_path / "s.mr"), 2, fsync=False)
+    w.set_header_size(1 << 17)
+    w.set_page_size(1 << 15)
+    w.add_schema({"id": {"type": "int64"}, "name": {"type": "string"}, "f": {"type": "float64"},
+                  "img": {"type": "bytes"}})
+    for s in range(0, 20_000, 999):
+        w.write_raw_data([{"id": i, "name": "n" * (i % 41), "f": math.nan if i % 13 == 0 else i / 3,
+                           "img": b"x" * (i % 700)} for i in range(s, min(20_000, s + 999))])
+    w.commit()
+    for k in range(2):
+        db = str(tmp_path / f"s.mr{k}.db")
+        conn = sqlite3.connect(db)
+        rows = conn.execute("SELECT * FROM INDEXES ORDER BY rowid").fetchall()
+        sums = conn.execute("SELECT PAGE_ID, NBYTES, ROW_START, ROW_END, DIGEST FROM RECORDIO_CHECKSUMS "
+                            "ORDER BY rowid").fetchall()
+        meta = dict(conn.execute("SELECT KEY, VALUE FROM RECORDIO_META").fetchall())
+        conn.close()
+        assert len(rows) == 10_000 and len({r[2] for r in rows}) > 10           # many RAW pages
+        one_shot = str(tmp_path / f"one{k}.db")
+        index.create_index(one_shot, f"s.mr{k}", [("f", "float64"), ("id", "int64"), ("name", "string")],
+                           rows, checksums=("xxh3_64", sums), meta=meta)
+        with open(db, "rb") as a, open(one_shot, "rb") as b:
+            assert a.read() == b.read()

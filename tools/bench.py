@@ -14,18 +14,21 @@ import tempfile
 
 HELP = "benchmark writing, reading, the pipeline, vision ops, the sink, conversion and token rows against baselines"
 EXAMPLE = "recordio bench --suite storage --quick --json bench.json --plot bench.png"
-SUITES = ("storage", "pipeline", "vision", "sink", "convert", "mindpage", "tokens")
+SUITES = ("storage", "pipeline", "vision", "sink", "convert", "mindpage", "tokens", "scale")
+DEFAULT_SUITES = SUITES[:-1]          # scale writes 10M rows: asked for by name
 
 
 def add_arguments(parser):
-    parser.add_argument("--suite", default=",".join(SUITES),
-                        help=f"comma-separated suites to run (default: all of {', '.join(SUITES)})")
+    parser.add_argument("--suite", default=",".join(DEFAULT_SUITES),
+                        help=f"comma-separated suites to run, of {', '.join(SUITES)} (default: all but scale)")
     parser.add_argument("--quick", action="store_true", help="small workloads (a smoke run, not for quoting)")
     parser.add_argument("--workdir", help="where datasets are written (default: a temporary folder)")
     parser.add_argument("--mindspore-python", default=os.environ.get("RECORDIO_MINDSPORE_PYTHON"),
                         help="python of a virtualenv with MindSpore 2.10, for the MindSpore baselines "
                              "(default: $RECORDIO_MINDSPORE_PYTHON)")
     parser.add_argument("--device", default="cpu", help="torch device for the offload and sink suites")
+    parser.add_argument("--scale-rows", metavar="N,N", help="dataset sizes of the scale suite (default "
+                        "1000000,10000000; add 100000000 to measure 100M rows)")
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     parser.add_argument("--plot", metavar="PNG", help="also draw the ratios against the baselines")
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from recordio import config
 from recordio.dataset.context import RunContext, build_plan
+from recordio.dataset.order import ORDER_VERSION
 from recordio.dataset.resume import initial_state
 from recordio.dataset.stopqueue import POLL_S, StopQueue
 from recordio.dataset.values import collate, to_numpy, to_torch
@@ -151,8 +152,8 @@ class ItemStream:
 
     def position(self):
         """The state after the last output delivered, as it stands (no look at what comes next)."""
-        return {"version": 1, "seed": self.seed, "epoch": self.epoch, "delivered": self.delivered,
-                "source": self.source, "shards": self.shards}
+        return {"version": 1, "order": ORDER_VERSION, "seed": self.seed, "epoch": self.epoch,
+                "delivered": self.delivered, "source": self.source, "shards": self.shards}
 
     def state_dict(self):
         """The state after the last output delivered (an epoch that is over counts as over)."""
@@ -161,7 +162,7 @@ class ItemStream:
         epoch, delivered, source = self.epoch, self.delivered, self.source
         if self._pending is not None and self._pending[0] == "end":
             epoch, delivered, source = self._pending[1] + 1, 0, None
-        return {"version": 1, "seed": self.seed, "epoch": epoch, "delivered": delivered,
+        return {"version": 1, "order": ORDER_VERSION, "seed": self.seed, "epoch": epoch, "delivered": delivered,
                 "source": source, "shards": self.shards}
 
     def close(self):

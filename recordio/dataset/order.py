@@ -26,13 +26,18 @@ from typing import Any
 
 import numpy as np
 
+from recordio.dataset.permutation import KeyedPermutation, LazyIds, Padded, Positions
 from recordio.keys import hash_words
 
 __all__ = ["DefaultOrder", "DistributedSampler", "PKSampler", "RandomSampler", "Sampler", "SequentialSampler",
            "Shuffle", "SubsetRandomSampler", "SubsetSampler", "consumed_after", "epoch_rng", "files_order",
-           "infile_order", "shard_positions", "shuffle_mode"]
+           "global_order", "infile_order", "shard_positions", "shuffle_mode", "ORDER_VERSION", "iter_chunks",
+           "consumed_chunks"]
 
 _SOURCE_TAG = 0x5EED_0F_0DE5
+Ids = np.ndarray | LazyIds    # an epoch's row ids: an array, or computed as read (a shuffled global order)
+ORDER_VERSION = 2       # 2: GLOBAL shuffles and shuffled DistributedSamplers are KeyedPermutations (1: numpy
+                        # permutations); a saved state resumes only under the order version that saved it
 
 
 class Shuffle(str, enum.Enum):
@@ -68,6 +73,12 @@ def epoch_rng(seed, epoch, tag=_SOURCE_TAG):
     return np.random.Generator(np.random.PCG64(int(hash_words(seed, epoch, tag)[0])))
 
 
+def global_order(n, seed, epoch, tag=_SOURCE_TAG):
+    """The globally shuffled order of an epoch: a :class:`KeyedPermutation` of ``n`` rows keyed by
+    ``(seed, epoch, tag)`` (O(1) memory; positions are computed as they are read)."""
+    return KeyedPermutation(n, int(hash_words(seed, epoch, tag, ORDER_VERSION)[0]))
+
+
 def _file_ranges(counts):
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
     return [np.arange(s, s + c, dtype=np.int64) for s, c in zip(starts, counts)]
@@ -100,15 +111,13 @@ def shard_positions(total, num_shards, shard_id, start=0, same_split=False):
     Positions past the end (the last round's padding) wrap around to the first positions not
     consumed, so no row consumed before ``start`` comes again; with ``same_split`` (a resume under
     the split that saved ``start``) they wrap to the epoch's first positions instead, exactly as
-    the uninterrupted epoch does.
+    the uninterrupted epoch does. A lazy int64 sequence (:class:`Positions`): no array of them.
     """
     remaining = total - start
-    if remaining <= 0:
-        return np.zeros(0, np.int64)
-    k = np.arange(shard_size(total, num_shards, start), dtype=np.int64)
+    count = shard_size(total, num_shards, start) if remaining > 0 else 0
     if same_split:
-        return (start + shard_id + num_shards * k) % total
-    return start + (shard_id + num_shards * k) % remaining
+        return Positions(start + shard_id, num_shards, total, 0, count)
+    return Positions(shard_id, num_shards, remaining, start, count)
 
 
 def block_positions(total, num_shards, shard_id):
@@ -132,6 +141,24 @@ def consumed_after(start, num_shards, delivered, total):
     return min(total, start + num_shards * delivered)
 
 
+_CHUNK = 1 << 16
+
+
+def iter_chunks(ids):
+    """The ints of ``ids`` (an array or a lazy order), converted a chunk at a time."""
+    for start in range(0, len(ids), _CHUNK):
+        yield from ids[start:start + _CHUNK].tolist()
+
+
+def consumed_chunks(start, num, total, count, index=None):
+    """``consumed_after`` for each of ``count`` rows delivered (``index``: their position indices),
+    computed a chunk at a time."""
+    for first in range(0, count, _CHUNK):
+        end = min(count, first + _CHUNK)
+        delivered = np.arange(first + 1, end + 1, dtype=np.int64) if index is None else index[first:end] + 1
+        yield from np.minimum(total, start + num * delivered).tolist()
+
+
 # --- MindSpore's samplers ------------------------------------------------------------------------
 
 
@@ -152,7 +179,7 @@ class Sampler:
     def __init__(self, num_samples: int | None = None) -> None:
         self.num_samples = _check_num_samples(num_samples)
 
-    def order(self, n: int, seed: int, epoch: int, source: Any) -> np.ndarray:
+    def order(self, n: int, seed: int, epoch: int, source: Any) -> Ids:
         """The row ids of epoch ``epoch`` of a source of ``n`` rows, in order (int64)."""
         raise NotImplementedError
 
@@ -191,7 +218,7 @@ class RandomSampler(Sampler):
         self.replacement = replacement
         self.shuffle = shuffle
 
-    def order(self, n: int, seed: int, epoch: int, source: Any) -> np.ndarray:
+    def order(self, n: int, seed: int, epoch: int, source: Any) -> Ids:
         if self.replacement:
             return epoch_rng(seed, epoch).integers(0, n, size=self.num_samples or n, dtype=np.int64)
         return shuffled_ids(self.shuffle, n, seed, epoch, source)
@@ -215,9 +242,9 @@ class DistributedSampler(Sampler):
         self.shuffle = bool(shuffle)
         self.by_block = os.environ.get("MS_DEV_MINDRECORD_SHARD_BY_BLOCK", "").lower() in ("true", "1")
 
-    def order(self, n: int, seed: int, epoch: int, source: Any) -> np.ndarray:
+    def order(self, n: int, seed: int, epoch: int, source: Any) -> Ids:
         if self.shuffle:
-            return epoch_rng(seed, epoch).permutation(n).astype(np.int64)
+            return global_order(n, seed, epoch)
         return np.arange(n, dtype=np.int64)
 
 
@@ -312,9 +339,9 @@ def shuffled_ids(mode, n, seed, epoch, source):
         return np.arange(n, dtype=np.int64)
     if mode == Shuffle.ADAPTIVE:
         mode = Shuffle.GLOBAL if n <= ADAPTIVE_LIMIT else Shuffle.PARTIAL
-    rng = epoch_rng(seed, epoch)
     if mode == Shuffle.GLOBAL:
-        return rng.permutation(n).astype(np.int64)
+        return global_order(n, seed, epoch)
+    rng = epoch_rng(seed, epoch)
     if mode == Shuffle.PARTIAL:
         return partial_order(n, rng)
     order = files_order if mode == Shuffle.FILES else infile_order
@@ -335,9 +362,11 @@ class DefaultOrder(Sampler):
         self.auto_shard = num_shards is None
         self.num_padded = num_padded or 0
 
-    def order(self, n: int, seed: int, epoch: int, source: Any) -> np.ndarray:
+    def order(self, n: int, seed: int, epoch: int, source: Any) -> Ids:
         ids = shuffled_ids(self.mode, n, seed, epoch, source)
         if self.num_padded:
+            if not isinstance(ids, np.ndarray):
+                return Padded(ids, self.num_padded)
             ids = np.concatenate([ids, np.arange(n, n + self.num_padded, dtype=np.int64)])
         return ids
 

@@ -1,6 +1,6 @@
 """The resume state of a pipeline (``state_dict`` / ``load_state_dict``).
 
-    {"version": 1, "seed": 5489, "epoch": 3, "delivered": 120,
+    {"version": 1, "order": 2, "seed": 5489, "epoch": 3, "delivered": 120,
      "source": {"epoch": 3, "consumed": 3840} | None}
 
 ``epoch`` is the iterator's epoch and ``delivered`` the outputs it delivered in it. ``source`` is
@@ -10,8 +10,13 @@ every rank saves at the same step). A pipeline whose source can restart at a pos
 buffer, take/skip, zip or concat) resumes there without reading what was delivered, under any
 number of shards; the others replay the epoch and drop the first ``delivered`` outputs, which needs
 the same sharding.
+
+``order`` is the version of the shuffled orders (``order.ORDER_VERSION``; a state without it is of
+version 1): a state saved inside an epoch resumes only under the order version that saved it, since
+its positions name other rows under another; a state at an epoch's start resumes under any.
 """
 
+from recordio.dataset.order import ORDER_VERSION
 from recordio.errors import PipelineError
 
 __all__ = ["check_state", "initial_state"]
@@ -20,7 +25,7 @@ VERSION = 1
 
 
 def initial_state(seed):
-    return {"version": VERSION, "seed": seed, "epoch": 0, "delivered": 0, "source": None}
+    return {"version": VERSION, "order": ORDER_VERSION, "seed": seed, "epoch": 0, "delivered": 0, "source": None}
 
 
 def check_state(state):
@@ -37,4 +42,17 @@ def check_state(state):
         raise PipelineError(f"load_state_dict: malformed state {state!r}: {e}") from None
     if clean["epoch"] < 0 or clean["delivered"] < 0:
         raise PipelineError(f"load_state_dict: negative epoch or count in {state!r}")
+    _check_order(state.get("order", 1), clean)
+    clean["order"] = ORDER_VERSION
     return clean
+
+
+def _check_order(order, clean):
+    if order == ORDER_VERSION or (clean["delivered"] == 0 and clean["source"] is None):
+        return
+    raise PipelineError(f"load_state_dict: this state was saved inside epoch {clean['epoch']} under shuffle order "
+                        f"version {order!r}, but this recordio draws shuffled epochs with order version "
+                        f"{ORDER_VERSION} (a keyed Feistel permutation instead of a stored numpy permutation): "
+                        f"its positions would name other rows. Resume with the recordio version that saved it, "
+                        f"or restart at the next epoch: state['epoch'] += 1, state['delivered'] = 0, "
+                        f"state['source'] = None")

@@ -16,6 +16,7 @@ import numpy as np
 
 from recordio.dataset import order as _order
 from recordio.dataset.node import Dataset, Item
+from recordio.dataset.permutation import pick
 from recordio.errors import PipelineError
 
 __all__ = ["CHUNK", "EpochRows", "SampledSource", "torch_world"]
@@ -139,7 +140,7 @@ class SampledSource(Dataset):
             first = start // num if ctx.same_split else 0     # a worker's own state, or a fresh deal
             index = _order.worker_blocks(len(positions), *ctx.shards, ctx.block, first)
             positions = positions[index]
-        mine = np.asarray(ids, dtype=np.int64)[positions]
+        mine = pick(ids, positions)
         if index is None and self._reads_everything_in_order(mine, len(ids)):
             return EpochRows(epoch, self._scan_rows(), None, 0, 1, len(ids))
         return EpochRows(epoch, self._by_id(ctx, mine), mine, start, num, len(ids), index)
@@ -151,7 +152,7 @@ class SampledSource(Dataset):
 
     def _reads_everything_in_order(self, mine, total):
         n = self._num_rows()
-        return (self._scan_rows is not None and len(mine) == n == total
+        return (self._scan_rows is not None and len(mine) == n == total and isinstance(mine, np.ndarray)
                 and np.array_equal(mine, np.arange(n)))
 
     _scan_rows = None      # a source that can stream all its rows in order faster than by id
@@ -184,14 +185,13 @@ class EpochRows:
         return self.epoch, _order.consumed_after(self.start, self.num, delivered, self.total)
 
     def row_ids(self):
-        return itertools.count() if self.ids is None else iter(self.ids.tolist())
+        return itertools.count() if self.ids is None else _order.iter_chunks(self.ids)
 
     def positions_after(self):
         if self.ids is None:
             return zip(itertools.repeat(self.epoch), itertools.count(1))
-        delivered = np.arange(1, len(self.ids) + 1, dtype=np.int64) if self.index is None else self.index + 1
-        consumed = np.minimum(self.total, self.start + self.num * delivered)
-        return zip(itertools.repeat(self.epoch), consumed.tolist())
+        consumed = _order.consumed_chunks(self.start, self.num, self.total, len(self.ids), self.index)
+        return zip(itertools.repeat(self.epoch), consumed)
 
 
 _SPLIT_TAG = 0x5B117

@@ -15,7 +15,8 @@ import numpy as np
 
 from recordio.mindrecord import format as fmt
 from recordio.mindrecord import index
-from recordio.errors import FormatError, IndexFileError
+from recordio.mindrecord import locations
+from recordio.errors import FormatError
 from recordio.mindrecord.format import BLOB, RAW
 from recordio.mindrecord.schema import Schema
 
@@ -29,7 +30,7 @@ class Shard:
     """One data file of a dataset and where its rows are."""
 
     __slots__ = ("path", "header", "header_bytes", "size", "pages", "count", "raw", "blob", "checksums",
-                 "db_meta", "_entries", "identity")
+                 "db_meta", "_entries", "identity", "page_table", "source")
 
     def __init__(self, file_header):
         fh = file_header
@@ -41,6 +42,8 @@ class Shard:
         self.checksums = None
         self.db_meta = {}
         self._entries = None
+        self.page_table = None          # locations.PageTable, set by open_shards
+        self.source = None              # where blocks of locations come from (locations.DbBlocks/TableBlocks)
 
     def entries_between(self, start, end):
         """Rows ``(data_start, data_end, row, is_blob)`` of the entries whose length prefix lies in the
@@ -66,7 +69,11 @@ def require_given(files, use_index=True):
 
 
 def open_shards(files, use_index=True):
-    """Open a dataset: ``files`` is one data file (siblings found from its header) or a list."""
+    """Open a dataset: ``files`` is one data file (siblings found from its header) or a list.
+
+    With ``use_index`` nothing per row is read: each shard's ``source`` gives its locations in checked
+    blocks (:mod:`recordio.mindrecord.locations`). Without it the page table is walked now and
+    ``raw``/``blob`` hold every row's ranges."""
     require_given(files, use_index)
     if isinstance(files, (str, os.PathLike)):
         paths = fmt.dataset_paths(files)
@@ -80,11 +87,13 @@ def open_shards(files, use_index=True):
     schema = _check_same_metadata(shards)
     for shard in shards:
         _check_pages(shard)
+        shard.page_table = locations.PageTable(shard)
         if use_index:
-            _locate_from_index(shard)
+            shard.source = locations.open_db_facts(shard, keep=len(shards) <= locations.KEEP_OPEN)
         else:
             _locate_from_pages(shard)
-        _check_locations(shard)
+            _check_locations(shard)
+            shard.source = locations.TableBlocks(shard)
     return shards, schema
 
 
@@ -132,56 +141,6 @@ def _check_pages(shard):
 
 def _blob_page_by_group(shard):
     return {p.type_id: p for p in shard.pages if p.kind == BLOB}
-
-
-def _locate_from_index(shard):
-    db = index.db_path(shard.path)
-    conn = index.connect_ro(db)
-    try:
-        name = index.read_shard_name(conn, db)
-        real = os.path.basename(os.path.realpath(shard.path))
-        if name != real:
-            raise IndexFileError(f"{db}: index belongs to data file {name!r}, not {real!r} "
-                                 f"(files must not be renamed)")
-        found = index.row_count(conn, db)
-        if found != shard.count:
-            raise IndexFileError(f"{db}: index lists {found} rows but the data file's header has {shard.count}")
-        table = index.read_locations(conn, db)
-        shard.checksums = index.read_checksums(conn, db)
-        shard.db_meta = index.read_meta(conn, db)
-    finally:
-        conn.close()
-    _check_tiling(shard, table, db)
-    _set_locations(shard, table)
-
-
-def _check_tiling(shard, table, db):
-    """Bind each INDEXES row to the entry the page table gives it (FORMAT.md §4.3): row ``r`` is in
-    the row group of the BLOB page whose row range holds it, the RAW page listing that group holds its
-    record, and each group's entries follow one another from the group's offset (0 in its BLOB page).
-    With the length prefixes (checked by ``FileReader(verify=True)`` as rows are read) this makes the
-    locations exactly those of the page-table walk, so a ``.db`` cannot point a row at another's bytes."""
-    if not len(table):
-        return
-    blobs = sorted((p for p in shard.pages if p.kind == BLOB), key=lambda p: p.start_row)
-    raw_of = {g: (p.page_id, off) for p in shard.pages if p.kind == RAW for g, off in p.groups}
-    rows = np.arange(len(table), dtype=np.int64)
-    starts = np.array([p.start_row for p in blobs], dtype=np.int64)
-    owner = np.clip(np.searchsorted(starts, rows, side="right") - 1, 0, max(len(blobs) - 1, 0))
-    group = np.array([p.type_id for p in blobs], dtype=np.int64)[owner] if blobs else rows * 0 - 1
-    first = starts[owner] == rows if blobs else rows < 0
-    raw_page = np.array([raw_of.get(p.type_id, (-1, 0))[0] for p in blobs] or [-1], dtype=np.int64)[owner]
-    raw_off = np.array([raw_of.get(p.type_id, (-1, 0))[1] for p in blobs] or [0], dtype=np.int64)[owner]
-    prev_blob_end = np.concatenate([[0], table[:-1, 2]])
-    prev_raw_end = np.concatenate([[0], table[:-1, 5]])
-    ok = ((table[:, 0] == group) & (table[:, 3] == raw_page)
-          & (table[:, 1] == np.where(first, 0, prev_blob_end))
-          & (table[:, 4] == np.where(first, raw_off, prev_raw_end)))
-    if not ok.all():
-        row = int(np.argmin(ok))
-        raise IndexFileError(f"{db}: INDEXES row {row} gives locations {table[row].tolist()} (group, blob "
-                             f"start/end, raw page, raw start/end), which are not where the page table "
-                             f"places row {row}: the index is foreign or damaged")
 
 
 def _set_locations(shard, table):

@@ -55,29 +55,68 @@ def create_index(path, shard_name, index_fields, rows, checksums=None, meta=None
     ``meta`` as for :func:`write_checksums` / :func:`write_meta`. The file is a staging file
     that the caller fsyncs, so SQLite's own syncs are turned off.
     """
-    conn = sqlite3.connect(path, isolation_level=None)
+    builder = IndexBuilder(path, shard_name, index_fields)
     try:
-        conn.execute("PRAGMA page_size=4096")
-        conn.execute("PRAGMA synchronous=OFF")
-        conn.execute("PRAGMA journal_mode=OFF")
-        conn.execute("BEGIN")
-        conn.execute(create_ddl([(f, SQL_TYPES[t]) for f, t in index_fields]))
-        conn.execute("CREATE TABLE SHARD_NAME(NAME TEXT NOT NULL)")
-        conn.execute("INSERT INTO SHARD_NAME (NAME) VALUES (?)", (shard_name,))
+        builder.add(rows)
+    except BaseException:
+        builder.abort()
+        raise
+    builder.finish(checksums, meta)
+
+
+class IndexBuilder:
+    """A ``.db`` built in one transaction, its INDEXES rows added as they become known
+    (:func:`create_index` in steps: the same statements in the same order, so the same file).
+
+    SQLite keeps at most ``cache_kib`` of pages in memory; the rest are in the file.
+    """
+
+    def __init__(self, path, shard_name, index_fields, cache_kib=2000):
+        self.path = path
+        self.conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        try:
+            self.conn.execute("PRAGMA page_size=4096")
+            self.conn.execute("PRAGMA synchronous=OFF")
+            self.conn.execute("PRAGMA journal_mode=OFF")
+            self.conn.execute(f"PRAGMA cache_size=-{int(cache_kib)}")
+            self.conn.execute("BEGIN")
+            self.conn.execute(create_ddl([(f, SQL_TYPES[t]) for f, t in index_fields]))
+            self.conn.execute("CREATE TABLE SHARD_NAME(NAME TEXT NOT NULL)")
+            self.conn.execute("INSERT INTO SHARD_NAME (NAME) VALUES (?)", (shard_name,))
+        except sqlite3.OperationalError as exc:
+            self.abort()
+            raise _as_os_error(exc, path) from exc
+        except BaseException:
+            self.abort()
+            raise
         names = list(INDEX_COLUMNS)
         for j, (field, _) in enumerate(index_fields):
             names += [f"INC_{j}", column_name(field)]
-        marks = ",".join("?" * len(names))
-        conn.executemany(f"INSERT INTO INDEXES ({','.join(names)}) VALUES ({marks})", rows)
-        if checksums is not None:
-            _insert_checksums(conn, checksums[0], checksums[1])
-        if meta:
-            _insert_meta(conn, meta)
-        conn.execute("COMMIT")
-    except sqlite3.OperationalError as exc:
-        raise _as_os_error(exc, path) from exc
-    finally:
-        conn.close()
+        self._insert = f"INSERT INTO INDEXES ({','.join(names)}) VALUES ({','.join('?' * len(names))})"
+
+    def add(self, rows):
+        """Insert INDEXES rows (tuples as for :func:`create_index`), in order."""
+        try:
+            self.conn.executemany(self._insert, rows)
+        except sqlite3.OperationalError as exc:
+            raise _as_os_error(exc, self.path) from exc
+
+    def finish(self, checksums=None, meta=None):
+        """Add the checksum and meta tables, commit and close."""
+        try:
+            if checksums is not None:
+                _insert_checksums(self.conn, checksums[0], checksums[1])
+            if meta:
+                _insert_meta(self.conn, meta)
+            self.conn.execute("COMMIT")
+        except sqlite3.OperationalError as exc:
+            raise _as_os_error(exc, self.path) from exc
+        finally:
+            self.conn.close()
+
+    def abort(self):
+        """Close without committing (the caller removes the file)."""
+        self.conn.close()
 
 
 def _as_os_error(exc, path):
@@ -222,6 +261,13 @@ def _query(conn, path, sql):
         raise IndexFileError(f"{prefix}{path}: index file is not a MindRecord index ({exc}; query: {sql})") from None
 
 
+def _query_args(conn, path, sql, args):
+    try:
+        return conn.execute(sql, args).fetchall()
+    except sqlite3.Error as exc:
+        raise IndexFileError(f"{path}: index file is not a MindRecord index ({exc}; query: {sql})") from None
+
+
 def read_shard_name(conn, path):
     """The data file name the ``.db`` belongs to: one plain file name (else IndexFileError)."""
     rows = _query(conn, path, "SELECT typeof(NAME), length(CAST(NAME AS BLOB)) FROM SHARD_NAME LIMIT 2")
@@ -267,6 +313,14 @@ def row_id_span(conn, path):
     if value is not None and (type(value) is not int or not 0 <= value < MAX_LOCATION):
         raise IndexFileError(f"{path}: INDEXES holds ROW_ID {str(value)[:40]!r}, expected a row number")
     return 0 if value is None else value + 1
+
+
+def min_row_id(conn, path):
+    """``MIN(ROW_ID)`` (None when empty), from the primary key without a table scan."""
+    value = _query(conn, path, "SELECT MIN(ROW_ID) FROM INDEXES")[0][0]
+    if value is not None and type(value) is not int:
+        raise IndexFileError(f"{path}: INDEXES holds ROW_ID {str(value)[:40]!r}, expected a row number")
+    return value
 
 
 def read_checksums(conn, path):

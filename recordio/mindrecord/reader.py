@@ -33,6 +33,8 @@ from recordio.mindrecord import encryption
 from recordio.mindrecord.params import check_num_consumer, check_path_param
 from recordio.mindrecord.recovery import check_journals
 from recordio.mindrecord.fileset import open_shards, require_given
+from recordio.mindrecord.format import BLOB
+from recordio.mindrecord.locations import Locations
 
 __all__ = ["FileReader"]
 
@@ -114,10 +116,8 @@ class FileReader:
         self._starts = np.cumsum([0] + [s.count for s in shards]).tolist()
         self._decode, self._need_raw, self._need_blob = schema.decoder(self._columns)
         self._maps: collections.OrderedDict = collections.OrderedDict()
-        self._all_locs = np.concatenate([np.concatenate([s.raw, s.blob], axis=1) for s in shards]
-                                        ).astype(np.int64).reshape(-1, 4)
-        self._locs = np.split(self._all_locs, np.cumsum([s.count for s in shards])[:-1])
-        self._starts_np = np.asarray(self._starts, dtype=np.int64)
+        self._where = Locations([s.source for s in shards], [s.count for s in shards])
+        self._where.prime()
         self._verified: list[set] = [set() for _ in shards]
         self._fds: dict[int, int] = {}
         self._closed = False
@@ -126,6 +126,8 @@ class FileReader:
             for k in range(len(shards)):
                 self._fds[k] = self._open_checked(k)
         if verify:
+            for shard in shards:
+                shard.checksums = shard.source.read_checksums()      # one row per page: only to verify
             _require_checksums(shards)
 
     def _open_checked(self, k):
@@ -190,7 +192,8 @@ class FileReader:
         if not 0 <= i < n:
             raise IndexError(f"row {item} is out of range for a dataset of {n} rows")
         k = bisect.bisect_right(self._starts, i) - 1 if len(self._shards) > 1 else 0
-        return self._read_at(k, i - self._starts[k], *self._all_locs[i].tolist())
+        local = i - self._starts[k]
+        return self._read_at(k, local, *self._where.row(k, local))
 
     def __getitems__(self, indices: Sequence[int] | np.ndarray) -> list[dict]:
         """Rows at ``indices`` (the batched fetch protocol of ``torch.utils.data``), located in bulk."""
@@ -200,19 +203,18 @@ class FileReader:
         if idx.size and (idx.min() < 0 or idx.max() >= n):
             bad = next(i for i in indices if not -n <= int(i) < n)
             raise IndexError(f"row {bad} is out of range for a dataset of {n} rows")
-        shard = np.searchsorted(self._starts_np, idx, side="right") - 1
-        local = idx - self._starts_np[shard]
+        shard, local, locs = self._where.bulk(idx)
         rows = []
-        locs = self._all_locs[idx].tolist()
-        for k, lo, loc in zip(shard.tolist(), local.tolist(), locs):
+        for k, lo, loc in zip(shard.tolist(), local.tolist(), locs.tolist()):
             rows.append(self._read_at(k, lo, *loc))
         return rows
 
     def __iter__(self) -> Iterator[dict]:
+        block = self._where.block
         for k, shard in enumerate(self._shards):
-            locs = self._locs[k]
-            for first in range(0, shard.count, _CHUNK):
-                for local, (rs, re_, bs, be) in enumerate(locs[first:first + _CHUNK].tolist(), first):
+            for first in range(0, shard.count, block):
+                locs = self._where.block_of(k, first // block)
+                for local, (rs, re_, bs, be) in enumerate(locs.tolist(), first):
                     yield self._read_at(k, local, rs, re_, bs, be)
 
     def get_next(self) -> Iterator[dict]:
@@ -262,11 +264,13 @@ class FileReader:
             raise ValueError(f"{field!r} is not a scalar field of this dataset")
         decode, _, _ = self._schema.decoder([field])
         values = []
+        block = self._where.block
         for k, shard in enumerate(self._shards):
             mm = self._map(k)
-            for local in range(shard.count):
-                start, end = shard.raw[local]
-                values.append(decode(unpack_raw(mm[start:end]), None, f"{shard.path}: row {local}")[field])
+            for first in range(0, shard.count, block):
+                locs = self._where.block_of(k, first // block)[:, :2].tolist()
+                for local, (start, end) in enumerate(locs, first):
+                    values.append(decode(unpack_raw(mm[start:end]), None, f"{shard.path}: row {local}")[field])
         dtype = self._schema.fields[field].dtype or object
         return np.array(values, dtype=dtype)
 
@@ -307,8 +311,32 @@ class FileReader:
             raise ChecksumError(f"{shard.path}: {what} (rows {row_start}..{row_end - 1}) does not match its "
                                 f"checksum: the file is corrupt")
         if slot != HEADER_SLOT:
-            _check_prefixes(self._map(k), shard, shard.entries_between(start, end))
+            _check_prefixes(self._map(k), shard, self._page_entries(k, slot, start, end))
         self._verified[k].add(slot)
+
+    def _page_entries(self, k, slot, start, end):
+        """Rows ``(data_start, data_end, row, is_blob)`` of the entries of page ``slot`` of shard ``k`` (the
+        rows its page-table entry gives it) whose length prefix lies in the byte range [start, end)."""
+        shard = self._shards[k]
+        page = shard.pages[slot]
+        if page.kind == BLOB:
+            spans, col = [(page.start_row, page.end_row)], 2
+        else:
+            pt = shard.page_table
+            at = np.searchsorted(pt.group_ids, [g for g, _ in page.groups]).tolist()
+            spans = [(shard.pages[int(pt.group_pages[i])].start_row, shard.pages[int(pt.group_pages[i])].end_row)
+                     for i, (g, _) in zip(at, page.groups) if i < len(pt.group_ids) and pt.group_ids[i] == g]
+            col = 0
+        parts = []
+        for a, b in spans:
+            a, b = max(a, 0), min(b, shard.count)
+            if b > a:
+                locs = self._where.shard_rows(k, a, b)
+                rows = np.arange(a, b, dtype=np.int64)
+                parts.append(np.stack([locs[:, col], locs[:, col + 1], rows, rows * 0 + (col == 2)], axis=1))
+        entries = np.concatenate(parts) if parts else np.zeros((0, 4), dtype=np.int64)
+        inside = (entries[:, 0] >= start + ENTRY_PREFIX) & (entries[:, 0] < end + ENTRY_PREFIX)
+        return entries[inside]
 
     def close(self) -> None:
         """Release the memory maps and files. A closed reader yields no more rows from

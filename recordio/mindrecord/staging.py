@@ -16,6 +16,7 @@ from recordio.mindrecord.fileio import pwrite_all
 from recordio.mindrecord import index
 from recordio.mindrecord.checksums import ALGORITHM
 from recordio.mindrecord.checksums import compute as checksums_of
+from recordio.mindrecord.index_stream import IndexStream
 
 __all__ = ["ShardFiles", "split_counts"]
 
@@ -32,19 +33,26 @@ def split_counts(n, shards, held=None):
 
 
 class ShardFiles:
-    """Staged data files of one writer; ``write`` places page bytes, ``finish`` publishes."""
+    """Staged data files of one writer; ``write`` places page bytes, ``index_rows`` adds rows to the
+    staged ``.db`` files as their locations become final, ``finish`` publishes."""
 
-    def __init__(self, staging, header_size, page_size, checksums=True, fsync=True):
+    def __init__(self, staging, header_size, page_size, checksums=True, fsync=True, index_fields=()):
         self.staging = staging
         self.checksums, self.fsync = checksums, fsync
         self.header_size = header_size
         self.page_size = page_size
         self._rotation = 0
         self.fds = []
-        ensure_descriptors(len(staging.targets))
+        self.streams = []
+        count = len(staging.targets)
+        ensure_descriptors(3 * count)           # data file, .db and index value spool per shard
+        cache_kib = max(64, min(2000, (64 << 10) // count))
         try:
             for path in staging.data_paths():
                 self.fds.append(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666))
+            for db, target in zip(staging.db_paths(), staging.targets):
+                self.streams.append(IndexStream(db, os.path.basename(target), index_fields,
+                                                staging.directory, cache_kib))
         except BaseException:
             self.abort()
             raise
@@ -59,15 +67,37 @@ class ShardFiles:
         for page_id, offset, data in writes:
             pwrite_all(fd, data, fmt.page_offset(self.header_size, self.page_size, page_id) + offset, path)
 
-    def finish(self, shards, header, index_values, index_fields, independent=False):
-        """Write headers and ``.db`` files into the staging names, then publish them."""
+    def copy(self, shard, src_page, src_offset, dst_page, n, hasher=None, chunk=1 << 20):
+        """Copy ``n`` bytes from ``src_offset`` of page ``src_page`` to the start of page ``dst_page`` of
+        ``shard`` (the raw-page shift), a chunk at a time, feeding ``hasher``."""
+        fd, path = self.fds[shard], self.staging.data_paths()[shard]
+        src = fmt.page_offset(self.header_size, self.page_size, src_page) + src_offset
+        dst = fmt.page_offset(self.header_size, self.page_size, dst_page)
+        for done in range(0, n, chunk):
+            data = os.pread(fd, min(chunk, n - done), src + done)
+            if len(data) != min(chunk, n - done):
+                raise OSError(f"{path}: read {len(data)} of {min(chunk, n - done)} bytes at {src + done}")
+            pwrite_all(fd, data, dst + done, path)
+            if hasher is not None:
+                hasher.update(data)
+
+    def index_rows(self, shard, pages, values):
+        """The index values of rows just written to ``shard`` (a :class:`StreamingPages`); rows whose
+        locations are final go to its ``.db``."""
+        self.streams[shard].push(values)
+        self.streams[shard].flush(pages)
+
+    def finish(self, shards, header, index_values=None, index_fields=None, independent=False):
+        """Write headers and complete the ``.db`` files in the staging names, then publish them.
+        (``index_values`` and ``index_fields`` went to the ``.db`` files as rows were written.)"""
         names = [os.path.basename(t) for t in self.staging.targets]
         for i, (fd, shard) in enumerate(zip(self.fds, shards)):
             blob = header_bytes(self.header_size, self.page_size, header, shard, names, i, independent)
             pwrite_all(fd, blob, 0, self.staging.data_paths()[i])
             rows = checksums_of(fd, self.header_size, self.page_size, shard.pages, len(blob),
                                 shard.extents, digests=shard.digests()) if self.checksums else None
-            build_index(self.staging.db_paths()[i], names[i], shard, index_values[i], index_fields, blob, rows)
+            self.streams[i].finish(shard, None if rows is None else (ALGORITHM, rows), index_meta(blob))
+        self.streams = []
         warn_encrypt_tail(self.fds, self.staging.targets)
         self._close_fds()
         self.staging.publish(fsync=self.fsync)
@@ -78,6 +108,9 @@ class ShardFiles:
         self.fds = []
 
     def abort(self):
+        for stream in self.streams:
+            stream.abort()
+        self.streams = []
         self._close_fds()
         self.staging.abort()
 
@@ -111,8 +144,12 @@ def build_index(db, name, shard, values, index_fields, header_blob, checksum_row
         columns += [zeros, [_sql_value(values[r][j]) for r in order]]
     index.create_index(db, name, index_fields, zip(*columns),
                        checksums=None if checksum_rows is None else (ALGORITHM, checksum_rows),
-                       meta={"writer": f"recordio {__version__}",
-                             "header_xxh3": xxhash.xxh3_64_hexdigest(header_blob)})
+                       meta=index_meta(header_blob))
+
+
+def index_meta(header_blob):
+    """recordio's facts about a shard, for its ``.db``'s meta table."""
+    return {"writer": f"recordio {__version__}", "header_xxh3": xxhash.xxh3_64_hexdigest(header_blob)}
 
 
 def warn_encrypt_tail(fds, targets):

@@ -8,6 +8,7 @@ as NULL; header/page sizes always apply; empty single blobs are stored as given.
 
 from __future__ import annotations
 
+import functools
 import os
 import warnings
 from typing import Any
@@ -20,7 +21,7 @@ from recordio.errors import (DatasetExistsError, FormatError, MRMDefineIndexErro
                              MRMInvalidSchemaError, ParamTypeError, SchemaError)
 from recordio.mindrecord import encryption
 from recordio.mindrecord.params import check_bool, check_path_param
-from recordio.mindrecord.pages import ShardPages
+from recordio.mindrecord.index_stream import StreamingPages
 from recordio.mindrecord.recovery import recover, writer_files
 from recordio.mindrecord.schema import Schema
 from recordio.mindrecord.staging import ShardFiles, split_counts
@@ -209,10 +210,12 @@ class FileWriter(CommitOnExit):
             self._check_targets()
             recover(*writer_files(self._targets))
             clean_stale(os.path.dirname(self._targets[0]))
+            fields = [(f, self._schema.fields[f].type) for f in self.index_fields]
             self._files = ShardFiles(Staging(self._targets), self._header_size, self._page_size,
-                                     **self._options)
-            self._shards = [ShardPages(i, self._page_size) for i in range(len(self._targets))]
-            self._index_values = [[] for _ in self._targets]
+                                     index_fields=fields, **self._options)
+            self._shards = [StreamingPages(i, self._page_size, functools.partial(self._files.copy, i))
+                            for i in range(len(self._targets))]
+            self._index_values = None            # they go to the staged .db files as rows are written
 
     def write_raw_data(self, raw_data: list[dict], parallel_writer: bool = False) -> None:
         """Validate every row of ``raw_data`` (a list of dicts), then write them all.
@@ -288,7 +291,10 @@ class FileWriter(CommitOnExit):
     def _write_shard(self, shard, raws, blobs, values):
         writes = self._shards[shard].add(blobs, raws)
         self._files.write(shard, writes)
-        self._index_values[shard].extend(values)
+        if self._append:
+            self._index_values[shard].extend(values)
+        else:
+            self._files.index_rows(shard, self._shards[shard], values)
 
     # --- commit -----------------------------------------------------------------------------------
 
