@@ -349,7 +349,8 @@ def shuffled_ids(mode, n, seed, epoch, source):
 
 
 class DefaultOrder(Sampler):
-    """Shuffle mode, then the distributed split; ``num_padded`` padded rows close the order.
+    """Shuffle mode, then the distributed split; ``num_padded`` padded rows close the order (a global
+    shuffle shuffles them with the rows, as MindSpore's does).
 
     Without ``num_shards`` the split follows torch.distributed when it is initialised.
     """
@@ -363,6 +364,11 @@ class DefaultOrder(Sampler):
         self.num_padded = num_padded or 0
 
     def order(self, n: int, seed: int, epoch: int, source: Any) -> Ids:
+        total = n + self.num_padded
+        if self.num_padded and self.mode in (Shuffle.GLOBAL, Shuffle.ADAPTIVE) and total <= ADAPTIVE_LIMIT:
+            # as MindSpore's global shuffle: the padded rows (ids n..) move with the rows, so a shard's
+            # padded rows differ from epoch to epoch
+            return global_order(total, seed, epoch)
         ids = shuffled_ids(self.mode, n, seed, epoch, source)
         if self.num_padded:
             if not isinstance(ids, np.ndarray):
