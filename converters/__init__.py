@@ -1,4 +1,5 @@
-"""Converters: ImageFolder, CIFAR-10/100, MNIST/Fashion-MNIST, Parquet, CSV and TFRecord into MindRecord, and back to Arrow.
+"""Converters: ImageFolder, CIFAR-10/100, MNIST/Fashion-MNIST, Parquet, CSV, TFRecord and Hugging Face datasets into
+MindRecord, and back to Arrow and Hugging Face datasets.
 
 Every ``convert_*`` function takes the source, the destination file name and these options
 (all keyword-only), and returns a :class:`Summary`:
@@ -20,6 +21,7 @@ are in :mod:`recordio.converters.tomr` (and ``recordio.mindrecord``).
 from recordio.converters.cifar import convert_cifar10, convert_cifar100
 from recordio.converters.csv import convert_csv
 from recordio.converters.engine import Summary
+from recordio.converters.hf import from_hf, to_hf
 from recordio.converters.imagefolder import convert_imagefolder, label_map
 from recordio.converters.mnist import convert_mnist
 from recordio.converters.parquet import convert_parquet, to_arrow, write_arrow
@@ -27,5 +29,6 @@ from recordio.converters.tfrecord import FixedLenFeature, convert_tfrecord
 
 __all__ = sorted([
     "FixedLenFeature", "Summary", "convert_cifar10", "convert_cifar100", "convert_csv", "convert_imagefolder",
-    "convert_mnist", "convert_parquet", "convert_tfrecord", "label_map", "to_arrow", "write_arrow",
+    "convert_mnist", "convert_parquet", "convert_tfrecord", "from_hf", "label_map", "to_arrow", "to_hf",
+    "write_arrow",
 ])
