@@ -1,5 +1,5 @@
-"""Converters: ImageFolder, CIFAR-10/100, MNIST/Fashion-MNIST, Parquet, CSV, TFRecord and Hugging Face datasets into
-MindRecord, and back to Arrow and Hugging Face datasets.
+"""Converters: ImageFolder, CIFAR-10/100, MNIST/Fashion-MNIST, Parquet, CSV, TFRecord, Hugging Face datasets and
+WebDataset shards into MindRecord, and back to Arrow, Hugging Face datasets and WebDataset.
 
 Every ``convert_*`` function takes the source, the destination file name and these options
 (all keyword-only), and returns a :class:`Summary`:
@@ -26,9 +26,10 @@ from recordio.converters.imagefolder import convert_imagefolder, label_map
 from recordio.converters.mnist import convert_mnist
 from recordio.converters.parquet import convert_parquet, to_arrow, write_arrow
 from recordio.converters.tfrecord import FixedLenFeature, convert_tfrecord
+from recordio.converters.webdataset import convert_webdataset, to_webdataset
 
 __all__ = sorted([
     "FixedLenFeature", "Summary", "convert_cifar10", "convert_cifar100", "convert_csv", "convert_imagefolder",
-    "convert_mnist", "convert_parquet", "convert_tfrecord", "from_hf", "label_map", "to_arrow", "to_hf",
-    "write_arrow",
+    "convert_mnist", "convert_parquet", "convert_tfrecord", "convert_webdataset", "from_hf", "label_map",
+    "to_arrow", "to_hf", "to_webdataset", "write_arrow",
 ])

@@ -1,11 +1,13 @@
-"""``recordio convert FORMAT SOURCE OUT``: ImageFolder, CIFAR-10/100, MNIST, Parquet, CSV or TFRecord -> MindRecord."""
+"""``recordio convert FORMAT SOURCE OUT``: ImageFolder, CIFAR-10/100, MNIST, Parquet, CSV, TFRecord or WebDataset ->
+MindRecord."""
 
 import argparse
 import json
 
 from recordio.tools._common import human_bytes
 
-HELP = ("convert ImageFolder, CIFAR-10/100, MNIST/Fashion-MNIST, Parquet, CSV or TFRecord data to MindRecord "
+HELP = ("convert ImageFolder, CIFAR-10/100, MNIST/Fashion-MNIST, Parquet, CSV, TFRecord or WebDataset data to "
+        "MindRecord "
         "(on a process pool or Ray; atomic; a rerun resumes after a crash)")
 EXAMPLE = "recordio convert imagefolder photos/train out/train.mindrecord --shards 8 --skip-bad"
 
@@ -24,6 +26,8 @@ FORMATS = {
             "recordio convert csv sales.csv out/sales.mindrecord --columns Name,Sales --index Name"),
     "tfrecord": ("TFRecord files of tf.train.Example (CRCs checked) -> records (MindSpore's TFRecordToMR schema)",
                  "recordio convert tfrecord train.tfrecord out/train.mindrecord --bytes-fields image"),
+    "webdataset": ("WebDataset tar shards -> one row per sample (its files grouped by key, a field per extension)",
+                   "recordio convert webdataset shards/ out/train.mindrecord --shards 8 --skip-bad"),
 }
 
 
@@ -51,6 +55,8 @@ def add_arguments(parser):
                                                        "or folders of them")
         elif name == "tfrecord":
             cmd.add_argument("source", nargs="+", help="TFRecord files, or folders of them (every file taken)")
+        elif name == "webdataset":
+            cmd.add_argument("source", nargs="+", help="tar files (.tar, .tar.gz, .tgz), or folders of them")
         elif name == "csv":
             cmd.add_argument("source", help="the CSV file (its first line names the columns)")
         else:
@@ -94,9 +100,16 @@ def _tfrecord_arguments(cmd):
                           "first value is not UTF-8)")
 
 
+def _webdataset_arguments(cmd):
+    cmd.add_argument("--key-field", default="__key__", metavar="NAME",
+                     help="the field that keeps each sample's key (default __key__)")
+    cmd.add_argument("--no-key", action="store_true", help="do not keep the keys")
+    cmd.add_argument("--index", default=None, metavar="A,B", help="scalar fields to index in the .db")
+
+
 _ARGUMENTS = {"imagefolder": _imagefolder_arguments, "cifar10": _split_arguments, "cifar100": _split_arguments,
               "mnist": _split_arguments, "parquet": _parquet_arguments, "csv": _csv_arguments,
-              "tfrecord": _tfrecord_arguments}
+              "tfrecord": _tfrecord_arguments, "webdataset": _webdataset_arguments}
 
 
 def _names(text):
@@ -124,6 +137,9 @@ def _convert(args, options):
     if args.format == "tfrecord":
         return converters.convert_tfrecord(args.source, args.out, feature_dict=_features(args.features),
                                            bytes_fields=_names(args.bytes_fields), **options)
+    if args.format == "webdataset":
+        return converters.convert_webdataset(args.source, args.out, key_field=None if args.no_key else args.key_field,
+                                             index_fields=_names(args.index), **options)
     if args.format == "csv":
         return converters.convert_csv(args.source, args.out, columns=_names(args.columns),
                                       index_fields=_names(args.index), **options)
