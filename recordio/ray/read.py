@@ -14,8 +14,8 @@ from recordio.ray.blocks import rows_block
 
 __all__ = ["MindRecordDatasource", "plan_reads", "read_mindrecord"]
 
-BLOCK_BYTES = 64 << 20        # a read task yields a block at least every 64 MiB of file bytes
-MIN_TASK_BYTES = 32 << 20     # unless asked for a number of blocks, a task reads at least this much
+BLOCK_BYTES = 8 << 20         # a read task yields a block every 8 MiB of file bytes (streams well)
+MIN_TASK_BYTES = 8 << 20      # unless asked for a number of blocks, a task reads at least this much
 
 
 def plan_reads(counts, tasks):
