@@ -47,7 +47,7 @@ def test_plan_reads_cuts_contiguous_runs_of_even_size():
 
 
 def test_more_read_tasks_than_shards_when_asked(dataset):
-    source = MindRecordDatasource(dataset, min_task_bytes=0)
+    source = MindRecordDatasource(dataset)
     tasks = source.get_read_tasks(10)
     assert len(source.files) == 4 and len(tasks) == 10
     assert sum(t.metadata.num_rows for t in tasks) == 40
@@ -64,6 +64,7 @@ def test_read_equals_the_file_reader(cluster, dataset):
 
 def test_columns_are_read_alone(cluster, dataset):
     ds = read_mindrecord(dataset, columns=["ids", "i32"])
+    assert ds.materialize().num_blocks() == 4              # default: 2 per CPU, at least one per shard
     batch = ds.take_batch(40, batch_format="numpy")
     assert list(batch) == ["ids", "i32"]
     assert batch["i32"].tolist() == [int(r["i32"]) for r in read(dataset)]

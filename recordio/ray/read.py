@@ -15,7 +15,7 @@ from recordio.ray.blocks import rows_block
 __all__ = ["MindRecordDatasource", "plan_reads", "read_mindrecord"]
 
 BLOCK_BYTES = 8 << 20         # a read task yields a block every 8 MiB of file bytes (streams well)
-MIN_TASK_BYTES = 8 << 20      # unless asked for a number of blocks, a task reads at least this much
+TASKS_PER_CPU = 2             # default read tasks: this many per CPU of the cluster, at least one per shard
 
 
 def plan_reads(counts, tasks):
@@ -44,7 +44,7 @@ class MindRecordDatasource(Datasource):
     """A MindRecord dataset as a Ray ``Datasource`` (see :func:`read_mindrecord`)."""
 
     def __init__(self, paths: str | os.PathLike | Sequence[str | os.PathLike], columns: Sequence[str] | None = None,
-                 *, verify: bool = False, min_task_bytes: int = MIN_TASK_BYTES) -> None:
+                 *, verify: bool = False) -> None:
         super().__init__()
         given = [os.fspath(p) for p in paths] if isinstance(paths, (list, tuple)) else os.fspath(paths)
         with FileReader(given, columns=columns) as reader:     # checks the files, schema and columns
@@ -53,7 +53,6 @@ class MindRecordDatasource(Datasource):
             self.schema = dict(reader.schema)
         self.columns = list(columns) if columns is not None else list(self.schema)
         self.verify = verify
-        self.min_task_bytes = min_task_bytes
         self.sizes = [os.path.getsize(f) for f in self.files]
 
     def estimate_inmemory_data_size(self) -> int:
@@ -61,8 +60,6 @@ class MindRecordDatasource(Datasource):
 
     def get_read_tasks(self, parallelism: int, per_task_row_limit: int | None = None,
                        data_context=None) -> list[ReadTask]:
-        if self.min_task_bytes:
-            parallelism = min(parallelism, max(len(self.files), sum(self.sizes) // self.min_task_bytes))
         return [self._task(run, per_task_row_limit) for run in plan_reads(self.counts, parallelism)]
 
     def _task(self, run, per_task_row_limit):
@@ -111,10 +108,13 @@ def read_mindrecord(paths: str | os.PathLike | Sequence[str | os.PathLike], *, c
         verify: check page checksums as rows are read (``FileReader(verify=True)``).
         override_num_blocks: the number of read tasks. Rows are cut into that many contiguous runs,
             inside shards or across them, so a 4-shard dataset is read by 16 tasks when asked for 16.
-            By default Ray chooses, and a task reads at least one shard or 32 MiB.
+            Default: two per CPU of the cluster, at least one per shard (Ray's own default, 200 or
+            more, would open every shard many times for small reads).
         ray_remote_args, concurrency: passed to ``ray.data.read_datasource``.
     """
-    source = MindRecordDatasource(paths, columns, verify=verify,
-                                  min_task_bytes=0 if override_num_blocks else MIN_TASK_BYTES)
+    source = MindRecordDatasource(paths, columns, verify=verify)
+    if override_num_blocks is None and ray.is_initialized():
+        cpus = int(ray.cluster_resources().get("CPU", 1))
+        override_num_blocks = max(len(source.files), TASKS_PER_CPU * cpus)
     return ray.data.read_datasource(source, override_num_blocks=override_num_blocks,
                                     ray_remote_args=ray_remote_args, concurrency=concurrency)
