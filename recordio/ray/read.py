@@ -46,7 +46,8 @@ class MindRecordDatasource(Datasource):
     def __init__(self, paths: str | os.PathLike | Sequence[str | os.PathLike], columns: Sequence[str] | None = None,
                  *, verify: bool = False) -> None:
         super().__init__()
-        given = [os.fspath(p) for p in paths] if isinstance(paths, (list, tuple)) else os.fspath(paths)
+        given: str | list[str] = ([os.fspath(p) for p in paths] if isinstance(paths, (list, tuple))
+                                  else os.fspath(paths))      # type: ignore[arg-type]
         with FileReader(given, columns=columns) as reader:     # checks the files, schema and columns
             self.files = reader.files
             self.counts = reader.file_row_counts
