@@ -12,6 +12,7 @@ import importlib
 
 from recordio import config
 from recordio.dataset import callback
+from recordio.dataset.balance import WeightedClassSampler
 from recordio.dataset.callback import DSCallback
 from recordio.dataset.generator import GeneratorDataset
 from recordio.dataset.iterators import HostBatch
@@ -25,7 +26,8 @@ from recordio.dataset.text import TextFileDataset
 
 __all__ = ["ConcatDataset", "DSCallback", "Dataset", "DistributedSampler", "GeneratorDataset", "HostBatch",
            "MindDataset", "MixedDataset", "PKSampler", "RandomSampler", "Sampler", "SequentialSampler", "Shuffle",
-           "SubsetRandomSampler", "SubsetSampler", "TextFileDataset", "TorchDataset", "callback", "config", "mix"]
+           "SubsetRandomSampler", "SubsetSampler", "TextFileDataset", "TorchDataset", "WeightedClassSampler", "callback",
+           "config", "mix"]
 
 
 def __getattr__(name):

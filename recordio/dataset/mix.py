@@ -31,7 +31,7 @@ from recordio.dataset import order as _order
 from recordio.dataset.source import SampledSource
 from recordio.errors import PipelineError
 
-__all__ = ["MixedDataset", "apportion", "mix"]
+__all__ = ["MixedDataset", "apportion", "draw", "interleave", "mix"]
 
 MAX_SOURCES = 256
 _ROW_BITS, _SOURCE_BITS, _COPY_BITS = 40, 8, 15
@@ -62,6 +62,36 @@ def occurrences(ids):
     return out
 
 
+def interleave(counts, seed, epoch, shuffle=True):
+    """Group labels ``k`` repeated ``counts[k]`` times, in a random order keyed by ``(seed, epoch)``;
+    without ``shuffle``, evenly spread (each prefix holds every group's share, within one)."""
+    labels = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+    if shuffle:
+        return _order.epoch_rng(seed, epoch, _MIX_TAG).permutation(labels)
+    rank = np.concatenate([(np.arange(c) + 0.5) / c for c in counts if c] or [np.zeros(0)])
+    return labels[np.argsort(rank, kind="stable")]
+
+
+def draw(n, count, seed, epoch, tag, shuffle=True, replacement=False):
+    """``count`` of ``n`` items for ``epoch``, and how many times each was drawn before in the epoch.
+
+    Without replacement: positions ``[epoch * count, (epoch + 1) * count)`` of an endless stream
+    of passes over the items (each pass a permutation keyed by ``(seed, pass, tag)``, or in order),
+    so every item comes before any repeats. With replacement: independent uniform draws.
+    """
+    if replacement:
+        items = _order.epoch_rng(seed, epoch, tag).integers(0, n, count, dtype=np.int64)
+        return items, occurrences(items)
+    positions = epoch * count + np.arange(count, dtype=np.int64)
+    passes = positions // n
+    items = np.empty(count, np.int64)
+    for p in np.unique(passes).tolist():
+        mine = passes == p
+        order = _order.epoch_rng(seed, p, tag).permutation(n) if shuffle else np.arange(n)
+        items[mine] = order[positions[mine] - p * n]
+    return items, (passes - passes[0]) if count else passes
+
+
 class MixOrder(_order.Sampler):
     """The mixed global order of an epoch (see the module); split like :class:`DefaultOrder`."""
 
@@ -71,12 +101,7 @@ class MixOrder(_order.Sampler):
         self.auto_shard = num_shards is None
 
     def order(self, n, seed, epoch, source):
-        labels = np.repeat(np.arange(len(source.counts), dtype=np.int64), source.counts)
-        if source.shuffle:
-            labels = _order.epoch_rng(seed, epoch, _MIX_TAG).permutation(labels)
-        else:
-            rank = np.concatenate([(np.arange(c) + 0.5) / c for c in source.counts if c])
-            labels = labels[np.argsort(rank, kind="stable")]
+        labels = interleave(source.counts, seed, epoch, source.shuffle)
         out = np.empty(len(labels), np.int64)
         for k, count in enumerate(source.counts):
             if count:
@@ -123,27 +148,11 @@ class MixedDataset(SampledSource):
 
     def _rows_of(self, k, seed, epoch):
         """Source ``k``'s row ids of ``epoch`` (with their copy numbers), in the order drawn."""
-        n, count = self.sizes[k], self.counts[k]
-        if self.replacement[k]:
-            rows = _order.epoch_rng(seed, epoch, _SOURCE_TAG + k).integers(0, n, count, dtype=np.int64)
-            copies = occurrences(rows)
-        else:
-            positions = epoch * count + np.arange(count, dtype=np.int64)
-            passes = positions // n
-            rows = np.empty(count, np.int64)
-            for p in np.unique(passes).tolist():
-                mine = passes == p
-                rows[mine] = self._pass(k, seed, p)[positions[mine] - p * n]
-            copies = passes - passes[0]
+        rows, copies = draw(self.sizes[k], self.counts[k], seed, epoch, _SOURCE_TAG + k, self.shuffle,
+                            self.replacement[k])
         if copies.size and copies.max() >= 1 << _COPY_BITS:
             raise PipelineError(f"mix: source {k} repeats a row more than {1 << _COPY_BITS} times in an epoch")
         return (copies << (_ROW_BITS + _SOURCE_BITS)) | (k << _ROW_BITS) | rows
-
-    def _pass(self, k, seed, p):
-        """The order of pass ``p`` over source ``k``: a permutation keyed by ``(seed, p, k)``, or in order."""
-        if not self.shuffle:
-            return np.arange(self.sizes[k], dtype=np.int64)
-        return _order.epoch_rng(seed, p, _SOURCE_TAG + k).permutation(self.sizes[k]).astype(np.int64)
 
     def _fetch(self, ids):
         ids = np.asarray(ids, dtype=np.int64)
