@@ -46,7 +46,7 @@ class WeightedClassSampler(Sampler):
             raise ValueError(f"epoch_size must be None or an int >= 0, got {epoch_size!r}")
         self.class_column, self.class_weights = class_column, class_weights
         self.epoch_size, self.replacement = epoch_size, bool(replacement)
-        self.shards = None if num_shards is None else (num_shards, shard_id)
+        self.shards = None if num_shards is None or shard_id is None else (num_shards, shard_id)
         self.auto_shard = num_shards is None
         self._plan = None
 
