@@ -1,4 +1,4 @@
-"""Benchmark of the bridges: Ray Data and Hugging Face datasets reading a MindRecord dataset.
+"""Benchmark of the bridges (Ray Data and Hugging Face datasets reading a MindRecord dataset) and of mixing.
 
 On the ``cifar`` workload (``tools/workloads.py``: 3,072-byte raw images and an int32 label),
 written once as a 4-shard MindRecord dataset and as 4 Parquet files of the same rows
@@ -9,7 +9,10 @@ written once as a 4-shard MindRecord dataset and as 4 Parquet files of the same 
   MindRecord read also with ``override_num_blocks=8`` (read tasks split inside shards);
 * ``recordio.converters.to_hf`` (MindRecord -> Arrow cache) and one pass over its rows (numpy
   batches of 1,024), against ``datasets.Dataset.from_generator`` over the same rows held in
-  memory and the same pass.
+  memory and the same pass;
+* ``recordio.mix`` of three MindDatasets (the workload cut in 3 datasets, weights 0.5/0.3/0.2,
+  batches of 256) against iterating the same three sources alone, globally shuffled, one after the
+  other (rows/s over the same number of rows).
 
     python tools/bench_bridges.py [--rows 50000] [--cpus 2] [--repeats 3] [--quick] [--json]
 """
@@ -124,6 +127,36 @@ def _hf(path, rows, folder, args):
             _row("Dataset.from_generator of the rows: rows/s", n / made_direct, "rows/s")]
 
 
+def _mix(folder, rows, args):
+    import recordio
+    from recordio.dataset import MindDataset, mix
+
+    paths = []
+    for k, part in enumerate((rows[:len(rows) // 2], rows[len(rows) // 2:4 * len(rows) // 5],
+                              rows[4 * len(rows) // 5:])):
+        writer = recordio.FileWriter(os.path.join(folder, f"part{k}.mindrecord"))
+        writer.add_schema({"image": {"type": "bytes"}, "label": {"type": "int32"}}, "cifar part")
+        writer.write_raw_data(part)
+        writer.commit()
+        paths.append(os.path.join(folder, f"part{k}.mindrecord"))
+
+    def batches(ds):
+        it = ds.batch(256).create_dict_iterator(num_epochs=1, output_numpy=True)
+        return sum(len(b["label"]) for b in it)
+
+    def alone():
+        return sum(batches(MindDataset(p)) for p in paths)
+
+    def mixed():
+        return batches(mix([MindDataset(p) for p in paths], weights=[0.5, 0.3, 0.2]))
+
+    base, n = _best(args.repeats, alone)
+    ours, n_mixed = _best(args.repeats, mixed)
+    assert n == n_mixed == len(rows)
+    return [_row("mix of 3 MindDatasets: rows/s", n / ours, "rows/s", "the 3 sources alone", n / base),
+            _row("the 3 sources alone, shuffled: rows/s", n / base, "rows/s")]
+
+
 def _gen(rows):
     yield from rows
 
@@ -134,7 +167,7 @@ def run(args):
         args.repeats = 1
     with tempfile.TemporaryDirectory(dir=args.workdir) as folder:
         path, parquet, rows = _write(folder, n)
-        return _ray(path, parquet, n, args) + _hf(path, rows, folder, args)
+        return _ray(path, parquet, n, args) + _hf(path, rows, folder, args) + _mix(folder, rows, args)
 
 
 def main(argv=None):
