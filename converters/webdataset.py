@@ -228,17 +228,29 @@ def to_webdataset(path, pattern, *, columns=None, maxcount=10000, key_field="__k
 
     from recordio.mindrecord.reader import FileReader
 
-    extensions, written = dict(extensions or {}), []
+    pattern = os.fspath(pattern)
+    try:
+        if pattern % 0 == pattern % 1:
+            raise TypeError
+    except TypeError:
+        raise ValueError(f"pattern {pattern!r} needs one %d for the shard number (e.g. 'out/train-%06d.tar')") \
+            from None
+    extensions, written, seen = dict(extensions or {}), [], set()
     with FileReader(path, columns=columns) as reader:
         schema = dict(reader.schema)
         keyed = key_field in schema
-        out = webdataset.ShardWriter(os.fspath(pattern), maxcount=maxcount, verbose=0,
-                                     post=lambda name: written.append(name))
-        with out:
+        with webdataset.ShardWriter(pattern, maxcount=maxcount, verbose=0, post=written.append) as out:
             for i, row in enumerate(reader):
                 key = row.pop(key_field) if keyed else f"{i:09d}"
-                if "." in key or "/" in key or not key:
-                    raise FormatError(f"{path}: row {i}: key {key!r} has a '.' or '/' or is empty (WebDataset "
-                                      f"keys end at the first dot)")
+                _check_key(path, i, key, seen)
                 out.write(_sample(row, {n: schema[n] for n in row}, key, extensions))
     return written
+
+
+def _check_key(path, i, key, seen):
+    if "." in key or "/" in key or not key or key.startswith("__"):
+        raise FormatError(f"{path}: row {i}: key {key!r} is empty, starts with '__' or has a '.' or '/' "
+                          f"(WebDataset keys end at the first dot)")
+    if key in seen:
+        raise FormatError(f"{path}: row {i}: key {key!r} was already written (WebDataset keys are unique)")
+    seen.add(key)

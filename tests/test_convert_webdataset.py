@@ -97,3 +97,12 @@ def test_cli_convert_and_export(tmp_path, capsys):
     back = convert_webdataset(tmp_path / "e-01.tar", tmp_path / "e.mindrecord", workers=1, quiet=True)
     assert [r["__key__"] for r in read(back.files[0])] == ["000000004", "000000005"]
     assert main(["export", "webdataset", "--help"]) == 0 and "example:" in capsys.readouterr().out
+
+
+def test_export_refuses_bad_patterns_and_keys(tmp_path):
+    path = write_dataset(tmp_path / "k.mindrecord", rows=[{"__key__": k} for k in ("a", "b", "a")], shard_num=1,
+                         schema={"__key__": {"type": "string"}})
+    with pytest.raises(ValueError, match="needs one %d"):
+        to_webdataset(path, str(tmp_path / "out.tar"))
+    with pytest.raises(recordio.FormatError, match="row 2: key 'a' was already written"):
+        to_webdataset(path, str(tmp_path / "out-%d.tar"))
