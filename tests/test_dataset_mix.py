@@ -160,5 +160,7 @@ def test_sources_that_cannot_be_mixed():
         mix([source(0), source(1).map(lambda v: v, "vec")], [1, 1])
     with pytest.raises(PipelineError, match="column names differ"):
         mix([source(0), GeneratorDataset([(1,)], ["x"])], [1, 1])
+    with pytest.raises(PipelineError, match="source_column 'id' is already a column"):
+        mix([source(0), source(1)], [1, 1], source_column="id")
     with pytest.raises(PipelineError, match="empty"):
         mix([source(0), source(1, n=0)], [1, 1], num_samples=4)

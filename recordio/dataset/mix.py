@@ -125,6 +125,8 @@ class MixedDataset(SampledSource):
         self.weights = _checked_weights(weights, len(self.sources))
         self.replacement = _per_source(replacement, len(self.sources))
         self.shuffle = bool(shuffle)
+        if source_column is not None and source_column in self.sources[0]._columns():
+            raise PipelineError(f"mix: source_column {source_column!r} is already a column of the datasets")
         self.source_column = source_column
         total = sum(self.sizes) if num_samples is None else num_samples
         if isinstance(total, bool) or not isinstance(total, int) or total < 0:
