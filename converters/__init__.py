@@ -1,5 +1,6 @@
-"""Converters: ImageFolder, CIFAR-10/100, MNIST/Fashion-MNIST, Parquet, CSV, TFRecord and text (packed token
-rows) into MindRecord, and back to Arrow.
+"""Converters: ImageFolder, CIFAR-10/100, MNIST/Fashion-MNIST, Parquet, CSV, TFRecord, text (packed token
+rows), Megatron-LM token files, Hugging Face datasets and WebDataset shards into MindRecord, and back to
+Arrow, Megatron-LM, Hugging Face datasets and WebDataset.
 
 Every ``convert_*`` function takes the source, the destination file name and these options
 (all keyword-only), and returns a :class:`Summary`:
@@ -21,14 +22,18 @@ are in :mod:`recordio.converters.tomr` (and ``recordio.mindrecord``).
 from recordio.converters.cifar import convert_cifar10, convert_cifar100
 from recordio.converters.csv import convert_csv
 from recordio.converters.engine import Summary
+from recordio.converters.hf import from_hf, to_hf
 from recordio.converters.imagefolder import convert_imagefolder, label_map
 from recordio.converters.mnist import convert_mnist
 from recordio.converters.parquet import convert_parquet, to_arrow, write_arrow
 from recordio.converters.megatron import convert_megatron, export_megatron
 from recordio.converters.text import convert_text
 from recordio.converters.tfrecord import FixedLenFeature, convert_tfrecord
+from recordio.converters.webdataset import convert_webdataset, to_webdataset
 
 __all__ = sorted([
     "FixedLenFeature", "Summary", "convert_cifar10", "convert_cifar100", "convert_csv", "convert_imagefolder",
-    "convert_megatron", "convert_mnist", "convert_parquet", "convert_text", "export_megatron", "convert_tfrecord", "label_map", "to_arrow", "write_arrow",
+    "convert_megatron", "convert_mnist", "convert_parquet", "convert_text", "convert_tfrecord",
+    "convert_webdataset", "export_megatron", "from_hf", "label_map", "to_arrow", "to_hf", "to_webdataset",
+    "write_arrow",
 ])

@@ -46,6 +46,7 @@ _LAZY = {
     "describe": "recordio.mindrecord.description",
     "finalize_shards": "recordio.mindrecord.shard_writer",
     "missing_shards": "recordio.mindrecord.shard_writer",
+    "mix": "recordio.dataset",
     "train": "recordio.training",
     "verify": "recordio.mindrecord.verification",
 }

@@ -145,6 +145,11 @@ def _iterable(n=23):
     return GeneratorDataset(rows, ["id", "vec"])
 
 
+def _mix():
+    from recordio.dataset import mix
+    return mix([_gen(9), _gen(5)], weights=[2, 1], num_samples=20, replacement=[False, True])
+
+
 STAGES = {
     "map+batch": lambda: _gen().map(Jitter(), "vec").batch(3),
     "filter": lambda: _gen().filter(lambda i: i % 3 != 0, ["id"]).map(Jitter(), "vec"),
@@ -153,6 +158,7 @@ STAGES = {
     "take/skip": lambda: _gen().skip(2).take(15).map(Jitter(), "vec"),
     "zip": lambda: _gen().zip(_gen(20).project(["vec"]).rename(["vec"], ["other"])),
     "concat": lambda: (_gen(9) + _gen(5)).map(Jitter(), "vec"),
+    "mix": lambda: _mix().map(Jitter(), "vec").batch(3),
     "iterable source": lambda: _iterable().map(Jitter(), "vec").batch(2),
     "project/rename": lambda: _gen().project(["vec", "id"]).rename(["vec"], ["v"]).batch(5),
 }

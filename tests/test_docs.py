@@ -21,9 +21,9 @@ from conftest import ROOT
 
 FENCE = re.compile(r"^```python[ \t]*\n(.*?)^```", re.S | re.M)
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-NAMESPACES = ("recordio", "recordio.vision", "recordio.transforms", "recordio.converters")
+NAMESPACES = ("recordio", "recordio.vision", "recordio.transforms", "recordio.converters", "recordio.ray")
 LINKED = ("quickstart.md", "porting.md", "howto-distributed.md", "howto-resume.md", "howto-ray.md",
-          "howto-verify.md", "FORMAT.md", "threat-model.md")
+          "howto-verify.md", "bridges.md", "FORMAT.md", "threat-model.md")
 
 
 def snippets(path):

@@ -1,7 +1,7 @@
 """The layers of the package, held by parsing every import (module level and inside functions).
 
     errors, config  ->  keys, common  ->  mindrecord (the bytes)  ->  vision, transforms  ->  offload
-    ->  dataset (the pipeline)  ->  sink  ->  training
+    ->  dataset (the pipeline)  ->  sink  ->  training;  mindrecord  ->  ray (the Ray Data bridge)
 
 A package may import those on its own floor or below; nothing inside ``recordio/`` imports the
 converters or the tools, which use the public API only.
@@ -28,6 +28,7 @@ ALLOWED = {
     "dataset": GROUND | {"keys", "mindrecord", "vision", "transforms", "offload"},
     "sink": GROUND | {"keys", "dataset", "offload"},
     "training": GROUND | {"keys", "dataset", "offload", "sink"},
+    "ray": GROUND | {"keys", "mindrecord"},                  # the Ray Data bridge (imports ray)
 }
 NEVER = {"converters", "tools"}
 

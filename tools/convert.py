@@ -1,11 +1,13 @@
-"""``recordio convert FORMAT SOURCE OUT``: ImageFolder, CIFAR-10/100, MNIST, Parquet, CSV, TFRecord or text -> MindRecord."""
+"""``recordio convert FORMAT SOURCE OUT``: ImageFolder, CIFAR-10/100, MNIST, Parquet, CSV, TFRecord, text,
+Megatron-LM or WebDataset -> MindRecord."""
 
 import argparse
 import json
 
 from recordio.tools._common import human_bytes
 
-HELP = ("convert ImageFolder, CIFAR-10/100, MNIST/Fashion-MNIST, Parquet, CSV, TFRecord or text data to MindRecord "
+HELP = ("convert ImageFolder, CIFAR-10/100, MNIST/Fashion-MNIST, Parquet, CSV, TFRecord, text, Megatron-LM or "
+        "WebDataset data to MindRecord "
         "(on a process pool or Ray; atomic; a rerun resumes after a crash)")
 EXAMPLE = "recordio convert imagefolder photos/train out/train.mindrecord --shards 8 --skip-bad"
 
@@ -30,6 +32,8 @@ FORMATS = {
     "text": ("text or JSON-lines files -> packed token rows {input_ids: int32 [-1]} (a tokenizers tokenizer.json)",
              "recordio convert text corpus.jsonl out/tokens.mindrecord --key text --tokenizer tokenizer.json "
              "--seq-length 2048"),
+    "webdataset": ("WebDataset tar shards -> one row per sample (its files grouped by key, a field per extension)",
+                   "recordio convert webdataset shards/ out/train.mindrecord --shards 8 --skip-bad"),
 }
 
 
@@ -57,6 +61,8 @@ def add_arguments(parser):
                                                        "or folders of them")
         elif name == "tfrecord":
             cmd.add_argument("source", nargs="+", help="TFRecord files, or folders of them (every file taken)")
+        elif name == "webdataset":
+            cmd.add_argument("source", nargs="+", help="tar files (.tar, .tar.gz, .tgz), or folders of them")
         elif name == "csv":
             cmd.add_argument("source", help="the CSV file (its first line names the columns)")
         elif name == "megatron":
@@ -124,9 +130,17 @@ def _text_arguments(cmd):
                      help="keep each input piece's last, shorter row (default: dropped, as MindSpore's scripts do)")
 
 
+def _webdataset_arguments(cmd):
+    cmd.add_argument("--key-field", default="__key__", metavar="NAME",
+                     help="the field that keeps each sample's key (default __key__)")
+    cmd.add_argument("--no-key", action="store_true", help="do not keep the keys")
+    cmd.add_argument("--index", default=None, metavar="A,B", help="scalar fields to index in the .db")
+
+
 _ARGUMENTS = {"imagefolder": _imagefolder_arguments, "cifar10": _split_arguments, "cifar100": _split_arguments,
               "mnist": _split_arguments, "parquet": _parquet_arguments, "csv": _csv_arguments,
-              "tfrecord": _tfrecord_arguments, "text": _text_arguments, "megatron": _megatron_arguments}
+              "tfrecord": _tfrecord_arguments, "text": _text_arguments, "megatron": _megatron_arguments,
+              "webdataset": _webdataset_arguments}
 
 
 def _names(text):
@@ -154,6 +168,9 @@ def _convert(args, options):
     if args.format == "tfrecord":
         return converters.convert_tfrecord(args.source, args.out, feature_dict=_features(args.features),
                                            bytes_fields=_names(args.bytes_fields), **options)
+    if args.format == "webdataset":
+        return converters.convert_webdataset(args.source, args.out, key_field=None if args.no_key else args.key_field,
+                                             index_fields=_names(args.index), **options)
     if args.format == "csv":
         return converters.convert_csv(args.source, args.out, columns=_names(args.columns),
                                       index_fields=_names(args.index), **options)

@@ -12,10 +12,12 @@ import importlib
 
 from recordio import config
 from recordio.dataset import callback
+from recordio.dataset.balance import WeightedClassSampler
 from recordio.dataset.callback import DSCallback
 from recordio.dataset.generator import GeneratorDataset
 from recordio.dataset.iterators import HostBatch
 from recordio.dataset.mind_dataset import MindDataset
+from recordio.dataset.mix import MixedDataset, mix
 from recordio.dataset.node import Dataset
 from recordio.dataset.ops import ConcatDataset
 from recordio.dataset.order import (DistributedSampler, PKSampler, RandomSampler, Sampler, SequentialSampler,
@@ -23,8 +25,9 @@ from recordio.dataset.order import (DistributedSampler, PKSampler, RandomSampler
 from recordio.dataset.text import TextFileDataset
 
 __all__ = ["ConcatDataset", "DSCallback", "Dataset", "DistributedSampler", "GeneratorDataset", "HostBatch",
-           "MindDataset", "PKSampler", "RandomSampler", "Sampler", "SequentialSampler", "Shuffle",
-           "SubsetRandomSampler", "SubsetSampler", "TextFileDataset", "TorchDataset", "callback", "config"]
+           "MindDataset", "MixedDataset", "PKSampler", "RandomSampler", "Sampler", "SequentialSampler", "Shuffle",
+           "SubsetRandomSampler", "SubsetSampler", "TextFileDataset", "TorchDataset", "WeightedClassSampler", "callback",
+           "config", "mix"]
 
 
 def __getattr__(name):
