@@ -329,3 +329,27 @@ def test_reset_is_mindsporess_no_op_between_iterators(tmp_path):
         seen.append([b[0].tolist() for b in data.create_tuple_iterator(num_epochs=1, output_numpy=True)])
         assert data.reset() is None
     assert seen == [[[0, 1], [2, 3], [4, 5]]] * 3
+
+
+def test_global_shuffle_moves_padded_rows_between_shards(tmp_path):
+    import recordio as rio
+
+    path = str(tmp_path / "p.mindrecord")
+    with rio.FileWriter(path) as writer:
+        writer.add_schema({"id": {"type": "int32"}}, "p")
+        writer.write_raw_data([{"id": i} for i in range(10)])
+    epochs = []
+    for shard in range(3):
+        ds = rio.MindDataset(path, ["id"], num_shards=3, shard_id=shard, padded_sample={"id": -1}, num_padded=2)
+        iterator = ds.create_dict_iterator(num_epochs=4, output_numpy=True)
+        epochs.append([[int(r["id"]) for r in iterator] for _ in range(4)])      # one epoch per pass
+    for e in range(4):
+        rows = sorted(i for shard in epochs for i in shard[e])
+        assert rows == [-1, -1] + list(range(10))            # every row once, both padded rows, each epoch
+    holders = {tuple(sorted(s for s in range(3) if -1 in epochs[s][e])) for e in range(4)}
+    assert len(holders) > 1                                  # the padded rows do not stay in one shard
+    unshuffled = rio.MindDataset(path, ["id"], num_shards=3, shard_id=2, padded_sample={"id": -1}, num_padded=2,
+                                 shuffle=False)
+    iterator = unshuffled.create_dict_iterator(num_epochs=2, output_numpy=True)
+    first, second = ([int(r["id"]) for r in iterator] for _ in range(2))
+    assert first == second and first[-1] == -1              # without a shuffle the padded rows close the order
