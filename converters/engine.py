@@ -27,10 +27,29 @@ from recordio.converters import state
 from recordio.converters.progress import Progress
 from recordio.errors import FormatError
 
-__all__ = ["Job", "PartialRows", "Summary", "convert", "plan_shards", "write_shard"]
+__all__ = ["Job", "PartialRows", "Summary", "convert", "input_files", "plan_shards", "write_shard"]
 
 ENGINES = ("process", "ray")
 CHUNK_BYTES = 64 << 20    # rows are handed to the writer at least every 64 MiB of bytes/strings
+
+
+def input_files(paths, kind, keep=None):
+    """The absolute paths of the files ``paths`` names (files, or folders whose non-hidden files are taken,
+    sorted; ``keep(name)`` filters a folder's files); FileNotFoundError naming ``kind`` when none."""
+    files = []
+    for path in [paths] if isinstance(paths, (str, os.PathLike)) else paths:
+        path = os.path.abspath(os.fspath(path))
+        if os.path.isdir(path):
+            files += sorted(os.path.join(path, n) for n in os.listdir(path)
+                            if not n.startswith(".") and os.path.isfile(os.path.join(path, n))
+                            and (keep is None or keep(n)))
+        elif os.path.isfile(path):
+            files.append(path)
+        else:
+            raise FileNotFoundError(f"{path}: no such {kind} file or folder")
+    if not files:
+        raise FileNotFoundError(f"{paths}: no {kind} files")
+    return files
 
 
 @dataclasses.dataclass(frozen=True)

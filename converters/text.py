@@ -64,19 +64,7 @@ def _eod(tokenizer, path, eod_id, eod_token):
 
 
 def _files(paths):
-    paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
-    files = []
-    for path in map(os.fspath, paths):
-        if os.path.isdir(path):
-            files.extend(sorted(os.path.join(path, n) for n in os.listdir(path)
-                                if os.path.isfile(os.path.join(path, n)) and not n.startswith(".")))
-        elif os.path.isfile(path):
-            files.append(path)
-        else:
-            raise FileNotFoundError(f"{path}: no such file or folder")
-    if not files:
-        raise FileNotFoundError(f"{', '.join(map(os.fspath, paths))}: no text files")
-    return [os.path.abspath(f) for f in files]
+    return engine.input_files(paths, "text")
 
 
 def _pieces(path, unit_bytes):

@@ -214,19 +214,7 @@ def records_as_rows(spec, path, offset, count, first, skipped=None):
 
 def tfrecord_files(paths):
     """The TFRecord files of ``paths`` (files, or folders whose non-hidden files are all taken, sorted)."""
-    files = []
-    for path in [paths] if isinstance(paths, (str, os.PathLike)) else paths:
-        path = os.path.abspath(os.fspath(path))
-        if os.path.isdir(path):
-            files += sorted(os.path.join(path, n) for n in os.listdir(path)
-                            if not n.startswith(".") and os.path.isfile(os.path.join(path, n)))
-        elif os.path.isfile(path):
-            files.append(path)
-        else:
-            raise FileNotFoundError(f"{path}: no such TFRecord file or folder")
-    if not files:
-        raise FileNotFoundError(f"{paths}: no TFRecord files")
-    return files
+    return engine.input_files(paths, "TFRecord")
 
 
 class TFRecordSource:

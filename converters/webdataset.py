@@ -47,18 +47,7 @@ _TAR = (".tar", ".tar.gz", ".tgz")
 
 def tar_files(paths):
     """The tar files named, folders expanded (their ``.tar``/``.tar.gz``/``.tgz`` files, sorted)."""
-    out = []
-    for path in [paths] if isinstance(paths, (str, os.PathLike)) else paths:
-        path = os.fspath(path)
-        if os.path.isdir(path):
-            out += sorted(os.path.join(path, n) for n in os.listdir(path) if n.endswith(_TAR))
-        elif os.path.isfile(path):
-            out.append(path)
-        else:
-            raise FileNotFoundError(f"{path}: no such tar file or folder")
-    if not out:
-        raise FileNotFoundError(f"{paths}: no tar files")
-    return out
+    return engine.input_files(paths, "tar", keep=lambda name: name.endswith(_TAR))
 
 
 def field_of(ext):
