@@ -70,6 +70,17 @@ def test_wrong_key_missing_key_and_plain_files_are_told_apart(tmp_path):
         FileReader(plain)
 
 
+def test_describe_and_info_name_the_encrypted_files(tmp_path):
+    path = str(tmp_path / "enc.mindrecord")
+    set_enc_key(KEY)
+    write(path)
+    info = recordio.describe(path)
+    assert info["rows"] == 12 and info["shards"][0]["file"] == path and info["shards"][0]["encrypted"]
+    set_enc_key(None)
+    with pytest.raises(FormatError, match="is encrypted"):
+        recordio.describe(path)
+
+
 def test_what_mindspore_refuses_and_appends(tmp_path):
     set_enc_key(KEY)
     with pytest.raises(RuntimeError, match="automatic sharding function is unavailable"):
