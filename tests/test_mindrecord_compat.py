@@ -227,3 +227,23 @@ def test_write_checks_as_mindspore(tmp_path):
         writer.write_raw_data([{"a": np.array([0, 1 << 32])}])  # values that do not fit: refused
     writer.commit()
     assert mr.FileReader(str(tmp_path / "w"))[0]["a"].dtype == np.int32
+
+
+def test_a_db_that_disagrees_with_its_data_is_refused_by_mindpage_and_query(dataset, capsys):
+    import sqlite3
+
+    from recordio.tools.__main__ import main
+
+    db = dataset + "0.db"
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE INDEXES SET label_0 = 99 WHERE ROW_ID = 2")      # row 2 holds label 2
+    conn.commit()
+    conn.close()
+    page = mr.MindPage(dataset + "0")
+    page.category_field = "label"
+    with pytest.raises(errors.IndexFileError, match=r"ROW_ID 2 is indexed with label = '99' but its data file "
+                                                    r"holds 2"):
+        page.read_at_page_by_name("99", 0, 5)
+    assert [int(r["label"]) for r in page.read_at_page_by_name("3", 0, 5)] == [3, 3, 3, 3]
+    assert main(["query", dataset + "0", "--where", "label=99"]) == 1
+    assert "disagrees with its data file" in capsys.readouterr().err

@@ -5,7 +5,7 @@ import json
 import sys
 
 import recordio
-from recordio.mindrecord.query import matching_rows
+from recordio.mindrecord.query import check_rows, matching_rows
 from recordio.tools.count import split_where
 from recordio.tools.head import summarize
 
@@ -31,12 +31,23 @@ def run(args):
     if args.limit is not None and args.limit < 0:
         raise ValueError(f"--limit must be >= 0, got {args.limit}")
     columns = args.columns.split(",") if args.columns else None
-    with recordio.FileReader(args.path, columns=columns) as reader:
-        rows = matching_rows(reader, [split_where(w) for w in args.where])[:args.limit]
-        records = [{"row": int(i), **{k: summarize(v) for k, v in reader[int(i)].items()}} for i in rows]
+    with recordio.FileReader(args.path) as reader:
+        conditions = [split_where(w) for w in args.where]
+        rows = matching_rows(reader, conditions)[:args.limit]
+        values = check_conditions(reader, rows, conditions)
+        records = [{"row": int(i), **{k: summarize(v) for k, v in row.items() if columns is None or k in columns}}
+                   for i, row in zip(rows, values)]
         header = list(records[0]) if records else ["row"] + (columns or list(reader.schema))
     _print(records, header, args)
     return 0
+
+
+def check_conditions(reader, rows, conditions):
+    """The rows' values, each condition checked against the data file (a .db that lies is refused)."""
+    values = reader.__getitems__(rows)
+    for field, text in conditions:
+        check_rows(reader, rows, values, field, text)
+    return values
 
 
 def _print(records, header, args):

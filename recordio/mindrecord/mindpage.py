@@ -101,7 +101,9 @@ class MindPage:
         if first >= count:
             raise CategoryError(f"Invalid data, page no: {page} or page size: {num_row} is invalid: category "
                                 f"{name!r} of field {self._category_field!r} has {count} rows.")
-        return self._reader.__getitems__(groups.rows(category)[first:first + num_row])
+        ids = groups.rows(category)[first:first + num_row]
+        rows = self._reader.__getitems__(ids)
+        return query.check_rows(self._reader, ids, rows, self._category_field, name)
 
     def _numeric_match(self, name):
         """Categories of a float field whose value equals the number ``name`` (``"7"`` finds ``"7.0"``)."""

@@ -10,11 +10,14 @@ dependency-free fast path (``recordio.mindrecord.count``).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from recordio.errors import IndexFileError
 from recordio.mindrecord import index
 
-__all__ = ["Categories", "matching_rows", "parse_conditions"]
+__all__ = ["Categories", "check_rows", "matching_rows", "parse_conditions"]
 
 
 def _each_database(reader):
@@ -53,6 +56,37 @@ def matching_rows(reader, conditions) -> np.ndarray:
         ids = [r["ROW_ID"] for r in db["INDEXES"].rows_where(where, params, select="ROW_ID", order_by="ROW_ID")]
         found.append(np.asarray(ids, dtype=np.int64) + start)
     return np.concatenate(found) if found else np.zeros(0, np.int64)
+
+
+def _index_text(value, kind):
+    """The text SQLite gives an index value (``CAST(x AS TEXT)``), from the data file's value."""
+    if kind in ("float32", "float64"):
+        value = float(value)
+        return "nan" if math.isnan(value) else f"{value:.15g}"
+    return str(value) if kind == "string" else str(int(value))
+
+
+def _agrees(value, text, kind):
+    if kind == "string":                     # MindSpore's .db holds strings cut at their first NUL
+        return value == text or value.split("\x00", 1)[0] == text
+    if kind in ("float32", "float64"):
+        return text == _index_text(value, kind) or (text != "nan" and float(text) == float(_index_text(value, kind)))
+    return text == _index_text(value, kind)
+
+
+def check_rows(reader, ids, rows, field, text):
+    """Refuse rows whose ``field`` (from the data file) is not the index value ``text`` the ``.db`` gave for
+    them: a ``.db`` that disagrees with its data file names other rows than the ones asked for."""
+    kind = reader.schema[field]["type"]
+    starts = np.cumsum([0] + reader.file_row_counts)
+    for i, row in zip(np.asarray(ids).tolist(), rows):
+        if not _agrees(row[field], text, kind):
+            value = row[field].item() if isinstance(row[field], np.generic) else row[field]
+            k = int(np.searchsorted(starts, i, side="right") - 1)
+            raise IndexFileError(f"{index.db_path(reader.files[k])}: ROW_ID {i - int(starts[k])} is indexed with "
+                                 f"{field} = {text!r} but its data file holds {value!r}: the .db disagrees "
+                                 f"with its data file (recordio verify tells more)")
+    return rows
 
 
 def _name_sql(field):
