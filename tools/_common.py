@@ -1,5 +1,6 @@
 """Small helpers shared by the command modules."""
 
+import argparse
 import json
 import sys
 
@@ -15,3 +16,20 @@ def human_bytes(n):
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n} B"
+
+
+def bench_main(doc, add_arguments, run, argv=None, value_format="10.4g", ratio_words="x"):
+    """``main()`` of a benchmark tool: its arguments plus ``--json``; the rows of ``run(args)`` printed as
+    ``name value unit  ratio<ratio_words> baseline``, or as JSON."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    add_arguments(parser)
+    parser.add_argument("--json", action="store_true", help="print the rows as JSON")
+    args = parser.parse_args(argv)
+    results = run(args)
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return 0
+    for r in results:
+        extra = f"   {r['ratio']:.2f}{ratio_words} {r['baseline']}" if r.get("ratio") is not None else ""
+        print(f"  {r['name']:<52} {r['value']:>{value_format}} {r['unit']}{extra}")
+    return 0

@@ -17,12 +17,12 @@ written once as a 4-shard MindRecord dataset and as 4 Parquet files of the same 
     python tools/bench_bridges.py [--rows 50000] [--cpus 2] [--repeats 3] [--quick] [--json]
 """
 
-import argparse
-import json
 import os
 import sys
 import tempfile
 import time
+
+from recordio.tools._common import bench_main
 
 ROWS, QUICK_ROWS = 50_000, 5_000
 
@@ -171,18 +171,7 @@ def run(args):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add_arguments(parser)
-    parser.add_argument("--json", action="store_true", help="print the rows as JSON")
-    args = parser.parse_args(argv)
-    results = run(args)
-    if args.json:
-        print(json.dumps(results, indent=2))
-    else:
-        for r in results:
-            extra = f"   {r['ratio']:.2f}x {r['baseline']}" if r["ratio"] is not None else ""
-            print(f"  {r['name']:<44} {r['value']:>12,.0f} {r['unit']}{extra}")
-    return 0
+    return bench_main(__doc__, add_arguments, run, argv, value_format="12,.0f")
 
 
 if __name__ == "__main__":

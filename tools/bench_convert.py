@@ -30,14 +30,14 @@ the same JPEG bytes) and as a CSV (``label,file_name``: a CSV cannot hold the im
     python tools/bench_convert.py --workload jpeg [--rows 5000] [--mindspore-pythonpath DIRS]
 """
 
-import argparse
-import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+
+from recordio.tools._common import bench_main
 
 PHOTOS = ("astronaut", "coffee", "chelsea", "rocket", "hubble_deep_field", "immunohistochemistry",
           "retina", "colorwheel")
@@ -206,18 +206,7 @@ def _rows(n, mb, seconds, copy, ms):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add_arguments(parser)
-    parser.add_argument("--json", action="store_true", help="print the rows as JSON")
-    args = parser.parse_args(argv)
-    results = run(args)
-    if args.json:
-        print(json.dumps(results, indent=2))
-    else:
-        for r in results:
-            extra = f"   {r['ratio']:.2f}x {r['baseline']}" if r["ratio"] is not None else ""
-            print(f"  {r['name']:<48} {r['value']:>10.1f} {r['unit']}{extra}")
-    return 0
+    return bench_main(__doc__, add_arguments, run, argv, value_format="10.1f")
 
 
 if __name__ == "__main__":

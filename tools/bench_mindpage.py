@@ -8,7 +8,6 @@ rows for 200 category names (pages in the first half of each category) in a fixe
     python tools/bench_mindpage.py [--rows 100000] [--quick] [--mindspore-python PY] [--json]
 """
 
-import argparse
 import json
 import os
 import shutil
@@ -17,6 +16,8 @@ import sys
 import tempfile
 
 import numpy as np
+
+from recordio.tools._common import bench_main
 
 ROWS, QUICK_ROWS, CATEGORIES, CALLS = 100_000, 10_000, 1000, 200
 
@@ -104,17 +105,7 @@ def run(args):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add_arguments(parser)
-    parser.add_argument("--json", action="store_true", help="print the rows as JSON")
-    args = parser.parse_args(argv)
-    results = run(args)
-    if args.json:
-        print(json.dumps(results, indent=2))
-    for r in results:
-        extra = f"   {r['ratio']:.2f}x faster than {r['baseline']}" if r["ratio"] is not None else ""
-        print(f"  {r['name']:<52} {r['value']:>10.4g} {r['unit']}{extra}")
-    return 0
+    return bench_main(__doc__, add_arguments, run, argv, ratio_words="x faster than")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ import os
 
 from recordio.mindrecord import format as fmt
 from recordio.mindrecord import index
-from recordio.errors import FormatError, IndexFileError
+from recordio.errors import IndexFileError
 from recordio.mindrecord import encryption
 from recordio.mindrecord.recovery import check_journals
 
@@ -29,16 +29,7 @@ def _shard_count(path):
 
 def count_rows(path: str | os.PathLike | list) -> int:
     """Number of rows of the dataset that ``path`` (any shard, or a list of data files) belongs to."""
-    plain = None
-    try:
-        if encryption.key() is None:
+    with encryption.dataset_files(path) as (target, encrypted):
+        if not encrypted:                  # an encrypted dataset is never appended to: no journals
             check_journals(path)
-        target, plain = encryption.plaintext_of(path)
         return sum(_shard_count(p) for p in fmt.dataset_paths(target))
-    except FormatError as exc:
-        if encryption.key() is not None:
-            raise
-        encryption.explain(path, exc)
-    finally:
-        if plain is not None:
-            plain.close()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 
-from recordio.errors import FormatError
 from recordio.mindrecord import encryption
 from recordio.mindrecord import format as fmt
 from recordio.mindrecord import index
@@ -35,18 +34,9 @@ def _shard_facts(path):
 def describe(path: str | os.PathLike | list) -> dict:
     """A dict describing the dataset ``path`` (any shard, or a list of data files); an encrypted
     dataset is described from its plain copies when a key is set (``set_enc_key``)."""
-    plain = None
-    try:
-        target, plain = encryption.plaintext_of(path)
+    with encryption.dataset_files(path) as (target, encrypted):
         shards = [_shard_facts(p) for p in fmt.dataset_paths(target)]
-    except FormatError as exc:
-        if encryption.key() is not None:
-            raise
-        encryption.explain(path, exc)
-    finally:
-        if plain is not None:
-            plain.close()
-    if plain is not None:                  # name the encrypted files, not their removed plain copies
+    if encrypted:                          # name the encrypted files, not their removed plain copies
         first = path if isinstance(path, (str, os.PathLike)) else path[0]
         folder = os.path.dirname(os.path.abspath(os.fspath(first)))
         for _, facts in shards:

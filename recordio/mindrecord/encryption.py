@@ -22,6 +22,7 @@ is closed or the process exits, and refuses appends to an encrypted dataset.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import shutil
 import struct
@@ -30,7 +31,7 @@ from typing import NoReturn
 
 from recordio.errors import FormatError
 
-__all__ = ["Plaintext", "decrypt_file", "encrypt_file", "is_encrypted", "set_dec_mode", "set_enc_key",
+__all__ = ["Plaintext", "dataset_files", "decrypt_file", "encrypt_file", "is_encrypted", "set_dec_mode", "set_enc_key",
            "set_enc_mode"]
 
 END_FLAG = b"ENCRYPT"
@@ -222,6 +223,23 @@ def plaintext_of(file_name):
     except BaseException:
         plain.close()
         raise
+
+
+@contextlib.contextmanager
+def dataset_files(path):
+    """``(what to read, encrypted)`` for the body: ``path`` itself, or with a key set its plain copies,
+    removed on exit; a FormatError without a key is re-raised in MindSpore's words when a file is encrypted."""
+    plain = None
+    try:
+        target, plain = plaintext_of(path)
+        yield target, plain is not None
+    except FormatError as exc:
+        if _settings["key"] is not None:
+            raise
+        explain(path, exc)
+    finally:
+        if plain is not None:
+            plain.close()
 
 
 def explain(paths, exc) -> NoReturn:

@@ -70,7 +70,10 @@ def _agrees(value, text, kind):
     if kind == "string":                     # MindSpore's .db holds strings cut at their first NUL
         return value == text or value.split("\x00", 1)[0] == text
     if kind in ("float32", "float64"):
-        return text == _index_text(value, kind) or (text != "nan" and float(text) == float(_index_text(value, kind)))
+        try:                                 # "2.50" asks for 2.5; a non-number never agrees
+            return text == _index_text(value, kind) or float(text) == float(_index_text(value, kind))
+        except ValueError:
+            return False
     return text == _index_text(value, kind)
 
 
