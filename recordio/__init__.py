@@ -42,6 +42,7 @@ _LAZY = {
     "SubsetSampler": "recordio.dataset",
     "TimeMonitor": "recordio.training",
     "TorchDataset": "recordio.dataset",
+    "count_elements": "recordio.mindrecord.elements",
     "count_rows": "recordio.mindrecord.count",
     "describe": "recordio.mindrecord.description",
     "finalize_shards": "recordio.mindrecord.shard_writer",

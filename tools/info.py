@@ -3,13 +3,20 @@
 import recordio
 from recordio.tools._common import human_bytes, print_json
 
-HELP = "describe a dataset: schema, index fields, shards with rows, pages and sizes"
+HELP = ("describe a dataset: schema, index fields, shards with rows, pages and sizes, and the elements "
+        "(tokens) of its array fields")
 EXAMPLE = "recordio info out/train.mindrecord0 --json"
 
 
 def add_arguments(parser):
     parser.add_argument("path", help="any data file of the dataset")
     parser.add_argument("--json", action="store_true", help="print the description as JSON")
+    parser.add_argument("--no-elements", dest="elements", action="store_false",
+                        help="skip the element (token) counts of variable-shape array fields: a dataset "
+                             "written by MindSpore has them counted by a scan of its blobs' prefixes")
+
+
+_SOURCE = {"schema": "rows x shape", "index": "recorded in the .db files", "scan": "counted by a scan"}
 
 
 def _type(spec):
@@ -18,6 +25,8 @@ def _type(spec):
 
 def run(args):
     info = recordio.describe(args.path)
+    if args.elements:
+        info["elements"] = recordio.count_elements(args.path)
     if args.json:
         print_json(info)
         return 0
@@ -29,6 +38,8 @@ def run(args):
     for name, spec in info["schema"].items():
         marks = " (indexed)" if name in info["index_fields"] else ""
         print(f"  {name}: {_type(spec)}{marks}")
+    for name, counted in info.get("elements", {}).items():
+        print(f"  {name}: {counted['elements']:,} elements ({_SOURCE[counted['source']]})")
     print(f"rows: {info['rows']} in {len(info['shards'])} shard(s)")
     for s in info["shards"]:
         checks = "checksums" if s["checksums"] else "no checksums"

@@ -152,7 +152,8 @@ class AppendFiles:
             blob += b"\x00" * max(0, self.old_headers[i] - len(blob))
             rows = self._checksums(i, shard, blob) if self.checksums else None
             db = self.staging.db_paths()[i]
-            build_index(db, names[i], shard, index_values[i], index_fields, blob.rstrip(b"\x00"), rows)
+            build_index(db, names[i], shard, index_values[i], index_fields, blob.rstrip(b"\x00"), rows,
+                        header["elements"][i])
             plan["shards"].append({"data": self.targets[i], "header": blob.hex(), "spool": self.spools[i],
                                    "deferred": self.deferred[i], "db_staged": db, "db": self.targets[i] + ".db"})
         for path in [p for p in self.spools if os.path.exists(p)] + self.staging.db_paths():

@@ -7,6 +7,7 @@ MindSpore ignores tables it does not know.
 """
 
 import errno
+import json
 import os
 import sqlite3
 
@@ -22,6 +23,7 @@ SQL_TYPES = {"int32": "INTEGER", "int64": "INTEGER", "float32": "REAL", "float64
 CHECKSUM_TABLE = "RECORDIO_CHECKSUMS"
 META_TABLE = "RECORDIO_META"
 KNOWN_TABLES = ("INDEXES", "SHARD_NAME", CHECKSUM_TABLE, META_TABLE)
+ELEMENTS_KEY = "elements"      # meta key: {field: total elements} of the variable-shape array fields
 MAX_LOCATION = 1 << 48          # in-page offsets and page ids of INDEXES: anything larger is damage
 MAX_NAME = 4096                 # bytes of SHARD_NAME.NAME
 
@@ -344,3 +346,37 @@ def read_meta(conn, path):
         return {}
     rows = _query(conn, path, f"SELECT KEY, VALUE FROM {META_TABLE}")
     return {k: v for k, v in rows if type(k) is str and type(v) is str}
+
+
+def parse_elements(meta, path, fields):
+    """The element totals ``{field: n}`` a shard's meta table records for ``fields`` (the schema's
+    variable-shape array fields), or None when it records none (a ``.db`` not written by recordio, or
+    appended to by a writer that did not know the old totals)."""
+    text = meta.get(ELEMENTS_KEY)
+    if text is None or not fields:
+        return None
+    try:
+        found = json.loads(text)
+    except ValueError:
+        found = text
+    if not (isinstance(found, dict) and sorted(found) == sorted(fields)
+            and all(type(v) is int and v >= 0 for v in found.values())):
+        raise IndexFileError(f"{path}: {META_TABLE} '{ELEMENTS_KEY}' should map the fields {sorted(fields)} "
+                             f"to element counts, found {str(text)[:200]!r}")
+    return found
+
+
+def recorded_elements(data_path, fields):
+    """Element totals of ``fields`` that the ``.db`` of ``data_path`` records, as an int64 array in
+    ``fields`` order, or None (no ``.db``, or it records none)."""
+    db = db_path(data_path)
+    if not fields or not os.path.exists(db):
+        return None
+    conn = connect_ro(db)
+    try:
+        found = parse_elements(read_meta(conn, db), db, fields)
+    finally:
+        conn.close()
+    import numpy as np                 # counting rows never needs numpy; writers have it loaded
+
+    return None if found is None else np.array([found[f] for f in fields], dtype=np.int64)

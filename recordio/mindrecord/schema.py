@@ -87,6 +87,8 @@ class Schema:
         self._raw_plan = [(f, str if f.type == "string" else int if f.type in INT_RANGE else None,
                            *INT_RANGE.get(f.type, (None, None))) for f in map(self.fields.get, self.raw_fields)]
         self._blob_plan = [self.fields[n] for n in self.blob_fields]
+        #: numeric array fields of variable shape, whose element counts (tokens) the ``.db`` records
+        self.counted = [f.name for f in self._blob_plan if f.dtype is not None and -1 in f.shape]
 
     def to_json(self):
         return {name: f.spec() for name, f in self.fields.items()}

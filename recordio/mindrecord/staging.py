@@ -4,6 +4,7 @@ Files are created with mode ``0o666`` minus the process umask (usually ``0644``)
 MindSpore's forced ``0600``: datasets are commonly shared between users and jobs.
 """
 
+import json
 import os
 import resource
 import warnings
@@ -16,6 +17,7 @@ from recordio.mindrecord.fileio import pwrite_all
 from recordio.mindrecord import index
 from recordio.mindrecord.checksums import ALGORITHM
 from recordio.mindrecord.checksums import compute as checksums_of
+from recordio.mindrecord.index import ELEMENTS_KEY
 from recordio.mindrecord.index_stream import IndexStream
 
 __all__ = ["ShardFiles", "split_counts"]
@@ -96,7 +98,8 @@ class ShardFiles:
             pwrite_all(fd, blob, 0, self.staging.data_paths()[i])
             rows = checksums_of(fd, self.header_size, self.page_size, shard.pages, len(blob),
                                 shard.extents, digests=shard.digests()) if self.checksums else None
-            self.streams[i].finish(shard, None if rows is None else (ALGORITHM, rows), index_meta(blob))
+            self.streams[i].finish(shard, None if rows is None else (ALGORITHM, rows),
+                                   index_meta(blob, header["elements"][i]))
         self.streams = []
         warn_encrypt_tail(self.fds, self.staging.targets)
         self._close_fds()
@@ -134,7 +137,7 @@ def header_bytes(header_size, page_size, header, shard, names, i, independent=Fa
                              header["desc"], addresses, shard_id)
 
 
-def build_index(db, name, shard, values, index_fields, header_blob, checksum_rows):
+def build_index(db, name, shard, values, index_fields, header_blob, checksum_rows, elements=None):
     """Create the ``.db`` of one shard: INDEXES, SHARD_NAME, checksums and recordio's meta table."""
     locations = shard.locations()
     order = locations[:, 0].tolist()
@@ -144,12 +147,17 @@ def build_index(db, name, shard, values, index_fields, header_blob, checksum_row
         columns += [zeros, [_sql_value(values[r][j]) for r in order]]
     index.create_index(db, name, index_fields, zip(*columns),
                        checksums=None if checksum_rows is None else (ALGORITHM, checksum_rows),
-                       meta=index_meta(header_blob))
+                       meta=index_meta(header_blob, elements))
 
 
-def index_meta(header_blob):
-    """recordio's facts about a shard, for its ``.db``'s meta table."""
-    return {"writer": f"recordio {__version__}", "header_xxh3": xxhash.xxh3_64_hexdigest(header_blob)}
+def index_meta(header_blob, elements=None):
+    """recordio's facts about a shard, for its ``.db``'s meta table: the writer, the header's digest and,
+    when known and the schema has any, the element counts of its variable-shape array fields
+    (``{field: total}``, the token count of a token dataset)."""
+    meta = {"writer": f"recordio {__version__}", "header_xxh3": xxhash.xxh3_64_hexdigest(header_blob)}
+    if elements:
+        meta[ELEMENTS_KEY] = json.dumps(elements, sort_keys=True)
+    return meta
 
 
 def warn_encrypt_tail(fds, targets):

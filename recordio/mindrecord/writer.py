@@ -13,6 +13,8 @@ import os
 import warnings
 from typing import Any
 
+import numpy as np
+
 from recordio.mindrecord import format as fmt
 from recordio.mindrecord import index
 from recordio.mindrecord.datalock import DatasetLock
@@ -102,6 +104,7 @@ class FileWriter(CommitOnExit):
         writer._file_compression = {}
         writer._files = AppendFiles(shards, writer._header_size, writer._page_size, **writer._options)
         writer._shards, writer._index_values = states, values
+        writer._elements = [index.recorded_elements(s.path, schema.counted) for s in shards]
         return writer
 
     # --- configuration (MindSpore names) ----------------------------------------------------------
@@ -216,6 +219,7 @@ class FileWriter(CommitOnExit):
             self._shards = [StreamingPages(i, self._page_size, functools.partial(self._files.copy, i))
                             for i in range(len(self._targets))]
             self._index_values = None            # they go to the staged .db files as rows are written
+            self._elements = [np.zeros(len(self._schema.counted), np.int64) for _ in self._targets]
 
     def write_raw_data(self, raw_data: list[dict], parallel_writer: bool = False) -> None:
         """Validate every row of ``raw_data`` (a list of dicts), then write them all.
@@ -252,6 +256,7 @@ class FileWriter(CommitOnExit):
         schema, limit = self._schema, self._page_size - fmt.ENTRY_PREFIX
         index_pos = [schema.raw_fields.index(f) for f in self.index_fields]
         raws, blobs, values, saved, extra = [], [], [], 0, set()
+        counted, elements = schema.counted, []
         for i, row in enumerate(raw_data):
             if not isinstance(row, dict):
                 raise ParamTypeError("raw_data item", "dict", f"In raw_data, row {i} is a {type(row).__name__}.")
@@ -266,27 +271,38 @@ class FileWriter(CommitOnExit):
             blobs.append(blob)
             values.append(tuple(raw_values[p] for p in index_pos))
             saved += row_saved
+            if counted:
+                elements.append([row[f].size for f in counted])
         if extra:
             warnings.warn(f"field(s) {sorted(extra)} are not in the schema and are not stored", stacklevel=3)
-        return raws, blobs, values, saved
+        return raws, blobs, values, saved, np.array(elements, dtype=np.int64).reshape(len(raws), len(counted))
 
     def _write_split(self, encoded):
-        raws, blobs, values, saved = encoded
+        raws, blobs, values, saved, elements = encoded
         start = 0
         held = [pages.rows for pages in self._shards]
         for shard, count in zip(range(len(self._shards)), split_counts(len(raws), len(self._shards), held)):
             if count:
                 self._write_shard(shard, raws[start:start + count], blobs[start:start + count],
                                   values[start:start + count])
+                self._count_elements(shard, elements[start:start + count])
             start += count
         self._compression_size += saved
 
     def _write_rotating(self, encoded):
-        raws, blobs, values, saved = encoded
+        raws, blobs, values, saved, elements = encoded
         shard = self._files.next_rotating(len(self._shards))
         self._write_shard(shard, raws, blobs, values)
+        self._count_elements(shard, elements)
         self._compression_size += saved
         self._file_compression[shard] = self._file_compression.get(shard, 0) + saved
+
+    def _count_elements(self, shard, elements):
+        """Add the rows' element counts of the variable-shape array fields to ``shard``'s totals (kept in
+        its ``.db``; a total that is unknown (an append to a dataset written without them) stays unknown)."""
+        totals = self._elements[shard]
+        if totals is not None and elements.size:
+            self._elements[shard] = totals + elements.sum(axis=0)
 
     def _write_shard(self, shard, raws, blobs, values):
         writes = self._shards[shard].add(blobs, raws)
@@ -323,7 +339,8 @@ class FileWriter(CommitOnExit):
         return {"index_fields": self.index_fields, "compression_size": max(0, self._compression_size),
                 "file_compression_sizes": sizes,      # parallel_writer: each file is its own dataset
                 "schema": self._schema.to_json(), "blob_fields": self._schema.blob_fields,
-                "desc": self._desc}
+                "desc": self._desc, "elements": [None if t is None else dict(zip(self._schema.counted, t.tolist()))
+                                                 for t in self._elements]}
 
     def abort(self) -> None:
         """Drop everything written so far; the target path is left as it was."""
