@@ -13,22 +13,20 @@ commit. The statements, their order and the transaction are the same, so the ``.
 
 from __future__ import annotations
 
-import functools
 import os
 import tempfile
-from array import array
 
 import msgpack
 import numpy as np
 
 from recordio.mindrecord import index
+from recordio.mindrecord.fileio import pwrite_all
 from recordio.mindrecord.format import BLOB, RAW
 from recordio.mindrecord.pages import ShardPages
 
 __all__ = ["IndexStream", "StreamingPages", "ValueSpool"]
 
-_READ = 1 << 20
-_packb = functools.partial(msgpack.packb, use_bin_type=True)
+_READ = 1 << 16
 
 
 class StreamingPages(ShardPages):
@@ -37,10 +35,10 @@ class StreamingPages(ShardPages):
     ``copy(src_page, src_offset, dst_page, n, hasher)`` (every earlier call's writes are there), a
     chunk at a time, feeding the new page's digest as writing it would."""
 
-    def __init__(self, shard_id, page_size, copy):
+    def __init__(self, shard_id, page_size, copy, directory=None):
         super().__init__(shard_id, page_size)
         self._copy = copy
-        self._rb, self._rr = array("I"), array("I")    # entry lengths of the rows not taken (< 2^32: a page)
+        self._lengths = LengthSpool(directory)         # entry lengths of the rows not taken (< 2^32: a page)
         self.taken = 0                                  # rows whose locations were handed out
         self._blob_at = 0                               # where in ``pages`` to look for the next group
         self._raw_at = (0, 0)                           # (page index, group index) of the next group's record
@@ -48,12 +46,15 @@ class StreamingPages(ShardPages):
 
     def add(self, blobs, raws):
         writes = super().add(blobs, raws)
-        self._rb.extend(self.blob_lengths)
-        self._rr.extend(self.raw_lengths)
+        self._lengths.push(self.blob_lengths, self.raw_lengths)
         self.blob_lengths.clear()
         self.raw_lengths.clear()
         self.raw_tail = bytearray()
         return writes
+
+    def close(self):
+        """Drop the spooled entry lengths (the writer committed or aborted)."""
+        self._lengths.close()
 
     def _shift_if_needed(self, first, rr, writes):
         """:meth:`ShardPages._shift_if_needed`, the moved bytes copied within the file."""
@@ -68,7 +69,7 @@ class StreamingPages(ShardPages):
         self.extents[page.page_id] = n
         self.last_raw = page
 
-    def take(self, everything=False, limit=1 << 14):
+    def take(self, everything=False, limit=1 << 12):
         """``(n, 8)`` INDEXES locations (row, raw page, raw start, raw end, group, blob page, blob start,
         blob end) of at most ``limit`` rows not taken yet whose row group is final (``everything``:
         whose group is final or current); an empty array when there are none."""
@@ -81,9 +82,7 @@ class StreamingPages(ShardPages):
             self._group = [bp, raw_page, offset, 0]          # blob page, raw page, next raw and blob offsets
         bp, raw_page, raw_pos, blob_pos = self._group
         n = min(limit, bp.end_row - self.taken)
-        rb = np.frombuffer(self._rb, dtype=np.uint32, count=n).astype(np.int64)
-        rr = np.frombuffer(self._rr, dtype=np.uint32, count=n).astype(np.int64)
-        del self._rb[:n], self._rr[:n]
+        rb, rr = self._lengths.take(n)
         raw_end = raw_pos + np.cumsum(rr)
         blob_end = blob_pos + np.cumsum(rb)
         out = np.stack([np.arange(self.taken, self.taken + n, dtype=np.int64), np.full(n, raw_page),
@@ -115,9 +114,51 @@ class StreamingPages(ShardPages):
             at, k = at + 1, 0
 
 
+class LengthSpool:
+    """A first-in first-out file of entry lengths (blob, raw; uint32 pairs), anonymous and in
+    ``directory``: the rows of a group that is not final yet (millions when rows are tiny and a page is
+    large) cost the writer no memory. Pushes are buffered and written a megabyte at a time."""
+
+    _FLUSH = 1 << 20
+
+    def __init__(self, directory=None):
+        self._file = tempfile.TemporaryFile(dir=directory, prefix=".rio-lengths-")
+        self._fd = self._file.fileno()
+        self._buffer = bytearray()               # pushed, not in the file yet (after the file's rows)
+        self._written = self._read = 0           # bytes in the file, bytes of it taken
+
+    def push(self, blob_lengths, raw_lengths):
+        pairs = np.empty((len(blob_lengths), 2), dtype=np.uint32)
+        pairs[:, 0], pairs[:, 1] = blob_lengths, raw_lengths
+        self._buffer += pairs.tobytes()
+        if len(self._buffer) >= self._FLUSH:
+            pwrite_all(self._fd, self._buffer, self._written, "entry length spool")
+            self._written += len(self._buffer)
+            self._buffer = bytearray()
+
+    def take(self, n):
+        """The next ``n`` pairs pushed, as two int64 arrays (blob lengths, raw lengths)."""
+        want = 8 * n
+        data = os.pread(self._fd, min(want, self._written - self._read), self._read) if self._written > self._read else b""
+        self._read += len(data)
+        if len(data) < want:
+            rest = want - len(data)
+            data += self._buffer[:rest]
+            del self._buffer[:rest]
+            self._read = self._written = 0          # the file is all taken: reuse it from the start
+        if len(data) != want:
+            raise RuntimeError(f"entry length spool: {len(data) // 8} of {n} rows")
+        pairs = np.frombuffer(data, dtype=np.uint32).reshape(n, 2).astype(np.int64)
+        return pairs[:, 0], pairs[:, 1]
+
+    def close(self):
+        self._file.close()
+
+
 class ValueSpool:
     """A first-in first-out file of index values (tuples of int, float, str), anonymous (unlinked at
-    creation) and in ``directory``, so that memory holds a read buffer only."""
+    creation) and in ``directory``, so that memory holds a read buffer only. A push is one msgpack
+    array (one pack per call); taking unpacks its tuples one at a time, so that no call is held whole."""
 
     def __init__(self, directory):
         self._file = tempfile.TemporaryFile(dir=directory, prefix=".rio-values-")
@@ -125,38 +166,36 @@ class ValueSpool:
         self._written = self._read = 0
         self._unpacker = msgpack.Unpacker(use_list=False, raw=False, strict_map_key=False,
                                           max_buffer_size=0)
-        self._call, self._left = (), 0                  # the call being taken and how much of it is
+        self._left = 0                                   # tuples left in the array being taken
+        self._pack = msgpack.Packer(use_bin_type=True, autoreset=True).pack    # one per spool: not thread-safe
 
     def push(self, values):
-        """Append a list of tuples (one msgpack array: the spool holds calls, not rows)."""
-        view = memoryview(_packb(values))
-        while view:
-            done = os.pwrite(self._fd, view, self._written)
-            self._written += done
-            view = view[done:]
+        """Append a list of tuples."""
+        data = self._pack(values)
+        pwrite_all(self._fd, data, self._written, "index value spool")
+        self._written += len(data)
 
     def take(self, n):
         """The next ``n`` tuples pushed, as a list."""
-        out = []
+        out, unpack = [], self._unpacker.unpack
         while len(out) < n:
-            if self._left >= len(self._call):
-                self._call, self._left = self._next_call(), 0
-            got = self._call[self._left:self._left + n - len(out)]
-            self._left += len(got)
-            out.extend(got)
-        if self._left >= len(self._call):
-            self._call, self._left = [], 0            # do not hold a call's values longer than needed
+            try:
+                if not self._left:
+                    self._left = self._unpacker.read_array_header()
+                    continue
+                while self._left and len(out) < n:
+                    out.append(unpack())
+                    self._left -= 1
+            except msgpack.OutOfData:
+                self._feed()
         return out
 
-    def _next_call(self):
-        while True:
-            for item in self._unpacker:
-                return item
-            chunk = os.pread(self._fd, _READ, self._read)
-            if not chunk:
-                raise RuntimeError("index value spool: fewer values than rows")
-            self._read += len(chunk)
-            self._unpacker.feed(chunk)
+    def _feed(self):
+        chunk = os.pread(self._fd, _READ, self._read)
+        if not chunk:
+            raise RuntimeError("index value spool: fewer values than rows")
+        self._read += len(chunk)
+        self._unpacker.feed(chunk)
 
     def close(self):
         self._file.close()

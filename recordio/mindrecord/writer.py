@@ -216,7 +216,8 @@ class FileWriter(CommitOnExit):
             fields = [(f, self._schema.fields[f].type) for f in self.index_fields]
             self._files = ShardFiles(Staging(self._targets), self._header_size, self._page_size,
                                      index_fields=fields, **self._options)
-            self._shards = [StreamingPages(i, self._page_size, functools.partial(self._files.copy, i))
+            folder = os.path.dirname(self._targets[0])
+            self._shards = [StreamingPages(i, self._page_size, functools.partial(self._files.copy, i), folder)
                             for i in range(len(self._targets))]
             self._index_values = None            # they go to the staged .db files as rows are written
             self._elements = [np.zeros(len(self._schema.counted), np.int64) for _ in self._targets]
@@ -330,6 +331,9 @@ class FileWriter(CommitOnExit):
         self._release()
 
     def _release(self):
+        for shard in getattr(self, "_shards", None) or []:
+            if isinstance(shard, StreamingPages):
+                shard.close()
         lock = getattr(self, "_lock", None)
         if lock is not None:
             lock.release()
