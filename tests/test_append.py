@@ -63,6 +63,67 @@ def test_append_equals_one_writer(tmp_path, shards):
     assert recordio.verify(str(tmp_path / ("app.mr" + ("0" if shards > 1 else "")))).ok
 
 
+def _indexes(db):
+    import sqlite3
+    with sqlite3.connect(db) as conn:
+        return (conn.execute("SELECT * FROM INDEXES ORDER BY ROW_ID").fetchall(),
+                conn.execute("SELECT * FROM SHARD_NAME").fetchall())
+
+
+@pytest.mark.parametrize("keep_db", [True, False])
+def test_appended_index_equals_one_writers(tmp_path, keep_db):
+    """The .db of an append keeps the old rows before the last row group, rewrites that group (the raw-page
+    shift may move it) and adds the new rows: its INDEXES equal a one-go write's. Without the .db files
+    (lost), the append walks the page table and writes them whole."""
+    data = calls(7, 21)
+    w = writer(tmp_path / "one.mr", 3)
+    for call in data:
+        w.write_raw_data(call)
+    w.commit()
+    w = writer(tmp_path / "app.mr", 3)
+    w.write_raw_data(data[0])
+    w.commit()
+    for call in data[1:]:
+        if not keep_db:
+            for i in range(3):
+                os.unlink(tmp_path / f"app.mr{i}.db")
+        a = FileWriter.open_for_append(str(tmp_path / "app.mr2"))
+        a.write_raw_data(call)
+        a.commit()
+    for i in range(3):
+        once, app = _indexes(tmp_path / f"one.mr{i}.db"), _indexes(tmp_path / f"app.mr{i}.db")
+        assert once[0] == app[0]
+        assert app[1] == [(f"app.mr{i}",)]
+    assert recordio.verify(str(tmp_path / "app.mr0")).ok
+    assert_rows_equal(list(FileReader(str(tmp_path / "app.mr0"))), list(FileReader(str(tmp_path / "one.mr0"))))
+
+
+def test_append_reads_only_the_last_row_group_of_the_index(tmp_path, monkeypatch):
+    """What an append reads of the old .db: the rows of each shard's last BLOB page, however many come
+    before them."""
+    from recordio.mindrecord import format as fmt
+    from recordio.mindrecord import locations
+
+    w = writer(tmp_path / "big.mr", 2)
+    for call in calls(40, 40):
+        w.write_raw_data(call)
+    w.commit()
+    firsts = [[p for p in fmt.FileHeader.read(str(tmp_path / f"big.mr{i}")).pages if p.kind == fmt.BLOB][-1].start_row
+              for i in range(2)]
+    loaded = []
+    original = locations.DbBlocks.load
+    monkeypatch.setattr(locations.DbBlocks, "load",
+                        lambda self, a, b: loaded.append((os.path.basename(self.shard.path), a, b)) or
+                        original(self, a, b))
+    a = FileWriter.open_for_append(str(tmp_path / "big.mr0"))
+    a.write_raw_data(calls(1, 6)[0])
+    a.commit()
+    for i, first in enumerate(firsts):
+        mine = [(a_, b_) for name, a_, b_ in loaded if name == f"big.mr{i}"]
+        assert mine and min(a_ for a_, _ in mine) >= first - locations.BLOCK_ROWS, (first, mine)
+        assert first > locations.BLOCK_ROWS           # the test means something: earlier blocks exist
+
+
 def test_append_to_mindspore_written_dataset(tmp_path):
     shutil.copytree(GOLDEN_COPIES / "matrix_s4_index", tmp_path / "ms")
     first = str(tmp_path / "ms" / "matrix_s4_index.mindrecord0")

@@ -7,7 +7,13 @@ for *new* pages go straight to the end of the data files, where the old header a
 the old dataset is untouched; a killed writer leaves it readable (its only trace,
 bytes after the last old page, is cut off again by the next writer's recovery).
 
-Commit: new ``.db`` files are built under staging names and everything is fsync-ed;
+The new ``.db`` of a shard is built under a staging name from a copy of the old one: the rows
+before its last row group stay as they are, that group's rows (the raw-page shift may move them)
+and the new rows are inserted as their locations become final (``index_stream``), so an append
+reads one row group of the old data and holds no more than the writer does. A shard whose ``.db``
+is lost gets a new one from the page table.
+
+Commit: the ``.db`` files are completed under their staging names and everything is fsync-ed;
 then a journal (``.<shard>.rio-<token>.journal``, one per shard, same content) records
 the new headers, the spooled writes and the ``.db`` renames, and is fsync-ed; then the
 plan is applied (spooled writes, headers, renames) and the journal removed. A crash
@@ -19,33 +25,36 @@ ask for a repair instead): applying the plan is idempotent.
 import errno
 import json
 import os
+import shutil
+
+import numpy as np
 
 from recordio.mindrecord import checksums as sums
 from recordio.mindrecord import format as fmt
 from recordio.mindrecord.codec import unpack_raw
 from recordio.mindrecord.commit import Staging, clean_stale, fsync_dir, fsync_file
-from recordio.mindrecord.pages import ShardPages
+from recordio.mindrecord import index
+from recordio.mindrecord.index_stream import AppendPages, IndexStream
 from recordio.mindrecord.fileio import pwrite_all
 from recordio.mindrecord.recovery import apply_plan, finish_plan, journal_paths, remove_journal, repair
-from recordio.mindrecord.staging import build_index, header_bytes, warn_encrypt_tail
+from recordio.mindrecord.staging import header_bytes, index_meta, warn_encrypt_tail
 from recordio.mindrecord.fileset import open_shards
 
 __all__ = ["AppendFiles", "load_shards"]
 
+_CHUNK = 1 << 14          # rows of an old shard read at a time
+
 
 def load_shards(path):
-    """(shards, schema, ShardPages per shard, index values per shard) of an existing dataset."""
+    """``(shards, schema, with_index)`` of an existing dataset to append to (repaired first; ``with_index``:
+    every shard has its ``.db``, so an append keeps their rows and writes only those that may move)."""
     repair(path)
-    shards, schema = open_shards(path, use_index=False)
+    paths = fmt.dataset_paths(path)
+    with_index = all(os.path.exists(index.db_path(p)) for p in paths)
+    shards, schema = open_shards(path, use_index=with_index)
     check_writable(shards)
     clean_stale(os.path.dirname(os.path.abspath(shards[0].path)))     # as FileWriter does before writing
-    fields = [f["index_field"] for f in shards[0].header["index_fields"] or []]
-    states, values = [], []
-    for i, shard in enumerate(shards):
-        state, vals = _shard_state(i, shard, fields, schema)
-        states.append(state)
-        values.append(vals)
-    return shards, schema, states, values
+    return shards, schema, with_index
 
 
 def check_writable(shards):
@@ -58,21 +67,48 @@ def check_writable(shards):
                 os.close(fmt.open_regular(path))
 
 
-def _shard_state(i, shard, fields, schema):
+def _shard_state(i, shard, with_index):
+    """The :class:`AppendPages` of shard ``i``: the last pages, the last RAW page's bytes, and the rows it
+    hands locations out from (its last row group, the only old rows an append may move, with the
+    ``.db``; every row without)."""
     pages = shard.pages
     raws = [p for p in pages if p.kind == fmt.RAW]
+    blobs = [p for p in pages if p.kind == fmt.BLOB]
     hs, ps = shard.header["header_size"], shard.header["page_size"]
+    first = blobs[-1].start_row if with_index and blobs else 0
     with open(shard.path, "rb") as f:
         tail = os.pread(f.fileno(), raws[-1].size, fmt.page_offset(hs, ps, raws[-1].page_id)) if raws else b""
-        records = [unpack_raw(os.pread(f.fileno(), int(e - s), int(s))) for s, e in shard.raw.tolist()]
-    state = ShardPages(i, ps, pages, tail)
-    state.blob_lengths = (shard.blob[:, 1] - shard.blob[:, 0] + fmt.ENTRY_PREFIX).tolist()
-    state.raw_lengths = (shard.raw[:, 1] - shard.raw[:, 0] + fmt.ENTRY_PREFIX).tolist()
-    if fields:                      # the index values go to the new .db: check them against the schema
-        decode, _, _ = schema.decoder(fields)
-        for local, record in enumerate(records):
+    return AppendPages(i, ps, pages, tail, first, os.path.dirname(os.path.abspath(shard.path)))
+
+
+def _pending(shard, state, stream, schema):
+    """Hand the entry lengths and index values of the old rows from ``state.taken`` on to ``state`` and
+    ``stream``, a chunk at a time (locations checked as a reader checks them, not cached)."""
+    fields = [f["index_field"] for f in shard.header["index_fields"] or []]
+    decode = schema.decoder(fields)[0] if fields else None
+    with open(shard.path, "rb") as f:
+        for a in range(state.taken, shard.count, _CHUNK):
+            locs = shard.source.load(a, min(a + _CHUNK, shard.count))
+            state.pending(locs[:, 3] - locs[:, 2] + fmt.ENTRY_PREFIX, locs[:, 1] - locs[:, 0] + fmt.ENTRY_PREFIX)
+            if fields:
+                stream.push(_index_values(shard, f.fileno(), locs, a, fields, decode))
+
+
+def _index_values(shard, fd, locs, first, fields, decode):
+    """Index values of rows ``first, first + 1, ...`` at ``locs`` (checked against the schema): the
+    records of each RAW page's run of rows follow one another, so a run is one read."""
+    hs, ps = shard.header["header_size"], shard.header["page_size"]
+    page = (locs[:, 0] - fmt.ENTRY_PREFIX - hs) // ps
+    cuts = [0, *(np.flatnonzero(np.diff(page)) + 1).tolist(), len(locs)]
+    out = []
+    for lo, hi in zip(cuts[:-1], cuts[1:]):
+        base, end = int(locs[lo, 0]), int(locs[hi - 1, 1])
+        data = os.pread(fd, end - base, base)
+        for local, (s, e) in enumerate((locs[lo:hi, :2] - base).tolist(), first + lo):
+            record = unpack_raw(data[s:e])
             decode(record, None, f"{shard.path}: row {local}")
-    return state, [tuple(r[f] for f in fields) for r in records]
+            out.append(tuple(record[name] for name in fields))
+    return out
 
 
 def _reserve(fd, at, n):
@@ -87,21 +123,46 @@ def _reserve(fd, at, n):
 class AppendFiles:
     """The files of an append in progress; the same interface as ``ShardFiles``."""
 
-    def __init__(self, shards, header_size, page_size, checksums=True, fsync=True):
+    def __init__(self, shards, schema, with_index, index_fields, checksums=True, fsync=True):
+        header = shards[0].header
         self.targets = [s.path for s in shards]
-        self.header_size, self.page_size = header_size, page_size
+        self.header_size, self.page_size = header["header_size"], header["page_size"]
         self.checksums, self.fsync = checksums, fsync
         self.staging = Staging(self.targets)
         self.old_sizes = [s.size for s in shards]
         self.old_pages = [len(s.pages) for s in shards]
         self.old_headers = [len(s.header_bytes) for s in shards]
-        self.old_checksums = [s.checksums for s in shards]
+        self.old_checksums = [s.source.read_checksums() for s in shards]
         self.deferred = [[] for _ in shards]
         self.spools = [self.staging.staged(t + ".spool") for t in self.targets]
         self._rotation = 0
         self.plan = None
-        self.fds = [os.open(t, os.O_RDWR) for t in self.targets]
+        self.fds, self.streams, self.states = [], [], []
+        try:
+            self._open(shards, schema, with_index, index_fields)
+        except BaseException:
+            self.abort()
+            raise
         self._write_journal({"phase": 1, "targets": self.targets, "sizes": self.old_sizes})
+
+    def _open(self, shards, schema, with_index, index_fields):
+        """The page state of each shard and its staged ``.db``: a copy of the old one that keeps the rows
+        before the last row group (with the ``.db`` files), or a new one; then the old rows that the
+        staged ``.db`` does not hold yet go to it as their locations become final, as new rows do."""
+        try:
+            for i, (shard, db) in enumerate(zip(shards, self.staging.db_paths())):
+                state = _shard_state(i, shard, with_index)
+                self.states.append(state)
+                if with_index:
+                    shutil.copyfile(index.db_path(shard.path), db)
+                stream = IndexStream(db, os.path.basename(shard.path), index_fields, self.staging.directory,
+                                     first_row=state.taken if with_index else None)
+                self.streams.append(stream)
+                _pending(shard, state, stream, schema)
+        finally:
+            for shard in shards:
+                shard.source.close()
+        self.fds = [os.open(t, os.O_RDWR) for t in self.targets]
 
     def next_rotating(self, shards):
         shard = self._rotation % shards
@@ -144,7 +205,13 @@ class AppendFiles:
             os.replace(path + ".new", path)
         fsync_dir(self.staging.directory)
 
-    def finish(self, shard_pages, header, index_values, index_fields, independent=False):
+    def index_rows(self, shard, pages, values):
+        """The index values of rows just written to ``shard``; rows whose locations are final go to its
+        staged ``.db``."""
+        self.streams[shard].push(values)
+        self.streams[shard].flush(pages)
+
+    def finish(self, shard_pages, header, index_values=None, index_fields=None, independent=False):
         names = [os.path.basename(t) for t in self.targets]
         plan = {"phase": 2, "targets": self.targets, "sizes": self.old_sizes, "shards": []}
         for i, shard in enumerate(shard_pages):
@@ -152,8 +219,8 @@ class AppendFiles:
             blob += b"\x00" * max(0, self.old_headers[i] - len(blob))
             rows = self._checksums(i, shard, blob) if self.checksums else None
             db = self.staging.db_paths()[i]
-            build_index(db, names[i], shard, index_values[i], index_fields, blob.rstrip(b"\x00"), rows,
-                        header["elements"][i])
+            self.streams[i].finish(shard, None if rows is None else (sums.ALGORITHM, rows),
+                                   index_meta(blob.rstrip(b"\x00"), header["elements"][i]))
             plan["shards"].append({"data": self.targets[i], "header": blob.hex(), "spool": self.spools[i],
                                    "deferred": self.deferred[i], "db_staged": db, "db": self.targets[i] + ".db"})
         for path in [p for p in self.spools if os.path.exists(p)] + self.staging.db_paths():
@@ -224,6 +291,10 @@ class AppendFiles:
             finish_plan(self.plan, self.staging.token)
             self.staging.release()
             return
+        for stream in self.streams:
+            stream.abort()
+        for state in self.states:
+            state.close()
         for fd, size in zip(self.fds, self.old_sizes):
             os.ftruncate(fd, size)
         self._close()

@@ -22,7 +22,7 @@ import stat
 import struct
 
 from recordio.errors import FormatError, MissingFileError
-from recordio.mindrecord.params import MAX_SHARDS, check_path_param, check_shard_num
+from recordio.mindrecord.params import check_path_param, check_shard_num
 
 __all__ = [
     "DEFAULT_HEADER_SIZE", "DEFAULT_PAGE_SIZE", "ENTRY_PREFIX", "HEADER_PREFIX", "Page",

@@ -91,10 +91,30 @@ class IndexBuilder:
         except BaseException:
             self.abort()
             raise
-        names = list(INDEX_COLUMNS)
-        for j, (field, _) in enumerate(index_fields):
-            names += [f"INC_{j}", column_name(field)]
-        self._insert = f"INSERT INTO INDEXES ({','.join(names)}) VALUES ({','.join('?' * len(names))})"
+        self._insert = _insert_statement(index_fields)
+
+    @classmethod
+    def continuing(cls, path, index_fields, first_row, cache_kib=2000):
+        """A builder over ``path``, a private copy of a shard's ``.db``, that keeps its INDEXES rows
+        before ``first_row`` and adds the rest anew (an append: only the rows whose locations may move
+        and the new rows are written)."""
+        builder = cls.__new__(cls)
+        builder.path = path
+        builder.conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        try:
+            builder.conn.execute("PRAGMA synchronous=OFF")
+            builder.conn.execute("PRAGMA journal_mode=OFF")
+            builder.conn.execute(f"PRAGMA cache_size=-{int(cache_kib)}")
+            builder.conn.execute("BEGIN")
+            builder.conn.execute("DELETE FROM INDEXES WHERE ROW_ID >= ?", (int(first_row),))
+        except sqlite3.DatabaseError as exc:
+            builder.abort()
+            raise IndexFileError(f"{path}: cannot continue the index: {exc}") from None
+        except BaseException:
+            builder.abort()
+            raise
+        builder._insert = _insert_statement(index_fields)
+        return builder
 
     def add(self, rows):
         """Insert INDEXES rows (tuples as for :func:`create_index`), in order."""
@@ -119,6 +139,13 @@ class IndexBuilder:
     def abort(self):
         """Close without committing (the caller removes the file)."""
         self.conn.close()
+
+
+def _insert_statement(index_fields):
+    names = list(INDEX_COLUMNS)
+    for j, (field, _) in enumerate(index_fields):
+        names += [f"INC_{j}", column_name(field)]
+    return f"INSERT INTO INDEXES ({','.join(names)}) VALUES ({','.join('?' * len(names))})"
 
 
 def _as_os_error(exc, path):

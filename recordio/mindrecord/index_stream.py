@@ -3,12 +3,15 @@ does not grow with the row count.
 
 A row's location is final once its row group is: MindSpore's page algorithm (FORMAT.md §4.4) only
 ever moves the *current* row group (the raw-page shift), so every row before the current BLOB page's
-first row is where it will stay. :class:`StreamingPages` keeps entry lengths for the current group
-only (compact arrays, no Python int per row) and hands out the final rows' INDEXES locations;
-:class:`ValueSpool` keeps the rows' index values in an anonymous file beside the dataset until
+first row is where it will stay. :class:`StreamingPages` keeps the entry lengths of the rows not
+handed out yet in an anonymous file (:class:`LengthSpool`; no Python int per row) and hands out the
+final rows' INDEXES locations; :class:`ValueSpool` keeps the rows' index values in another until
 their locations are final; :class:`IndexStream` inserts both into the staged ``.db`` through one
-transaction (:class:`index.IndexBuilder`), in row order, as :func:`staging.build_index` does at
-commit. The statements, their order and the transaction are the same, so the ``.db`` is too.
+transaction (:class:`index.IndexBuilder`), in row order.
+
+An append (:class:`AppendPages`) continues a shard the same way: its staged ``.db`` is a copy of the
+old one without the rows of the last row group, whose lengths and values are handed in first
+(:meth:`StreamingPages.pending`), so an append reads one row group of the old dataset, not all of it.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from recordio.mindrecord.fileio import pwrite_all
 from recordio.mindrecord.format import BLOB, RAW
 from recordio.mindrecord.pages import ShardPages
 
-__all__ = ["IndexStream", "StreamingPages", "ValueSpool"]
+__all__ = ["AppendPages", "IndexStream", "LengthSpool", "StreamingPages", "ValueSpool"]
 
 _READ = 1 << 16
 
@@ -35,11 +38,11 @@ class StreamingPages(ShardPages):
     ``copy(src_page, src_offset, dst_page, n, hasher)`` (every earlier call's writes are there), a
     chunk at a time, feeding the new page's digest as writing it would."""
 
-    def __init__(self, shard_id, page_size, copy, directory=None):
-        super().__init__(shard_id, page_size)
+    def __init__(self, shard_id, page_size, copy, directory=None, pages=(), raw_tail=b"", first_row=0):
+        super().__init__(shard_id, page_size, pages, raw_tail)
         self._copy = copy
         self._lengths = LengthSpool(directory)         # entry lengths of the rows not taken (< 2^32: a page)
-        self.taken = 0                                  # rows whose locations were handed out
+        self.taken = first_row                          # rows whose locations were handed out
         self._blob_at = 0                               # where in ``pages`` to look for the next group
         self._raw_at = (0, 0)                           # (page index, group index) of the next group's record
         self._group = None                              # the row group being taken, when partly taken
@@ -51,6 +54,10 @@ class StreamingPages(ShardPages):
         self.raw_lengths.clear()
         self.raw_tail = bytearray()
         return writes
+
+    def pending(self, blob_lengths, raw_lengths):
+        """Entry lengths (prefix included) of existing rows from ``first_row`` on, before any add."""
+        self._lengths.push(blob_lengths, raw_lengths)
 
     def close(self):
         """Drop the spooled entry lengths (the writer committed or aborted)."""
@@ -112,6 +119,25 @@ class StreamingPages(ShardPages):
                         self._raw_at = (at, j + 1)
                         return page.page_id, page.groups[j][1]
             at, k = at + 1, 0
+
+
+class AppendPages(StreamingPages):
+    """:class:`StreamingPages` continuing an existing shard (an append): the rows before ``first_row``
+    keep the locations their ``.db`` has; the raw-page shift takes the moved bytes from the last RAW
+    page's bytes kept in memory (``raw_tail``, at most a page), since bytes written to an existing page
+    reach the file only at commit."""
+
+    def __init__(self, shard_id, page_size, pages, raw_tail, first_row, directory=None):
+        super().__init__(shard_id, page_size, None, directory, pages, raw_tail, first_row)
+
+    def add(self, blobs, raws):
+        writes = ShardPages.add(self, blobs, raws)
+        self._lengths.push(self.blob_lengths, self.raw_lengths)
+        self.blob_lengths.clear()
+        self.raw_lengths.clear()
+        return writes
+
+    _shift_if_needed = ShardPages._shift_if_needed
 
 
 class LengthSpool:
@@ -204,9 +230,10 @@ class ValueSpool:
 class IndexStream:
     """One shard's staged ``.db``, filled as :meth:`flush` finds rows whose locations are final."""
 
-    def __init__(self, db, shard_name, index_fields, directory, cache_kib=2000):
+    def __init__(self, db, shard_name, index_fields, directory, cache_kib=512, first_row=None):
         self.fields = len(index_fields)
-        self.builder = index.IndexBuilder(db, shard_name, index_fields, cache_kib)
+        self.builder = (index.IndexBuilder(db, shard_name, index_fields, cache_kib) if first_row is None else
+                        index.IndexBuilder.continuing(db, index_fields, first_row, cache_kib))
         self.values = ValueSpool(directory) if self.fields else None
 
     def push(self, values):

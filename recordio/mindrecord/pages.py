@@ -7,7 +7,6 @@ writes to perform; :meth:`ShardPages.locations` walks the pages as MindSpore's i
 generator does (§4.3) to give every row's entry offsets for the ``.db``.
 """
 
-import numpy as np
 
 from recordio.mindrecord.checksums import new_hasher
 from recordio.mindrecord.format import BLOB, ENTRY_PREFIX, RAW, Page, entry_prefix
@@ -127,24 +126,6 @@ class ShardPages:
             writes.append((lr.page_id, lr.size, data))
             self.raw_tail += data
             lr.size += need
-
-    def locations(self):
-        """Rows in §4.3 order: (row, raw_page, raw_start, raw_end, group, blob_page, blob_start, blob_end)."""
-        blob_by_group = {p.type_id: p for p in self.pages if p.kind == BLOB}
-        rb = np.asarray(self.blob_lengths, dtype=np.int64)
-        rr = np.asarray(self.raw_lengths, dtype=np.int64)
-        out = []
-        for raw in (p for p in self.pages if p.kind == RAW):
-            for group, offset in raw.groups:
-                bp = blob_by_group[group]
-                rows = np.arange(bp.start_row, bp.end_row, dtype=np.int64)
-                raw_end = offset + np.cumsum(rr[rows])
-                blob_end = np.cumsum(rb[rows])
-                n = len(rows)
-                out.append(np.stack([rows, np.full(n, raw.page_id), raw_end - rr[rows], raw_end,
-                                     np.full(n, group), np.full(n, bp.page_id), blob_end - rb[rows],
-                                     blob_end], axis=1))
-        return np.concatenate(out) if out else np.zeros((0, 8), dtype=np.int64)
 
 
 def _entries(items, rows):

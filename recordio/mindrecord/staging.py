@@ -14,7 +14,6 @@ import xxhash
 from recordio import __version__
 from recordio.mindrecord import format as fmt
 from recordio.mindrecord.fileio import pwrite_all
-from recordio.mindrecord import index
 from recordio.mindrecord.checksums import ALGORITHM
 from recordio.mindrecord.checksums import compute as checksums_of
 from recordio.mindrecord.index import ELEMENTS_KEY
@@ -48,7 +47,7 @@ class ShardFiles:
         self.streams = []
         count = len(staging.targets)
         ensure_descriptors(3 * count)           # data file, .db and index value spool per shard
-        cache_kib = max(64, min(2000, (64 << 10) // count))
+        cache_kib = max(64, min(512, (16 << 10) // count))   # SQLite pages in memory per staged .db
         try:
             for path in staging.data_paths():
                 self.fds.append(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666))
@@ -137,19 +136,6 @@ def header_bytes(header_size, page_size, header, shard, names, i, independent=Fa
                              header["desc"], addresses, shard_id)
 
 
-def build_index(db, name, shard, values, index_fields, header_blob, checksum_rows, elements=None):
-    """Create the ``.db`` of one shard: INDEXES, SHARD_NAME, checksums and recordio's meta table."""
-    locations = shard.locations()
-    order = locations[:, 0].tolist()
-    columns = [col.tolist() for col in locations.T]
-    zeros = [0] * len(order)
-    for j in range(len(index_fields)):
-        columns += [zeros, [_sql_value(values[r][j]) for r in order]]
-    index.create_index(db, name, index_fields, zip(*columns),
-                       checksums=None if checksum_rows is None else (ALGORITHM, checksum_rows),
-                       meta=index_meta(header_blob, elements))
-
-
 def index_meta(header_blob, elements=None):
     """recordio's facts about a shard, for its ``.db``'s meta table: the writer, the header's digest and,
     when known and the schema has any, the element counts of its variable-shape array fields
@@ -167,9 +153,3 @@ def warn_encrypt_tail(fds, targets):
             warnings.warn(f"{target} ends with the bytes 'ENCRYPT' (the end of its last value): recordio "
                           f"reads it, but MindSpore will take it for an encrypted file and refuse it",
                           stacklevel=5)
-
-
-def _sql_value(value):
-    if type(value) is float and value != value:
-        return None
-    return value

@@ -86,7 +86,7 @@ class FileWriter(CommitOnExit):
 
         lock = DatasetLock(fmt.dataset_paths(file_name)[0])     # before anything is read or repaired
         try:
-            shards, schema, states, values = load_shards(os.fspath(file_name))
+            shards, schema, with_index = load_shards(os.fspath(file_name))
         except BaseException:
             lock.release()
             raise
@@ -102,9 +102,15 @@ class FileWriter(CommitOnExit):
         writer._index_set, writer._parallel, writer._committed = True, False, False
         writer._compression_size = header.get("compression_size", 0)
         writer._file_compression = {}
-        writer._files = AppendFiles(shards, writer._header_size, writer._page_size, **writer._options)
-        writer._shards, writer._index_values = states, values
+        writer._index_values = None
         writer._elements = [index.recorded_elements(s.path, schema.counted) for s in shards]
+        try:
+            writer._files = AppendFiles(shards, schema, with_index,
+                                        [(f, schema.fields[f].type) for f in writer._index_fields], **writer._options)
+        except BaseException:
+            lock.release()
+            raise
+        writer._shards = writer._files.states
         return writer
 
     # --- configuration (MindSpore names) ----------------------------------------------------------
@@ -308,10 +314,7 @@ class FileWriter(CommitOnExit):
     def _write_shard(self, shard, raws, blobs, values):
         writes = self._shards[shard].add(blobs, raws)
         self._files.write(shard, writes)
-        if self._append:
-            self._index_values[shard].extend(values)
-        else:
-            self._files.index_rows(shard, self._shards[shard], values)
+        self._files.index_rows(shard, self._shards[shard], values)
 
     # --- commit -----------------------------------------------------------------------------------
 
