@@ -18,20 +18,39 @@ def test_auto_offload_is_a_bool():
         config.set_auto_offload(1)
 
 
-def test_default_workers_apply_to_map():
-    seen = set()
+def _threads_of_map(op, workers):
+    """``{row: thread name}`` of a map of ``op`` over 200 rows under ``set_num_parallel_workers(workers)``."""
+    import threading
+
+    seen = {}
 
     def record(x):
-        import threading
-        seen.add(threading.current_thread().name)
-        return x
+        seen[int(x)] = threading.current_thread().name
+        return op(x)
 
     old = config.get_num_parallel_workers()
-    config.set_num_parallel_workers(3)
+    config.set_num_parallel_workers(workers)
     try:
         ds = GeneratorDataset([(i,) for i in range(200)], "x", shuffle=False).map(record, "x")
         got = [int(r["x"]) for r in ds.create_dict_iterator(num_epochs=1, output_numpy=True)]
         assert got == list(range(200))
     finally:
         config.set_num_parallel_workers(old)
-    assert all(name.startswith("recordio-map") for name in seen) and len(seen) >= 2
+    return seen
+
+
+def test_default_workers_apply_to_map():
+    """A costly op goes to the default number of worker threads once the probe rows have timed it."""
+    import time
+
+    from recordio.dataset.map_op import MapDataset
+
+    seen = _threads_of_map(lambda x: time.sleep(0.001) or x, 3)
+    workers = {name for row, name in seen.items() if row >= MapDataset.PROBE_ROWS}
+    assert all(name.startswith("recordio-map") for name in workers) and len(workers) >= 2
+
+
+def test_cheap_ops_run_in_the_consuming_thread():
+    """An op cheaper than a hand-off to a worker thread stays in the pipeline's own thread."""
+    seen = _threads_of_map(lambda x: x, 3)
+    assert len(set(seen.values())) == 1 and not any(n.startswith("recordio-map") for n in seen.values())

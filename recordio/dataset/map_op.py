@@ -8,11 +8,13 @@ numpy (``op(*values)``) and return one value or a tuple. Op ``j`` of the map run
 
 import collections
 import functools
+import time
 
 from recordio import config
 from recordio.dataset.callback import DSCallback
 from recordio.dataset.node import Dataset, Item
 from recordio.dataset.values import from_pil, to_op_input
+from recordio.dataset.workers import SerialRunner
 from recordio.errors import PipelineError
 from recordio.keys import derive_uid, op_scope, row_scope
 
@@ -55,8 +57,19 @@ def run_chunk(ops, uid, seed, chunk):
 
 
 class MapDataset(Dataset):
+    """One ``map``. With worker threads, its operations run where they pay: rows run in the pipeline's
+    own thread, timed a chunk at a time (the first of :data:`PROBE_ROWS` rows), as long as the
+    operations cost less than :data:`INLINE_BELOW_S` a row (``TypeCast``, ``Rescale``, small Python
+    callables: handing rows to a worker thread costs more than they do); from the first chunk that
+    costs more, the rows go to the ``num_parallel_workers`` threads in small chunks. Values are the same either way (the keys of a
+    row do not depend on where it runs). ``python_multiprocessing=True`` always runs them in the
+    worker processes (asked for isolation, not only speed)."""
+
     CHUNK_THREADS = 4
     CHUNK_PROCESSES = 16
+    CHUNK_INLINE = 64
+    PROBE_ROWS = 4
+    INLINE_BELOW_S = 20e-6
 
     def __init__(self, child, operations, input_columns, output_columns, num_parallel_workers,
                  python_multiprocessing, offload, callbacks=None):
@@ -105,39 +118,58 @@ class MapDataset(Dataset):
             yield from self._renamed(ctx, epoch, ins, outs)
             return
         workers = self.num_parallel_workers or config.get_num_parallel_workers()
+        pooled = workers > 1 or self.python_multiprocessing
+        probing = workers > 1 and not self.python_multiprocessing   # processes are asked for isolation
         chunk = self.CHUNK_PROCESSES if self.python_multiprocessing else self.CHUNK_THREADS
-        if workers <= 1 and not self.python_multiprocessing:
-            chunk = 64
         fn = functools.partial(run_chunk, spec.operations, spec.uid, ctx.seed)
-        runner = ctx.runner(self, fn, workers, self.python_multiprocessing, 2 * workers)
         sent = collections.deque()
         hooks = ctx.map_hooks(self) if self.callbacks else None
         if hooks is not None:
             hooks.epoch_begin()
-
-        def chunks():
-            group = []
-            for item in self.children[0]._items(ctx, epoch):
-                if hooks is not None:
-                    hooks.step_begin()
-                group.append(item)
-                if len(group) == chunk:
-                    sent.append(group)
-                    yield [(tuple(to_op_input(it.cols[c]) for c in ins), it.row, it.epoch) for it in group]
-                    group = []
-            if group:
-                sent.append(group)
-                yield [(tuple(to_op_input(it.cols[c]) for c in ins), it.row, it.epoch) for it in group]
-
-        for results in runner.imap(chunks()):
-            for item, values in zip(sent.popleft(), results):
-                out = Item(merge_values(item.cols, ins, outs, values, spec.uid, item.row), item.row,
-                           item.epoch, item.pos)
-                if hooks is not None:
-                    hooks.step_end()
-                yield out
+        size = [self.PROBE_ROWS if probing else chunk if pooled else self.CHUNK_INLINE]   # rows of the next chunk
+        source = self._chunks(ctx, epoch, ins, size, sent, hooks)
+        runner = SerialRunner(fn)
+        if pooled and not probing:
+            runner = ctx.runner(self, fn, workers, self.python_multiprocessing, 2 * workers)
+        elif probing:
+            for inputs in source:               # inline while the ops stay cheap
+                start = time.perf_counter()
+                results = fn(inputs)
+                cheap = (time.perf_counter() - start) / len(inputs) < self.INLINE_BELOW_S
+                yield from self._merged(results, sent, ins, outs, spec.uid, hooks)
+                if not cheap:                   # worth a hand-off to the workers from here on
+                    size[0] = chunk
+                    runner = ctx.runner(self, fn, workers, self.python_multiprocessing, 2 * workers)
+                    break
+                size[0] = min(2 * size[0], self.CHUNK_INLINE)
+        for results in runner.imap(source):
+            yield from self._merged(results, sent, ins, outs, spec.uid, hooks)
         if hooks is not None:
             hooks.epoch_end()
+
+    def _chunks(self, ctx, epoch, ins, size, sent, hooks):
+        """Chunks of ``size[0]`` rows of the child (read at each chunk): the ops' inputs, in order; each
+        chunk's items go to ``sent`` for :meth:`_merged`."""
+        group = []
+        for item in self.children[0]._items(ctx, epoch):
+            if hooks is not None:
+                hooks.step_begin()
+            group.append(item)
+            if len(group) >= size[0]:
+                sent.append(group)
+                yield [(tuple(to_op_input(it.cols[c]) for c in ins), it.row, it.epoch) for it in group]
+                group = []
+        if group:
+            sent.append(group)
+            yield [(tuple(to_op_input(it.cols[c]) for c in ins), it.row, it.epoch) for it in group]
+
+    @staticmethod
+    def _merged(results, sent, ins, outs, uid, hooks):
+        for item, values in zip(sent.popleft(), results):
+            out = Item(merge_values(item.cols, ins, outs, values, uid, item.row), item.row, item.epoch, item.pos)
+            if hooks is not None:
+                hooks.step_end()
+            yield out
 
     def _renamed(self, ctx, epoch, ins, outs):
         for item in self.children[0]._items(ctx, epoch):
