@@ -50,6 +50,10 @@ DIVERGENCES = {
     "dataset/test_minddataset_padded.py::test_cv_minddataset_partition_padded_samples_multi_epoch": _BYTES_FORM,
     "dataset/test_minddataset_sampler.py::test_minddataset_getitem_random_sampler": _BYTES_FORM,
     "dataset/test_minddataset_sampler.py::test_minddataset_getitem_shuffle_num_samples": _BYTES_FORM,
+    "dataset/test_minddataset_sampler.py::test_minddataset_getitem_shuffle_distributed_sampler": _BYTES_FORM,
+    "dataset/test_minddataset_sampler.py::test_minddataset_getitem_distributed_sampler": _BYTES_FORM,
+    "dataset/test_minddataset_sampler.py::test_minddataset_getitem_random_sampler_and_distributed_sampler":
+        _BYTES_FORM,
     "dataset/test_minddataset.py::test_field_is_null_numpy":
         "MindSpore reports a zero-length array column with shape [] (and returns garbage for it); recordio "
         "returns the stored empty array, shape [0] (SPEC §4)",

@@ -52,6 +52,19 @@ def _unsupported(call, **given):
         raise NotImplementedError(f"{call}: {', '.join(names)} is not supported by recordio")
 
 
+def _chained(current, new):
+    """``new`` with ``current`` as its child, after MindSpore's checks, in its order and wording."""
+    from recordio.dataset.order import Shuffle
+    if current is not None and current.get_shuffle_mode() == Shuffle.PARTIAL:
+        raise RuntimeError("When multiple samplers are used, ensure that the shuffle of the current sampler "
+                           "must not be Shuffle.PARTIAL.")
+    if new.get_shuffle_mode() not in (Shuffle.GLOBAL, Shuffle.FALSE):
+        raise RuntimeError("When multiple samplers are used, ensure that the shuffle of the input sampler "
+                           f"must be Shuffle.FALSE or Shuffle.GLOBAL, but got: {new.get_shuffle_mode()}.")
+    new.add_child(current)
+    return new
+
+
 class Dataset:
     """Base of every pipeline node; the builder methods mirror ``mindspore.dataset.Dataset``."""
 
@@ -215,6 +228,31 @@ class Dataset:
 
     def __add__(self, other: Dataset) -> Dataset:
         return self.concat(other)
+
+    # -- sampler chains (recordio.dataset.samplers) ------------------------------------------------------
+    def _current_sampler(self, call):
+        from recordio.dataset.samplers import Sampler
+        sampler = getattr(self, "sampler", None)
+        if not isinstance(sampler, Sampler):
+            raise PipelineError(f"{call}: {type(self).__name__} has no sampler; samplers apply to the sources "
+                                f"read by row (MindDataset, GeneratorDataset over a random-access source)")
+        return sampler
+
+    def add_sampler(self, new_sampler: Any) -> None:
+        """Chain ``new_sampler`` onto this source (MindSpore's ``add_sampler``): it samples the rows the
+        current sampler gives (that sampler's order, shard and ``num_samples``), e.g. a
+        ``DistributedSampler`` splitting a ``RandomSampler``'s order. ``new_sampler``'s shuffle must
+        be ``GLOBAL`` or ``FALSE``, the current one's not ``PARTIAL``."""
+        from recordio.dataset.samplers import check_new_sampler
+        self.sampler = _chained(self._current_sampler("add_sampler"), check_new_sampler(new_sampler))
+
+    def use_sampler(self, new_sampler: Any) -> None:
+        """Replace the last sampler of the chain with ``new_sampler`` (MindSpore's ``use_sampler``): the
+        current sampler's child, if any, stays and ``new_sampler`` samples its rows; a split part's
+        rows stay the part's."""
+        from recordio.dataset.samplers import check_new_sampler
+        check_new_sampler(new_sampler)
+        self.sampler = _chained(self._current_sampler("use_sampler").child_sampler, new_sampler)
 
     # -- facts ----------------------------------------------------------------------------------------
     def get_col_names(self) -> list[str]:
