@@ -229,6 +229,27 @@ class Dataset:
     def __add__(self, other: Dataset) -> Dataset:
         return self.concat(other)
 
+    def flat_map(self, func: Callable[..., Dataset]) -> Dataset:
+        """``func(*row)`` for every row of one epoch of this dataset (numpy values), each returning a
+        dataset; the result is those datasets concatenated in row order (MindSpore's ``flat_map``:
+        this dataset is read now, when ``flat_map`` is called)."""
+        if not callable(func):
+            raise TypeError("func must be a function.")
+        parts = []
+        iterator = self.create_tuple_iterator(num_epochs=1, output_numpy=True)
+        try:
+            for k, row in enumerate(iterator):
+                part = func(*row)
+                if not isinstance(part, Dataset):
+                    raise TypeError(f"flat_map must return a Dataset object. flat_map: func returned "
+                                    f"{type(part).__name__} for row {k}")
+                parts.append(part)
+        finally:
+            iterator.close()
+        if not parts:
+            raise TypeError("flat_map must return a Dataset object. flat_map: the dataset has no rows")
+        return parts[0] if len(parts) == 1 else parts[0].concat(parts[1:])
+
     # -- sampler chains (recordio.dataset.samplers) ------------------------------------------------------
     def _current_sampler(self, call):
         from recordio.dataset.samplers import Sampler
