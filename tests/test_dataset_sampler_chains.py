@@ -201,3 +201,19 @@ def test_chains_match_mindspore(oracle, path, name):
         assert ours == their_ids
     else:
         assert len(set(ours)) == len(set(their_ids))
+
+
+@pytest.mark.parametrize("shuffle,shards", [(False, None), (Shuffle.PARTIAL, None), (True, (3, 1))])
+def test_set_init_step_starts_the_next_iterator_there(path, shuffle, shards):
+    kwargs = {} if shards is None else {"num_shards": shards[0], "shard_id": shards[1]}
+    config.set_seed(5)
+    (whole,) = rows(MindDataset(path, shuffle=shuffle, **kwargs))
+    data = MindDataset(path, shuffle=shuffle, **kwargs)
+    data.set_init_step(3)
+    assert data.get_init_step() == 3
+    assert rows(data) == [whole[3:]]
+    data.set_init_step(len(whole) + 2)                  # the second epoch (of 2), after 2 outputs
+    second = rows(data, 2)[0]
+    assert len(second) == len(whole) - 2
+    with pytest.raises(ValueError, match="init_step"):
+        data.set_init_step(-1)

@@ -72,7 +72,6 @@ DIVERGENCES = {
     "dataset/test_minddataset.py::test_parameter_RandomSampler": _SEEDED,
     "dataset/test_minddataset.py::test_parameter_DistributedSampler": _SEEDED,
     "dataset/test_minddataset.py::test_parameter_shuffle_num_shards_shard_id": _SEEDED,
-    "dataset/test_minddataset.py::test_parameter_shuffle_PARTIAL_when_set_init_step": _SEEDED,
     "dataset/test_minddataset_padded.py::test_nlp_minddataset_reader_basic_padded_samples_check_whole_reshuffle_result_per_epoch":
         "asserts that no shard sees the same rows in two of three epochs: true for MindSpore's seed 0, a matter "
         "of luck for any shuffle with shards of 2 rows of which 8 of 18 are padded (recordio's padded rows move "

@@ -376,6 +376,23 @@ class Dataset:
         from recordio.dataset.resume import check_state
         self._pending_state = check_state(state)
 
+    def set_init_step(self, init_step: int) -> None:
+        """Make the next iterator start at global step ``init_step`` (MindSpore's fast recovery):
+        epoch ``init_step // get_dataset_size()``, after its first ``init_step % size`` outputs.
+        A ``load_state_dict`` of the matching state, under ``config.get_seed()`` of now."""
+        if isinstance(init_step, bool) or not isinstance(init_step, int) or init_step < 0:
+            raise ValueError(f"set_init_step: init_step must be an int >= 0, got {init_step!r}")
+        from recordio import config
+        from recordio.dataset.resume import initial_state
+        size = self.get_dataset_size()
+        epoch, delivered = divmod(init_step, size) if size else (0, 0)
+        self.load_state_dict(dict(initial_state(config.get_seed()), epoch=epoch, delivered=delivered))
+        self._init_step = init_step
+
+    def get_init_step(self) -> int:
+        """The step given to :meth:`set_init_step` (0 without one)."""
+        return getattr(self, "_init_step", 0)
+
     def save(self, file_name: str, num_files: int = 1, file_type: str = "mindrecord") -> None:
         """Write the pipeline's output as a MindRecord dataset of ``num_files`` shards (schema from
         the first row), through ``FileWriter``."""
