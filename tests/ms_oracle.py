@@ -144,7 +144,10 @@ def batch_map(a, b, info):
 
 def make_sampler(ds, desc):
     """``desc = [class name, kwargs]`` or ``[class name, kwargs, child desc]``: the sampler of ``ds``."""
-    sampler = getattr(ds, desc[0])(**desc[1])
+    kwargs = dict(desc[1])
+    if isinstance(kwargs.get("shuffle"), str):
+        kwargs["shuffle"] = getattr(ds.Shuffle, kwargs["shuffle"])
+    sampler = getattr(ds, desc[0])(**kwargs)
     if len(desc) > 2:
         sampler.add_child(make_sampler(ds, desc[2]))
     return sampler
@@ -158,6 +161,8 @@ def build_pipeline(ds, spec):
     MindDataset, zip's optionally renamed), repeat, add_sampler / use_sampler (``sampler`` a
     description), split (``part``: which part to keep)."""
     source = dict(spec["source"])
+    if isinstance(source.get("shuffle"), str):
+        source["shuffle"] = getattr(ds.Shuffle, source["shuffle"])        # a Shuffle member by name
     if "sampler" in source:
         source["sampler"] = make_sampler(ds, source["sampler"])
     data = ds.MindDataset(**source)
@@ -187,14 +192,20 @@ def pipeline_job(job):
     """The column names and the first ``rows`` tuples (``output_numpy=True``) of a pipeline."""
     import mindspore.dataset as ds
 
+    import os
+    os.environ.update(job.get("env", {}))
     if job.get("seed") is not None:
         ds.config.set_seed(job["seed"])
     data = build_pipeline(ds, job["pipeline"])
     rows = []
-    for row in data.create_tuple_iterator(num_epochs=1, output_numpy=True):
-        rows.append(to_plain(list(row)))
-        if len(rows) == job.get("rows", 8):
-            break
+    iterator = data.create_tuple_iterator(num_epochs=job.get("epochs", 1), output_numpy=True)
+    for _ in range(job.get("epochs", 1)):              # epochs one after another, rows of each in full
+        for row in iterator:
+            rows.append(to_plain(list(row)))
+            if len(rows) == job.get("rows", 8):
+                break
+    for name in job.get("env", {}):
+        del os.environ[name]
     return {"names": data.get_col_names(), "rows": rows, "size": data.get_dataset_size()}
 
 

@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from recordio import config
+from recordio.dataset import ms_order
 from recordio.dataset.order import (ADAPTIVE_LIMIT, Ids, Shuffle, block_positions, epoch_rng, global_order,
                                     shard_positions, shard_size, shuffled_ids)
 from recordio.dataset.permutation import Padded, pick
@@ -37,6 +39,10 @@ def _check_num_samples(num_samples):
         raise ValueError(f"num_samples exceeds the boundary between 0 and 9223372036854775807(INT64_MAX): "
                          f"num_samples must be None or an int >= 0, got {num_samples!r}")
     return num_samples or None
+
+
+def _mindspore_orders():
+    return config.get_order_mode() == "mindspore"
 
 
 def _child_seed(seed):
@@ -96,6 +102,8 @@ class Sampler:
         """The row ids of epoch ``epoch`` of a source of ``n`` rows, in order (int64)."""
         if self.child_sampler is None:
             return self._own_order(n, seed, epoch, source)
+        if _mindspore_orders() and _random_chain(self):
+            ms_order._refuse(type(self).__name__, "a sampler chain (add_child / add_sampler) that shuffles")
         base = child_output(self.child_sampler, n, _child_seed(seed), epoch, source)
         return pick(base, np.asarray(self._own_order(len(base), seed, epoch, source), dtype=np.int64))
 
@@ -110,6 +118,16 @@ class Sampler:
 
     def _own_total(self, n: int, source: Any) -> int:
         return n
+
+
+def _random_chain(sampler):
+    """Whether any sampler of the chain draws randomness (order mode "mindspore" reproduces no such chain)."""
+    while sampler is not None:
+        mode = sampler.get_shuffle_mode()
+        if mode != Shuffle.FALSE or getattr(sampler, "shuffle", False) is True:
+            return True
+        sampler = sampler.child_sampler
+    return False
 
 
 def _shard(sampler, total):
@@ -178,6 +196,9 @@ class RandomSampler(Sampler):
         return self.shuffle
 
     def _own_order(self, n: int, seed: int, epoch: int, source: Any) -> Ids:
+        if _mindspore_orders():
+            return ms_order.random_order(self, self.shuffle, n, seed, epoch, source, self.replacement,
+                                         self.num_samples)
         if self.replacement:
             return epoch_rng(seed, epoch).integers(0, n, size=self.num_samples or n, dtype=np.int64)
         return shuffled_ids(self.shuffle, n, seed, epoch, source)
@@ -214,14 +235,29 @@ class DistributedSampler(Sampler):
         self.shuffle = _distributed_mode(shuffle)
         self.offset = offset
         self.by_block = os.environ.get("MS_DEV_MINDRECORD_SHARD_BY_BLOCK", "").lower() in ("true", "1")
+        self.seed = config.get_seed()          # MindSpore's takes the seed when made (order mode "mindspore")
 
     def get_shuffle_mode(self) -> Shuffle:
         return self.shuffle
 
     def _own_order(self, n: int, seed: int, epoch: int, source: Any) -> Ids:
+        if _mindspore_orders():
+            return _ms_sharded(self, self.shuffle, n, epoch, source)
         if self.shuffle == Shuffle.FALSE:
             return np.arange(n, dtype=np.int64)
         return shuffled_ids(self.shuffle, n, seed, epoch, source)
+
+    def _own_total(self, n: int, source: Any) -> int:
+        if _mindspore_orders():
+            return ms_order.dealt_total(self.shuffle, n, self.shards[0])
+        return n
+
+
+def _ms_sharded(sampler, shuffle, n, epoch, source, padded=0):
+    if sampler.num_samples and ms_order._mode(shuffle, n) == "partial":
+        ms_order._refuse(type(sampler).__name__, "Shuffle.PARTIAL with shards and num_samples")
+    return ms_order.distributed_order(shuffle, n, sampler.seed, epoch, source, sampler.shards[0],
+                                      getattr(sampler, "by_block", False), padded)
 
 
 class SubsetSampler(Sampler):
@@ -252,6 +288,8 @@ class SubsetRandomSampler(SubsetSampler):
         return Shuffle.GLOBAL
 
     def _own_order(self, n: int, seed: int, epoch: int, source: Any) -> np.ndarray:
+        if _mindspore_orders():
+            ms_order._refuse("SubsetRandomSampler", "its shuffle")
         return epoch_rng(seed, epoch).permutation(self._checked(n))
 
 
@@ -285,6 +323,8 @@ class PKSampler(Sampler):
 
     def order(self, n: int, seed: int, epoch: int, source: Any) -> np.ndarray:
         groups = self._classes(source)
+        if self.shuffle and _mindspore_orders():
+            ms_order._refuse("PKSampler(shuffle=True)", "its shuffle")
         rng = epoch_rng(seed, epoch)
         picks = []
         for k in (rng.permutation(len(groups)) if self.shuffle else range(len(groups))):
@@ -310,11 +350,14 @@ class DefaultOrder(Sampler):
         self.shards = None if num_shards is None else (num_shards, shard_id)
         self.auto_shard = num_shards is None
         self.num_padded = num_padded or 0
+        self.seed = config.get_seed()          # MindSpore's sharded sampler takes the seed when made
 
     def get_shuffle_mode(self) -> Shuffle:
         return Shuffle.FALSE if self.mode is None else self.mode
 
     def _own_order(self, n: int, seed: int, epoch: int, source: Any) -> Ids:
+        if _mindspore_orders():
+            return self._mindspore_order(n, seed, epoch, source)
         total = n + self.num_padded
         if self.num_padded and self.mode in (Shuffle.GLOBAL, Shuffle.ADAPTIVE) and total <= ADAPTIVE_LIMIT:
             # as MindSpore's global shuffle: the padded rows (ids n..) move with the rows, so a shard's
@@ -327,7 +370,20 @@ class DefaultOrder(Sampler):
             ids = np.concatenate([ids, np.arange(n, n + self.num_padded, dtype=np.int64)])
         return ids
 
+    def _mindspore_order(self, n, seed, epoch, source):
+        """MindSpore's sampler for these arguments: a DistributedSampler with shards, else a
+        RandomSampler (with replacement when ``num_samples`` is given), else sequential."""
+        if self.shards is not None:
+            return _ms_sharded(self, self.mode, n, epoch, source, self.num_padded)
+        return ms_order.random_order(self, self.mode, n, seed, epoch, source, bool(self.num_samples),
+                                     self.num_samples)
+
     def _own_total(self, n: int, source: Any) -> int:
+        if _mindspore_orders():
+            if self.shards is not None:
+                return ms_order.dealt_total(self.mode, n, self.shards[0]) + self.num_padded
+            if self.num_samples and self.mode is not None:
+                return self.num_samples
         return n + self.num_padded
 
 
