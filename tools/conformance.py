@@ -37,8 +37,9 @@ _BYTES_FORM = ("asserts MindSpore's S<n> (numpy.bytes_) form of bytes columns; r
 
 _OUT_OF_RANGE = ("SubsetSampler/SubsetRandomSampler indices outside [-N, N) raise IndexError naming the index; "
                  "MindSpore reads some other row for them (a row repeated or read in place of another, silently)")
-_SEEDED = ("asserts the first row of MindSpore's own seeded shuffle (its C++ generator); recordio's orders are "
-           "keyed permutations (SPEC §3: the same for any worker count, resumable) and differ by design")
+_SEEDED = ("asserts the first row of MindSpore's own seeded shuffle (its C++ generator); recordio's default orders "
+           "are keyed permutations (SPEC §3: the same for any worker count, resumable) and differ by design; "
+           "config.set_order_mode('mindspore') reproduces MindSpore's orders, and these tests pass with it")
 
 # tests that check a deliberate divergence (SPEC §4): reported apart, not counted against the goal
 DIVERGENCES = {
