@@ -186,3 +186,15 @@ def test_orders_match_mindspore(oracle, files, name, monkeypatch, mindspore_orde
 
 def test_sequential_orders_agree_in_both_modes(files, mindspore_orders):
     assert epochs(MindDataset(files, sampler=SequentialSampler(3, 5))) == [[3, 4, 5, 6, 7]]
+
+
+def test_vectorised_draws_equal_one_engine_per_draw():
+    items = list(range(1000, 1037))
+    seed = 0xFFFFFFFF - 40                      # the draws' seeds wrap at 2^32, as MindSpore's uint32
+    reference = [items[ms_order.uniform(ms_order.MT19937((seed + i) & 0xFFFFFFFF), 0, len(items) - 1)]
+                 for i in range(100)]
+    assert ms_order.draws(items, 100, seed, chunk=16) == reference
+
+
+def test_seeds_wrap_at_2_to_the_32():
+    assert ms_order.shuffle_list(list(range(9)), 2 ** 32) == ms_order.shuffle_list(list(range(9)), 0)

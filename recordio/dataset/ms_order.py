@@ -41,7 +41,7 @@ class MinStd0:
     min, max = 1, _M - 1
 
     def __init__(self, seed: int) -> None:
-        s = int(seed) % _M
+        s = (int(seed) & 0xFFFFFFFF) % _M         # MindSpore's seeds are uint32: seed + 1 wraps at 2^32
         self.x = 1 if s == 0 else s
 
     def __call__(self) -> int:
@@ -152,10 +152,46 @@ def shuffled(mode: str, items: list, counts, seed: int) -> list:
     return shuffle_list(list(items), seed)
 
 
-def draws(items: list, count: int, seed: int) -> list:
-    """``count`` draws with replacement from ``items``: draw ``i`` from ``mt19937(seed + i)``."""
-    top = len(items) - 1
-    return [items[uniform(MT19937(seed + i), 0, top)] for i in range(count)]
+def _mt_first_two(seeds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The first two outputs of ``mt19937(seed)`` for each seed, vectorised: they need the state's
+    words 0..398 only (a twist of words 0 and 1)."""
+    mask = np.uint64(0xFFFFFFFF)
+    state = [seeds.astype(np.uint64) & mask]
+    for i in range(1, 399):
+        prev = state[-1]
+        state.append((np.uint64(1812433253) * (prev ^ (prev >> np.uint64(30))) + np.uint64(i)) & mask)
+
+    def twisted(k):
+        y = (state[k] & np.uint64(0x80000000)) | (state[k + 1] & np.uint64(0x7FFFFFFF))
+        return state[k + 397] ^ (y >> np.uint64(1)) ^ np.where(y & np.uint64(1), np.uint64(0x9908B0DF), np.uint64(0))
+
+    def temper(y):
+        y = y ^ (y >> np.uint64(11))
+        y = y ^ ((y << np.uint64(7)) & np.uint64(0x9D2C5680))
+        y = y ^ ((y << np.uint64(15)) & np.uint64(0xEFC60000))
+        return y ^ (y >> np.uint64(18))
+    return temper(twisted(0)), temper(twisted(1))
+
+
+def draws(items: list, count: int, seed: int, chunk: int = 1 << 14) -> list:
+    """``count`` draws with replacement from ``items``: draw ``i`` is
+    ``uniform_int_distribution(0, len - 1)(mt19937(seed + i))`` (Lemire's method), vectorised."""
+    span = len(items)
+    threshold = ((1 << 32) - span) % span
+    picks = []
+    for start in range(0, count, chunk):
+        seeds = (seed + np.arange(start, min(count, start + chunk), dtype=np.int64)) & 0xFFFFFFFF
+        first, second = _mt_first_two(seeds)
+        product = first * np.uint64(span)
+        redo = (product & np.uint64(0xFFFFFFFF)) < np.uint64(threshold)
+        product[redo] = second[redo] * np.uint64(span)
+        again = np.flatnonzero(redo & ((product & np.uint64(0xFFFFFFFF)) < np.uint64(threshold)))
+        index = (product >> np.uint64(32)).astype(np.int64)
+        for k in again:                          # a third draw: rarer than 1 in 2^60 rows
+            index[k] = uniform(MT19937(int(seeds[k])), 0, span - 1)
+        picks.append(index)
+    index = np.concatenate(picks) if picks else np.zeros(0, np.int64)
+    return np.asarray(items, dtype=np.int64)[index].tolist()
 
 
 def partial(counts, seed: int, positions=None) -> np.ndarray:
