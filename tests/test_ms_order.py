@@ -161,8 +161,8 @@ def _env(env):
 @pytest.fixture(scope="module")
 def oracle(mindspore_python, files, tmp_path_factory):
     named = cases(files)
-    jobs = [{"op": "pipeline", "pipeline": {"source": kwargs, "steps": []}, "rows": 10_000, "seed": int(name.split()[0]),
-             "epochs": 2, "env": _env(env)} for name, (kwargs, env) in named.items()]
+    jobs = [{"op": "pipeline", "pipeline": {"source": kwargs, "steps": []}, "rows": 10_000,
+             "seed": int(name.split()[0]), "epochs": 2, "env": _env(env)} for name, (kwargs, env) in named.items()]
     return dict(zip(named, run_oracle(mindspore_python, jobs, tmp_path_factory.mktemp("ms-order-oracle"))))
 
 

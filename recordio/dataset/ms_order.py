@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["cumulative", "draws", "files", "infile", "partial", "shuffle_list", "shuffled"]
+__all__ = ["Cumulative", "MT19937", "MinStd0", "distributed_order", "draws", "files", "infile", "partial",
+           "random_order", "refuse", "shuffle_kind", "shuffle_list", "shuffled", "uniform"]
 
 _M = 2147483647            # minstd_rand0's modulus
 PARTIAL_WINDOW = 1_000_000  # ShardTaskList's ShuffleSize
@@ -207,7 +208,7 @@ def partial(counts, seed: int, positions=None) -> np.ndarray:
     return layout[np.asarray(out, dtype=np.int64)] if out else np.zeros(0, np.int64)
 
 
-class cumulative:
+class Cumulative:
     """The lists of successive epochs where each epoch transforms the previous one (MindSpore's
     task list without shards): ``step(items, epoch)`` makes epoch ``epoch`` from epoch
     ``epoch - 1``'s list. Holds the latest epoch's list, so epoch after epoch costs one step."""
@@ -234,7 +235,7 @@ def _check_source(source, what):
                                   f"{type(source).__name__} has no MindSpore order here (set_order_mode('recordio'))")
 
 
-def _mode(mode, n):
+def shuffle_kind(mode, n):
     from recordio.dataset.order import ADAPTIVE_LIMIT, Shuffle
     if mode in (None, False, Shuffle.FALSE):
         return None
@@ -243,7 +244,7 @@ def _mode(mode, n):
     return mode.value
 
 
-def _refuse(what, why):
+def refuse(what, why):
     raise NotImplementedError(f"order mode 'mindspore': {what}: {why} is not reproduced (set_order_mode('recordio'))")
 
 
@@ -251,14 +252,14 @@ def random_order(sampler, shuffle, n, seed, epoch, source, replacement=False, nu
     """A ``RandomSampler`` (or a MindDataset shuffled without shards) in MindSpore's order: each
     epoch transforms the previous epoch's list."""
     _check_source(source, type(sampler).__name__)
-    mode = _mode(shuffle, n)
+    mode = shuffle_kind(shuffle, n)
     counts = list(source._file_counts())
     if mode is None:
         return np.arange(n, dtype=np.int64)
     if mode == "partial" and not replacement:
         return partial(counts, seed + 1 + epoch, range(min(n, num_samples or n)))
     if num_samples and mode in ("files", "infile") and not replacement:
-        _refuse(type(sampler).__name__, f"Shuffle.{mode.upper()} with num_samples")
+        refuse(type(sampler).__name__, f"Shuffle.{mode.upper()} with num_samples")
     if replacement:
         def step(items, e):
             return draws(items, num_samples or n, seed + 1 + e)
@@ -268,7 +269,7 @@ def random_order(sampler, shuffle, n, seed, epoch, source, replacement=False, nu
     cache = sampler.__dict__.setdefault("_ms_orders", {})
     key = (n, seed, mode, replacement, num_samples)
     if key not in cache:
-        cache[key] = cumulative(n, step)
+        cache[key] = Cumulative(n, step)
     return cache[key].at(epoch)
 
 
@@ -285,11 +286,11 @@ def distributed_order(shuffle, n, seed, epoch, source, num_shards, by_block, pad
     the slots the source reads (an array of ``num_shards * ceil(n / num_shards)``)."""
     _check_source(source, "DistributedSampler")
     total = n + padded
-    mode = _mode(shuffle, n)
+    mode = shuffle_kind(shuffle, n)
     if mode is None:
         return np.arange(total, dtype=np.int64)
     if padded and mode != "global":
-        _refuse("padded samples", f"Shuffle.{mode.upper()} with num_padded")
+        refuse("padded samples", f"Shuffle.{mode.upper()} with num_padded")
     counts = list(source._file_counts())
     if mode != "partial":
         return np.asarray(shuffled(mode, list(range(total)), counts, seed + 1 + epoch), dtype=np.int64)
@@ -303,4 +304,4 @@ def distributed_order(shuffle, n, seed, epoch, source, num_shards, by_block, pad
 
 def dealt_total(shuffle, n, num_shards):
     """The length of :func:`distributed_order`'s array."""
-    return -(-n // num_shards) * num_shards if _mode(shuffle, n) == "partial" else n
+    return -(-n // num_shards) * num_shards if shuffle_kind(shuffle, n) == "partial" else n

@@ -1,10 +1,10 @@
 """The order of an epoch: shuffle modes and the split between shards.
 
 A sampler (``recordio.dataset.samplers``) gives the global order of an epoch (``order(n, seed,
-epoch, source)``); a distributed one also says which shard this process is. ``DefaultOrder`` is the sampler a source builds
-from its ``shuffle``/``num_shards``/``shard_id``/``num_padded`` arguments. Randomness comes from
-``(config seed, epoch)`` only, so every rank draws the same order and each epoch reshuffles
-deterministically.
+epoch, source)``); a distributed one also says which shard this process is. ``DefaultOrder`` is the
+sampler a source builds from its ``shuffle``/``num_shards``/``shard_id``/``num_padded`` arguments.
+Randomness comes from ``(config seed, epoch)`` only, so every rank draws the same order and each
+epoch reshuffles deterministically.
 
 Every shard (rank, DataLoader worker) computes the same *global order* of the epoch from
 ``(seed, epoch)`` alone, then takes its share of it: shard ``s`` of ``W`` takes the positions

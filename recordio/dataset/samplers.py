@@ -103,7 +103,7 @@ class Sampler:
         if self.child_sampler is None:
             return self._own_order(n, seed, epoch, source)
         if _mindspore_orders() and _random_chain(self):
-            ms_order._refuse(type(self).__name__, "a sampler chain (add_child / add_sampler) that shuffles")
+            ms_order.refuse(type(self).__name__, "a sampler chain (add_child / add_sampler) that shuffles")
         base = child_output(self.child_sampler, n, _child_seed(seed), epoch, source)
         return pick(base, np.asarray(self._own_order(len(base), seed, epoch, source), dtype=np.int64))
 
@@ -254,8 +254,8 @@ class DistributedSampler(Sampler):
 
 
 def _ms_sharded(sampler, shuffle, n, epoch, source, padded=0):
-    if sampler.num_samples and ms_order._mode(shuffle, n) == "partial":
-        ms_order._refuse(type(sampler).__name__, "Shuffle.PARTIAL with shards and num_samples")
+    if sampler.num_samples and ms_order.shuffle_kind(shuffle, n) == "partial":
+        ms_order.refuse(type(sampler).__name__, "Shuffle.PARTIAL with shards and num_samples")
     return ms_order.distributed_order(shuffle, n, sampler.seed, epoch, source, sampler.shards[0],
                                       getattr(sampler, "by_block", False), padded)
 
@@ -289,7 +289,7 @@ class SubsetRandomSampler(SubsetSampler):
 
     def _own_order(self, n: int, seed: int, epoch: int, source: Any) -> np.ndarray:
         if _mindspore_orders():
-            ms_order._refuse("SubsetRandomSampler", "its shuffle")
+            ms_order.refuse("SubsetRandomSampler", "its shuffle")
         return epoch_rng(seed, epoch).permutation(self._checked(n))
 
 
@@ -324,7 +324,7 @@ class PKSampler(Sampler):
     def order(self, n: int, seed: int, epoch: int, source: Any) -> np.ndarray:
         groups = self._classes(source)
         if self.shuffle and _mindspore_orders():
-            ms_order._refuse("PKSampler(shuffle=True)", "its shuffle")
+            ms_order.refuse("PKSampler(shuffle=True)", "its shuffle")
         rng = epoch_rng(seed, epoch)
         picks = []
         for k in (rng.permutation(len(groups)) if self.shuffle else range(len(groups))):
