@@ -198,3 +198,23 @@ def test_vectorised_draws_equal_one_engine_per_draw():
 
 def test_seeds_wrap_at_2_to_the_32():
     assert ms_order.shuffle_list(list(range(9)), 2 ** 32) == ms_order.shuffle_list(list(range(9)), 0)
+
+
+def test_a_state_resumes_only_under_the_order_mode_that_saved_it(files):
+    from recordio.errors import PipelineError
+    config.set_seed(8)
+    config.set_order_mode("mindspore")
+    try:
+        (whole,) = epochs(MindDataset(files, num_shards=2, shard_id=1))
+        data = MindDataset(files, num_shards=2, shard_id=1)
+        it = data.create_dict_iterator(num_epochs=1, output_numpy=True)
+        head = [int(next(it)["id"]) for _ in range(5)]
+        state = it.state_dict()
+        again = MindDataset(files, num_shards=2, shard_id=1)
+        again.load_state_dict(state)
+        (rest,) = epochs(again)
+        assert head + rest == whole and state["order"] == "mindspore"
+    finally:
+        config.set_order_mode("recordio")
+    with pytest.raises(PipelineError, match="order mode 'mindspore', but the order mode is now 'recordio'"):
+        MindDataset(files, num_shards=2, shard_id=1).load_state_dict(state)

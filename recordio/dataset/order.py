@@ -27,7 +27,7 @@ from recordio.dataset.permutation import KeyedPermutation, LazyIds, Positions
 from recordio.keys import hash_words
 
 __all__ = ["Shuffle", "consumed_after", "epoch_rng", "files_order",
-           "global_order", "infile_order", "shard_positions", "shuffle_mode", "ORDER_VERSION", "iter_chunks",
+           "global_order", "infile_order", "shard_positions", "shuffle_mode", "ORDER_VERSION", "order_version", "iter_chunks",
            "consumed_chunks"]
 
 _SOURCE_TAG = 0x5EED_0F_0DE5
@@ -52,6 +52,13 @@ class Shuffle(str, enum.Enum):
 
 PARTIAL_WINDOW = 1_000_000          # rows per window of Shuffle.PARTIAL (MindSpore's)
 ADAPTIVE_LIMIT = 100_000_000        # Shuffle.ADAPTIVE is GLOBAL up to this many rows (MindSpore's)
+
+
+def order_version():
+    """The order version a resume state records: :data:`ORDER_VERSION`, or ``"mindspore"`` under
+    ``config.set_order_mode("mindspore")`` (MindSpore's orders name other rows at each position)."""
+    from recordio import config
+    return "mindspore" if config.get_order_mode() == "mindspore" else ORDER_VERSION
 
 
 def partial_order(n, rng, window=None):
