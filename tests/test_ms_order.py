@@ -11,7 +11,7 @@ from ms_client import run_oracle
 from ms_oracle import build_pipeline, from_plain
 from recordio import config
 from recordio.dataset import (DistributedSampler, GeneratorDataset, MindDataset, PKSampler, RandomSampler,
-                              SequentialSampler, Shuffle, SubsetRandomSampler)
+                              SequentialSampler, Shuffle)
 from recordio.dataset import ms_order
 from recordio.mindrecord import FileWriter
 
@@ -113,8 +113,6 @@ def test_the_default_mode_is_untouched(files):
 def test_what_the_mode_does_not_reproduce_is_refused(files, mindspore_orders):
     with pytest.raises(NotImplementedError, match="MindDataset's orders only"):
         epochs(GeneratorDataset([(i,) for i in range(5)], ["id"], shuffle=True))
-    with pytest.raises(NotImplementedError, match="SubsetRandomSampler"):
-        epochs(MindDataset(files, sampler=SubsetRandomSampler([1, 2])))
     with pytest.raises(NotImplementedError, match="PKSampler"):
         epochs(MindDataset(files, sampler=PKSampler(2, shuffle=True, class_column="id")))
     chained = MindDataset(files, sampler=RandomSampler())
@@ -151,6 +149,8 @@ def cases(paths):
         out[f"{seed} RandomSampler num_samples"] = {"dataset_files": paths,
                                                     "sampler": ["RandomSampler", {"num_samples": 11}]}
         out[f"{seed} single file"] = {"dataset_files": paths[0]}
+        out[f"{seed} SubsetRandomSampler"] = {"dataset_files": paths,
+                                              "sampler": ["SubsetRandomSampler", {"indices": [3, 40, 7, 7, 22, 0, 31]}]}
     return {f"{name} {env}": (kwargs, env) for name, kwargs in out.items() for env in ("slice", "block")}
 
 

@@ -288,8 +288,8 @@ class SubsetRandomSampler(SubsetSampler):
         return Shuffle.GLOBAL
 
     def _own_order(self, n: int, seed: int, epoch: int, source: Any) -> np.ndarray:
-        if _mindspore_orders():
-            ms_order.refuse("SubsetRandomSampler", "its shuffle")
+        if _mindspore_orders():      # MindSpore's: one shuffle of the indices, the same every epoch
+            return np.asarray(ms_order.shuffle_list(self._checked(n).tolist(), seed + 1), dtype=np.int64)
         return epoch_rng(seed, epoch).permutation(self._checked(n))
 
 
