@@ -232,6 +232,7 @@ class DistributedSampler(Sampler):
             raise ValueError(f"Input shard_id is not within the required interval of [0, {num_shards}]. "
                              f"shard_id must be an int in [0, {num_shards}], got {shard_id!r}")
         self.shards = (num_shards, shard_id)
+        self.num_shards, self.shard_id = num_shards, shard_id
         self.shuffle = _distributed_mode(shuffle)
         self.offset = offset
         self.by_block = os.environ.get("MS_DEV_MINDRECORD_SHARD_BY_BLOCK", "").lower() in ("true", "1")
@@ -249,7 +250,7 @@ class DistributedSampler(Sampler):
 
     def _own_total(self, n: int, source: Any) -> int:
         if _mindspore_orders():
-            return ms_order.dealt_total(self.shuffle, n, self.shards[0])
+            return ms_order.dealt_total(self.shuffle, n, self.num_shards)
         return n
 
 
