@@ -5,8 +5,9 @@ setter validates its argument; every getter returns the current value.
 """
 
 __all__ = [
-    "get_auto_offload", "get_bytes_form", "get_num_parallel_workers", "get_prefetch_size", "get_seed",
-    "set_auto_offload", "set_bytes_form", "set_num_parallel_workers", "set_prefetch_size", "set_seed",
+    "get_auto_offload", "get_bytes_form", "get_num_parallel_workers", "get_order_mode", "get_prefetch_size",
+    "get_seed", "set_auto_offload", "set_bytes_form", "set_num_parallel_workers", "set_order_mode",
+    "set_prefetch_size", "set_seed",
 ]
 
 DEFAULT_SEED = 5489  # MindSpore's default (the mt19937 default seed)
@@ -15,6 +16,8 @@ _settings: dict[str, int | bool] = {"seed": DEFAULT_SEED, "prefetch_size": 16, "
                                    "auto_offload": False}
 _BYTES_FORMS = ("uint8", "mindspore")
 _bytes_form = ["uint8"]
+_ORDER_MODES = ("recordio", "mindspore")
+_order_mode = ["recordio"]
 
 
 def _positive_int(name, value, limit=None):
@@ -81,3 +84,19 @@ def set_bytes_form(form: str) -> None:
 def get_bytes_form() -> str:
     """The current bytes form (see :func:`set_bytes_form`)."""
     return _bytes_form[0]
+
+
+def set_order_mode(mode: str) -> None:
+    """Which row orders a ``MindDataset`` reads in: ``"recordio"`` (default: keyed permutations,
+    O(1) memory, the same for any worker count, resumable at a position) or ``"mindspore"``
+    (MindSpore 2.10's own orders for its seed, shuffle modes, samplers and shards, so that an
+    experiment's data order carries over; a permutation per epoch, computed in Python;
+    ``recordio.dataset.ms_order``). Read when an epoch is ordered."""
+    if mode not in _ORDER_MODES:
+        raise ValueError(f"order mode must be one of {_ORDER_MODES}, got {mode!r}")
+    _order_mode[0] = mode
+
+
+def get_order_mode() -> str:
+    """The current order mode (see :func:`set_order_mode`)."""
+    return _order_mode[0]

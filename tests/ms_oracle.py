@@ -142,15 +142,37 @@ def batch_map(a, b, info):
     return b, a
 
 
+def make_sampler(ds, desc):
+    """``desc = [class name, kwargs]`` or ``[class name, kwargs, child desc]``: the sampler of ``ds``."""
+    kwargs = dict(desc[1])
+    if isinstance(kwargs.get("shuffle"), str):
+        kwargs["shuffle"] = getattr(ds.Shuffle, kwargs["shuffle"])
+    sampler = getattr(ds, desc[0])(**kwargs)
+    if len(desc) > 2:
+        sampler.add_child(make_sampler(ds, desc[2]))
+    return sampler
+
+
 def build_pipeline(ds, spec):
     """``spec = {"source": {MindDataset kwargs}, "steps": [[name, kwargs], ...]}`` with ``ds``
-    either ``mindspore.dataset`` or ``recordio.dataset``; steps: map (``fn`` a FUNCS key),
-    project, rename, batch (``per_batch_map`` true for :func:`batch_map`), zip and concat
-    (``with`` the kwargs of a second MindDataset, zip's optionally renamed), repeat."""
-    data = ds.MindDataset(**spec["source"])
+    either ``mindspore.dataset`` or ``recordio.dataset``; the source's ``sampler`` is a
+    :func:`make_sampler` description; steps: map (``fn`` a FUNCS key), project, rename, batch
+    (``per_batch_map`` true for :func:`batch_map`), zip and concat (``with`` the kwargs of a second
+    MindDataset, zip's optionally renamed), repeat, add_sampler / use_sampler (``sampler`` a
+    description), split (``part``: which part to keep)."""
+    source = dict(spec["source"])
+    if isinstance(source.get("shuffle"), str):
+        source["shuffle"] = getattr(ds.Shuffle, source["shuffle"])        # a Shuffle member by name
+    if "sampler" in source:
+        source["sampler"] = make_sampler(ds, source["sampler"])
+    data = ds.MindDataset(**source)
     for name, kwargs in spec["steps"]:
         kwargs = dict(kwargs)
-        if name == "map":
+        if name in ("add_sampler", "use_sampler"):
+            getattr(data, name)(make_sampler(ds, kwargs["sampler"]))
+        elif name == "split":
+            data = data.split(kwargs["sizes"], randomize=kwargs.get("randomize", True))[kwargs["part"]]
+        elif name == "map":
             data = data.map(FUNCS[kwargs.pop("fn")], **kwargs)
         elif name == "batch":
             if kwargs.pop("per_batch_map", False):
@@ -170,13 +192,21 @@ def pipeline_job(job):
     """The column names and the first ``rows`` tuples (``output_numpy=True``) of a pipeline."""
     import mindspore.dataset as ds
 
+    import os
+    os.environ.update(job.get("env", {}))
+    if job.get("seed") is not None:
+        ds.config.set_seed(job["seed"])
     data = build_pipeline(ds, job["pipeline"])
     rows = []
-    for row in data.create_tuple_iterator(num_epochs=1, output_numpy=True):
-        rows.append(to_plain(list(row)))
-        if len(rows) == job.get("rows", 8):
-            break
-    return {"names": data.get_col_names(), "rows": rows}
+    iterator = data.create_tuple_iterator(num_epochs=job.get("epochs", 1), output_numpy=True)
+    for _ in range(job.get("epochs", 1)):              # epochs one after another, rows of each in full
+        for row in iterator:
+            rows.append(to_plain(list(row)))
+            if len(rows) == job.get("rows", 8):
+                break
+    for name in job.get("env", {}):
+        del os.environ[name]
+    return {"names": data.get_col_names(), "rows": rows, "size": data.get_dataset_size()}
 
 
 JOBS = {"read": read_job, "write": write_job, "pipeline": pipeline_job}

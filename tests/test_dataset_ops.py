@@ -185,3 +185,24 @@ def test_unknown_or_unsupported_arguments_are_refused():
     with pytest.raises(NotImplementedError, match="cache"):
         numbered().map(lambda x: x, input_columns="id", cache=object())
     assert numbered().map(lambda x: x, "id", max_rowsize=16).batch(2, max_rowsize=4).get_dataset_size() == 5
+
+
+def test_flat_map_concatenates_the_datasets_each_row_gives(tmp_path):
+    path = write_numbered(tmp_path / "f.mindrecord", 6)
+    lines = tmp_path / "parts.txt"
+    lines.write_text("2\n0\n5\n")
+    from recordio.dataset import SequentialSampler, TextFileDataset
+
+    def part(line):
+        start = int(str(line))
+        return MindDataset(path, columns_list=["id"], sampler=SequentialSampler(start, 2))
+
+    data = TextFileDataset(str(lines), shuffle=False).flat_map(part)
+    assert ids_of(data.create_dict_iterator(num_epochs=1, output_numpy=True)) == [2, 3, 0, 1, 5]
+    assert data.get_dataset_size() == 5
+    one = TextFileDataset(str(lines), shuffle=False, num_samples=1).flat_map(part)
+    assert ids_of(one.create_dict_iterator(num_epochs=1, output_numpy=True)) == [2, 3]
+    with pytest.raises(TypeError, match="must return a Dataset object.*row 0"):
+        TextFileDataset(str(lines), shuffle=False).flat_map(lambda line: [line])
+    with pytest.raises(TypeError, match="func must be a function"):
+        TextFileDataset(str(lines)).flat_map(3)

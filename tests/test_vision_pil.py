@@ -25,6 +25,10 @@ CHAINS = {       # name -> [(op, kwargs), ...], built the same way by both libra
                        ("Grayscale", {"num_output_channels": 3}), ("ToTensor", {})],
     "bicubic": [("Decode", {"to_pil": True}), ("Resize", {"size": [31, 17], "interpolation": "BICUBIC"}),
                 ("ToTensor", {})],
+    "random_grey_always": [("Decode", {"to_pil": True}), ("RandomGrayscale", {"prob": 1.0}), ("ToTensor", {})],
+    "random_grey_never": [("Decode", {"to_pil": True}), ("RandomGrayscale", {"prob": 0.0}), ("ToTensor", {})],
+    "random_grey_of_grey": [("Decode", {"to_pil": True}), ("Grayscale", {}), ("RandomGrayscale", {"prob": 1}),
+                            ("ToTensor", {})],
 }
 
 
@@ -86,6 +90,23 @@ def test_to_tensor_of_an_array_and_a_grey_image():
     assert vision.ToTensor()(np.zeros((4, 5), np.uint8)).shape == (1, 4, 5)
     with pytest.raises(ValueError, match="num_output_channels"):
         vision.Grayscale(2)
+
+
+def test_random_grayscale_keeps_the_channels_and_draws_per_row(jpegs):
+    rgb = Image.open(__import__("io").BytesIO(jpegs[0].tobytes())).convert("RGB")
+    always = vision.RandomGrayscale(1.0)(rgb)
+    plane = np.asarray(rgb.convert("L"))
+    assert always.mode == "RGB" and np.array_equal(np.asarray(always), np.dstack([plane] * 3))
+    assert vision.RandomGrayscale(1.0)(rgb.convert("L")).mode == "L"
+    assert vision.RandomGrayscale(0.0)(rgb) is rgb
+    assert np.asarray(vision.RandomGrayscale(1.0)(np.asarray(rgb))).shape == np.asarray(rgb).shape
+    data = GeneratorDataset([(np.asarray(rgb),)] * 200, ["image"], shuffle=False)
+    data = data.map(vision.RandomGrayscale(0.3), input_columns="image")
+    grey = [bool(np.all(img[..., 0] == img[..., 1]) and np.all(img[..., 1] == img[..., 2]))
+            for img in (row["image"] for row in data.create_dict_iterator(num_epochs=1, output_numpy=True))]
+    assert 30 <= sum(grey) <= 90                     # about 60 of 200 rows, drawn per row
+    with pytest.raises(ValueError, match="prob"):
+        vision.RandomGrayscale(1.5)
 
 
 SCRIPT = r'''

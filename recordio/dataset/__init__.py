@@ -20,8 +20,9 @@ from recordio.dataset.mind_dataset import MindDataset
 from recordio.dataset.mix import MixedDataset, mix
 from recordio.dataset.node import Dataset
 from recordio.dataset.ops import ConcatDataset
-from recordio.dataset.order import (DistributedSampler, PKSampler, RandomSampler, Sampler, SequentialSampler,
-                                    Shuffle, SubsetRandomSampler, SubsetSampler)
+from recordio.dataset.order import Shuffle
+from recordio.dataset.samplers import (DistributedSampler, PKSampler, RandomSampler, Sampler, SequentialSampler,
+                                       SubsetRandomSampler, SubsetSampler)
 from recordio.dataset.text import TextFileDataset
 
 __all__ = ["ConcatDataset", "DSCallback", "Dataset", "DistributedSampler", "GeneratorDataset", "HostBatch",

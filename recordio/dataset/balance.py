@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from recordio.dataset.mix import apportion, draw, interleave
-from recordio.dataset.order import Sampler
+from recordio.dataset.samplers import Sampler
 from recordio.errors import PipelineError
 
 __all__ = ["WeightedClassSampler"]
@@ -30,6 +30,8 @@ _CLASS_TAG = 0xBA1A
 
 class WeightedClassSampler(Sampler):
     """Rows of each class of the indexed ``class_column`` in fixed proportions per epoch (see the module)."""
+
+    _takes_child = False
 
     def __init__(self, class_column: str = "label", class_weights: str | dict = "balanced",
                  epoch_size: int | None = None, replacement: bool = False, num_shards: int | None = None,

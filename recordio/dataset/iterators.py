@@ -18,7 +18,7 @@ import numpy as np
 
 from recordio import config
 from recordio.dataset.context import RunContext, build_plan
-from recordio.dataset.order import ORDER_VERSION
+from recordio.dataset.order import order_version
 from recordio.dataset.resume import initial_state
 from recordio.dataset.stopqueue import POLL_S, StopQueue
 from recordio.dataset.values import collate, to_numpy, to_torch
@@ -152,7 +152,7 @@ class ItemStream:
 
     def position(self):
         """The state after the last output delivered, as it stands (no look at what comes next)."""
-        return {"version": 1, "order": ORDER_VERSION, "seed": self.seed, "epoch": self.epoch,
+        return {"version": 1, "order": order_version(), "seed": self.seed, "epoch": self.epoch,
                 "delivered": self.delivered, "source": self.source, "shards": self.shards}
 
     def state_dict(self):
@@ -162,7 +162,7 @@ class ItemStream:
         epoch, delivered, source = self.epoch, self.delivered, self.source
         if self._pending is not None and self._pending[0] == "end":
             epoch, delivered, source = self._pending[1] + 1, 0, None
-        return {"version": 1, "order": ORDER_VERSION, "seed": self.seed, "epoch": epoch, "delivered": delivered,
+        return {"version": 1, "order": order_version(), "seed": self.seed, "epoch": epoch, "delivered": delivered,
                 "source": source, "shards": self.shards}
 
     def close(self):

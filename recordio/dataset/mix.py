@@ -28,6 +28,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from recordio.dataset import order as _order
+from recordio.dataset import samplers as _samplers
 from recordio.dataset.source import SampledSource
 from recordio.errors import PipelineError
 
@@ -92,8 +93,10 @@ def draw(n, count, seed, epoch, tag, shuffle=True, replacement=False):
     return items, (passes - passes[0]) if count else passes
 
 
-class MixOrder(_order.Sampler):
+class MixOrder(_samplers.Sampler):
     """The mixed global order of an epoch (see the module); split like :class:`DefaultOrder`."""
+
+    _takes_child = False
 
     def __init__(self, num_shards=None, shard_id=None):
         super().__init__(None)
@@ -177,7 +180,7 @@ def _checked_sources(datasets):
         if not isinstance(d, SampledSource) or not getattr(d, "random_access", True):
             raise PipelineError(f"mix: dataset {k} ({type(d).__name__}) is not a random-access source "
                                 f"(MindDataset, or GeneratorDataset over a sequence); map after mixing")
-        if not isinstance(sampler, _order.DefaultOrder) or sampler.shards or sampler.num_padded \
+        if not isinstance(sampler, _samplers.DefaultOrder) or sampler.shards or sampler.num_padded \
                 or sampler.num_samples:
             raise PipelineError(f"mix: dataset {k} has its own sampler, shards, padding or num_samples; the mix "
                                 f"orders and splits the rows (give num_samples, num_shards, shard_id to mix)")

@@ -52,6 +52,19 @@ def _unsupported(call, **given):
         raise NotImplementedError(f"{call}: {', '.join(names)} is not supported by recordio")
 
 
+def _chained(current, new):
+    """``new`` with ``current`` as its child, after MindSpore's checks, in its order and wording."""
+    from recordio.dataset.order import Shuffle
+    if current is not None and current.get_shuffle_mode() == Shuffle.PARTIAL:
+        raise RuntimeError("When multiple samplers are used, ensure that the shuffle of the current sampler "
+                           "must not be Shuffle.PARTIAL.")
+    if new.get_shuffle_mode() not in (Shuffle.GLOBAL, Shuffle.FALSE):
+        raise RuntimeError("When multiple samplers are used, ensure that the shuffle of the input sampler "
+                           f"must be Shuffle.FALSE or Shuffle.GLOBAL, but got: {new.get_shuffle_mode()}.")
+    new.add_child(current)
+    return new
+
+
 class Dataset:
     """Base of every pipeline node; the builder methods mirror ``mindspore.dataset.Dataset``."""
 
@@ -216,6 +229,52 @@ class Dataset:
     def __add__(self, other: Dataset) -> Dataset:
         return self.concat(other)
 
+    def flat_map(self, func: Callable[..., Dataset]) -> Dataset:
+        """``func(*row)`` for every row of one epoch of this dataset (numpy values), each returning a
+        dataset; the result is those datasets concatenated in row order (MindSpore's ``flat_map``:
+        this dataset is read now, when ``flat_map`` is called)."""
+        if not callable(func):
+            raise TypeError("func must be a function.")
+        parts = []
+        iterator = self.create_tuple_iterator(num_epochs=1, output_numpy=True)
+        try:
+            for k, row in enumerate(iterator):
+                part = func(*row)
+                if not isinstance(part, Dataset):
+                    raise TypeError(f"flat_map must return a Dataset object. flat_map: func returned "
+                                    f"{type(part).__name__} for row {k}")
+                parts.append(part)
+        finally:
+            iterator.close()
+        if not parts:
+            raise TypeError("flat_map must return a Dataset object. flat_map: the dataset has no rows")
+        return parts[0] if len(parts) == 1 else parts[0].concat(parts[1:])
+
+    # -- sampler chains (recordio.dataset.samplers) ------------------------------------------------------
+    def _current_sampler(self, call):
+        from recordio.dataset.samplers import Sampler
+        sampler = getattr(self, "sampler", None)
+        if not isinstance(sampler, Sampler):
+            raise PipelineError(f"{call}: {type(self).__name__} has no sampler; samplers apply to the sources "
+                                f"read by row (MindDataset, GeneratorDataset over a random-access source)")
+        return sampler
+
+    def add_sampler(self, new_sampler: Any) -> None:
+        """Chain ``new_sampler`` onto this source (MindSpore's ``add_sampler``): it samples the rows the
+        current sampler gives (that sampler's order, shard and ``num_samples``), e.g. a
+        ``DistributedSampler`` splitting a ``RandomSampler``'s order. ``new_sampler``'s shuffle must
+        be ``GLOBAL`` or ``FALSE``, the current one's not ``PARTIAL``."""
+        from recordio.dataset.samplers import check_new_sampler
+        self.sampler = _chained(self._current_sampler("add_sampler"), check_new_sampler(new_sampler))
+
+    def use_sampler(self, new_sampler: Any) -> None:
+        """Replace the last sampler of the chain with ``new_sampler`` (MindSpore's ``use_sampler``): the
+        current sampler's child, if any, stays and ``new_sampler`` samples its rows; a split part's
+        rows stay the part's."""
+        from recordio.dataset.samplers import check_new_sampler
+        check_new_sampler(new_sampler)
+        self.sampler = _chained(self._current_sampler("use_sampler").child_sampler, new_sampler)
+
     # -- facts ----------------------------------------------------------------------------------------
     def get_col_names(self) -> list[str]:
         """The output column names; every output (dict keys, tuples) follows this order."""
@@ -316,6 +375,23 @@ class Dataset:
         """Make the next iterator of this pipeline start where ``state`` says."""
         from recordio.dataset.resume import check_state
         self._pending_state = check_state(state)
+
+    def set_init_step(self, init_step: int) -> None:
+        """Make the next iterator start at global step ``init_step`` (MindSpore's fast recovery):
+        epoch ``init_step // get_dataset_size()``, after its first ``init_step % size`` outputs.
+        A ``load_state_dict`` of the matching state, under ``config.get_seed()`` of now."""
+        if isinstance(init_step, bool) or not isinstance(init_step, int) or init_step < 0:
+            raise ValueError(f"set_init_step: init_step must be an int >= 0, got {init_step!r}")
+        from recordio import config
+        from recordio.dataset.resume import initial_state
+        size = self.get_dataset_size()
+        epoch, delivered = divmod(init_step, size) if size else (0, 0)
+        self.load_state_dict(dict(initial_state(config.get_seed()), epoch=epoch, delivered=delivered))
+        self._init_step = init_step
+
+    def get_init_step(self) -> int:
+        """The step given to :meth:`set_init_step` (0 without one)."""
+        return getattr(self, "_init_step", 0)
 
     def save(self, file_name: str, num_files: int = 1, file_type: str = "mindrecord") -> None:
         """Write the pipeline's output as a MindRecord dataset of ``num_files`` shards (schema from

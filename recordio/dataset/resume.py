@@ -11,12 +11,13 @@ buffer, take/skip, zip or concat) resumes there without reading what was deliver
 number of shards; the others replay the epoch and drop the first ``delivered`` outputs, which needs
 the same sharding.
 
-``order`` is the version of the shuffled orders (``order.ORDER_VERSION``; a state without it is of
-version 1): a state saved inside an epoch resumes only under the order version that saved it, since
-its positions name other rows under another; a state at an epoch's start resumes under any.
+``order`` is the version of the shuffled orders (``order.ORDER_VERSION``, or ``"mindspore"`` under
+``config.set_order_mode("mindspore")``; a state without it is of version 1): a state saved inside an
+epoch resumes only under the order that saved it, since its positions name other rows under
+another; a state at an epoch's start resumes under any.
 """
 
-from recordio.dataset.order import ORDER_VERSION
+from recordio.dataset.order import order_version
 from recordio.errors import PipelineError
 
 __all__ = ["check_state", "initial_state"]
@@ -25,7 +26,7 @@ VERSION = 1
 
 
 def initial_state(seed):
-    return {"version": VERSION, "order": ORDER_VERSION, "seed": seed, "epoch": 0, "delivered": 0, "source": None}
+    return {"version": VERSION, "order": order_version(), "seed": seed, "epoch": 0, "delivered": 0, "source": None}
 
 
 def check_state(state):
@@ -43,16 +44,20 @@ def check_state(state):
     if clean["epoch"] < 0 or clean["delivered"] < 0:
         raise PipelineError(f"load_state_dict: negative epoch or count in {state!r}")
     _check_order(state.get("order", 1), clean)
-    clean["order"] = ORDER_VERSION
+    clean["order"] = order_version()
     return clean
 
 
 def _check_order(order, clean):
-    if order == ORDER_VERSION or (clean["delivered"] == 0 and clean["source"] is None):
+    current = order_version()
+    if order == current or (clean["delivered"] == 0 and clean["source"] is None):
         return
-    raise PipelineError(f"load_state_dict: this state was saved inside epoch {clean['epoch']} under shuffle order "
-                        f"version {order!r}, but this recordio draws shuffled epochs with order version "
-                        f"{ORDER_VERSION} (a keyed Feistel permutation instead of a stored numpy permutation): "
-                        f"its positions would name other rows. Resume with the recordio version that saved it, "
-                        f"or restart at the next epoch: state['epoch'] += 1, state['delivered'] = 0, "
-                        f"state['source'] = None")
+    if "mindspore" in (order, current):
+        how = (f"order mode {'mindspore' if order == 'mindspore' else 'recordio'!r}, but the order mode is now "
+               f"{'mindspore' if current == 'mindspore' else 'recordio'!r} (config.set_order_mode)")
+    else:
+        how = (f"order version {order!r}, but this recordio draws shuffled epochs with order version {current} "
+               f"(a keyed Feistel permutation instead of a stored numpy permutation)")
+    raise PipelineError(f"load_state_dict: this state was saved inside epoch {clean['epoch']} under shuffle {how}: "
+                        f"its positions would name other rows. Resume as it was saved, or restart at the next "
+                        f"epoch: state['epoch'] += 1, state['delivered'] = 0, state['source'] = None")

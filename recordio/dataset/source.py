@@ -15,6 +15,7 @@ import numpy as np
 
 
 from recordio.dataset import order as _order
+from recordio.dataset.samplers import split_sampler
 from recordio.dataset.node import Dataset, Item
 from recordio.dataset.permutation import pick
 from recordio.errors import PipelineError
@@ -90,7 +91,7 @@ class SampledSource(Dataset):
         """Non-overlapping datasets of ``sizes`` rows (ints summing to the size, or fractions summing
         to 1, rounded as MindSpore does); with ``randomize`` the rows are dealt from one fixed random
         order of ``config.get_seed()``. Each split reads its rows in the same order every epoch (as
-        MindSpore's); give it a sampler (``use_sampler``-style: ``split.sampler = ...``) to change it."""
+        MindSpore's); ``use_sampler`` on a part samples the part's rows."""
         if self.sampler.shards is not None:
             raise PipelineError("split: the dataset should not be sharded before split")
         absolute = split_sizes(sizes, self._num_rows())
@@ -99,7 +100,7 @@ class SampledSource(Dataset):
             from recordio import config
             ids = _order.epoch_rng(config.get_seed(), 0, _SPLIT_TAG).permutation(ids)
         starts = np.concatenate([[0], np.cumsum(absolute)[:-1]])
-        return tuple(self._with_sampler(_order.SubsetSampler(ids[s:s + n])) for s, n in zip(starts, absolute))
+        return tuple(self._with_sampler(split_sampler(ids[s:s + n])) for s, n in zip(starts, absolute))
 
     def _with_sampler(self, sampler):
         clone = copy.copy(self)

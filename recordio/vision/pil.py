@@ -17,9 +17,11 @@ from typing import Any
 import numpy as np
 
 from recordio.errors import FormatError
+from recordio.keys import current_keys
+from recordio.vision._checks import check_prob
 from recordio.vision._geometry import Inter
 
-__all__ = ["Grayscale", "ToTensor", "center_crop", "decode", "is_pil", "resize"]
+__all__ = ["Grayscale", "RandomGrayscale", "ToTensor", "center_crop", "decode", "is_pil", "resize"]
 
 
 def is_pil(value):
@@ -90,6 +92,24 @@ class Grayscale:
 
     def __repr__(self):
         return f"Grayscale(num_output_channels={self.num_output_channels})"
+
+
+class RandomGrayscale:
+    """:class:`Grayscale` with probability ``prob`` (MindSpore's): a grey ("L") image stays one
+    channel, any other becomes three identical channels. Takes a PIL image (or a uint8 array, which
+    MindSpore refuses), draws from the pipeline's keyed randomness."""
+
+    def __init__(self, prob: float = 0.1) -> None:
+        self.prob = check_prob("prob", prob)
+
+    def __call__(self, img):
+        if not current_keys().bernoulli(0, self.prob)[0]:
+            return img
+        grey = img.mode == "L" if is_pil(img) else np.ndim(img) == 2
+        return Grayscale(1 if grey else 3)(img)
+
+    def __repr__(self):
+        return f"RandomGrayscale(prob={self.prob})"
 
 
 class ToTensor:
