@@ -82,6 +82,29 @@ def test_a_killed_worker_is_reported():
     assert not my_shm_files()
 
 
+def _die_on_first(chunk):
+    if chunk[0] == 0:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return chunk
+
+
+def test_a_worker_dead_before_the_next_chunk_is_handed_out_is_reported():
+    """The pool broke while the consumer was still handing out chunks: the hand-out reports it too."""
+    from recordio.dataset.workers import ProcessRunner
+
+    def chunks():
+        yield [0]
+        time.sleep(1.0)                  # the worker is dead by now
+        yield [1]
+
+    runner = ProcessRunner(_die_on_first, 1, 2)
+    try:
+        with pytest.raises(WorkerError, match="died"):
+            list(runner.imap(chunks()))
+    finally:
+        runner.close()
+
+
 @pytest.mark.parametrize("processes", [False, True])
 def test_break_and_garbage_collection_leave_nothing_behind(processes):
     threads = threading.active_count()

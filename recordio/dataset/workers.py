@@ -131,16 +131,22 @@ class ProcessRunner(_PooledRunner):
                                                initializer=_init_worker, initargs=(self.fn,))
         n = next(self.count)
         path_in = shm.dump(chunk, f"{self.prefix}{n}-in")
-        return self.pool.submit(_run_task, path_in, f"{self.prefix}{n}-out")
+        try:
+            return self.pool.submit(_run_task, path_in, f"{self.prefix}{n}-out")
+        except cf.process.BrokenProcessPool as e:      # a worker died before this chunk was handed out
+            raise self._died(e) from e
 
     def _result(self, future):
         try:
             path_out = future.result()
         except cf.process.BrokenProcessPool as e:
-            codes = [p.exitcode for p in (self.pool._processes or {}).values()] if self.pool else []
-            raise WorkerError(f"a worker process of {self.name} died (exit codes {codes}); "
-                              "its rows are lost, so the iteration stops") from e
+            raise self._died(e) from e
         return shm.load(path_out)
+
+    def _died(self, error):
+        codes = [p.exitcode for p in (self.pool._processes or {}).values()] if self.pool else []
+        return WorkerError(f"a worker process of {self.name} died (exit codes {codes}); its rows are lost, "
+                           f"so the iteration stops")
 
     def close(self):
         if self.pool is not None:
