@@ -4,8 +4,7 @@
 and the pipeline's ``batch`` run. Rows are located in bulk (``Locations.bulk``); the raw records of a
 batch are decoded by one msgpack call (the records, prefixed with a msgpack array header, are one
 msgpack array); blob fields are cut at their big-endian length prefixes with numpy and gathered from
-the mapped pages: parts at a fixed stride (rows of equal size, one after another in a page) in one
-strided copy. Every value is copied out of the maps, so nothing returned keeps a map open.
+the mapped pages: parts of equal size by one numpy take over a window view of the map. Every value is copied out of the maps, so nothing returned keeps a map open.
 
 Anything the fast path does not expect (a record that is not a map of the schema's fields, a value
 of another type, a blob part that does not fit) sends the batch through the row-wise decoder
@@ -37,7 +36,6 @@ from recordio.mindrecord.schema import INT_RANGE
 __all__ = ["BytesColumn", "read_columns", "row_numbers"]
 
 _unpackb = functools.partial(msgpack.unpackb, raw=False, strict_map_key=False)
-_STRIDED_RUNS = 16        # a gather of more runs than this copies row by row instead
 _FANCY_BYTES = 1 << 16    # short rows are gathered by one fancy index up to this many bytes
 
 
@@ -203,7 +201,7 @@ def _records(buf, starts, ends, nfields):
         raise _Slow from None
     # a record that is not a map of exactly the schema's fields (or bytes parsed across a record's
     # end) is the row-wise decoder's to judge
-    if any(type(r) is not dict or len(r) != nfields for r in records):
+    if set(map(type, records)) != {dict} or set(map(len, records)) != {nfields}:
         raise _Slow
     return records
 
@@ -322,30 +320,16 @@ def _concat(buf, starts, ends):
 
 
 def _gather2d(buf, starts, size):
-    """An ``(n, size)`` uint8 copy of the ``size`` bytes at each of ``starts`` in ``buf``."""
-    n = len(starts)
-    data = np.frombuffer(buf, dtype=np.uint8)
+    """An ``(n, size)`` uint8 copy of the ``size`` bytes at each of ``starts`` in ``buf``: one numpy
+    take over a window view of the buffer (row ``s`` of the view is ``buf[s:s + size]``)."""
+    if size == 0:
+        return np.zeros((len(starts), 0), np.uint8)
+    data = windows = np.frombuffer(buf, dtype=np.uint8)
     try:
-        if size == 0:
-            return np.zeros((n, 0), np.uint8)
-        if n * size <= _FANCY_BYTES:
-            return data[starts[:, None] + np.arange(size)]
-        steps = np.diff(starts)
-        cuts = np.flatnonzero(steps[1:] != steps[:-1]) + 1 if n > 2 else np.zeros(0, np.int64)
-        if len(cuts) < _STRIDED_RUNS:       # runs at a fixed stride: one strided copy each
-            out = np.empty((n, size), np.uint8)
-            bounds = [0, *cuts.tolist(), n]
-            for lo, hi in zip(bounds, bounds[1:]):
-                stride = int(starts[lo + 1] - starts[lo]) if hi - lo > 1 else size
-                out[lo:hi] = np.lib.stride_tricks.as_strided(data[int(starts[lo]):], (hi - lo, size),
-                                                             (stride, 1), writeable=False)
-            return out
-        out = np.empty((n, size), np.uint8)
-        for i, a in enumerate(starts.tolist()):
-            out[i] = data[a:a + size]
-        return out
+        windows = np.lib.stride_tricks.as_strided(data, (len(data) - size + 1, size), (1, 1), writeable=False)
+        return windows[starts]
     finally:
-        del data
+        del data, windows
 
 
 # --- the row-wise forms ----------------------------------------------------------------------------------
