@@ -7,6 +7,10 @@ Measured in one run, on the same rows (``tools/workloads.py``, seeded):
 * the same payload bytes written to / read from one flat file (the page-cache copy limit;
   the write is fsync-ed like the dataset's);
 * ``FileReader`` sequential (rows as dicts), with ``verify=True``, and random ``reader[i]``;
+* ``FileReader.read_batch`` in batches of 256 (columns into numpy), in order and shuffled, each also
+  as a fraction of the flat read of the same bytes (the limit), against Hugging Face ``datasets``
+  reading the same rows from Arrow (``with_format("numpy")``, batches of 256) and MindSpore's
+  ``MindDataset(shuffle=False).batch(256)`` (best of 1, 2 and 4 workers);
 * MindSpore 2.10's ``FileWriter``, ``FileReader`` and ``MindDataset(shuffle=False)`` in a
   subprocess when ``--mindspore-python`` names a Python that has it;
 * ``recordio count`` on a 1M-row dataset (tiny schema), the whole process timed.
@@ -121,6 +125,37 @@ def read_sequential(path, verify=False):
             pass
 
 
+def read_batches(path, order=None, batch=256):
+    """Every row through ``FileReader.read_batch`` in batches of ``batch`` (in ``order`` when given)."""
+    from recordio import FileReader
+
+    with FileReader(path) as reader:
+        n = len(reader)
+        for start in range(0, n, batch):
+            reader.read_batch(slice(start, start + batch) if order is None else order[start:start + batch])
+
+
+def hf_dataset(folder, name, rows):
+    """The rows as a Hugging Face ``datasets`` dataset saved as Arrow; its folder (None without ``datasets``)."""
+    try:
+        import datasets
+    except ImportError:
+        return None
+    columns = {k: [r[k].tolist() if isinstance(r[k], np.ndarray) else r[k] for r in rows] for k in rows[0]}
+    target = os.path.join(folder, f"{name}.hf")
+    datasets.Dataset.from_dict(columns).save_to_disk(target)
+    return target
+
+
+def read_hf(target, batch=256):
+    """Every row of the saved Arrow dataset in batches of ``batch``, ``with_format("numpy")``."""
+    import datasets
+
+    data = datasets.load_from_disk(target).with_format("numpy")
+    for start in range(0, len(data), batch):
+        data[start:start + batch]
+
+
 def random_reader(path, count):
     """An open reader and a function doing ``count`` random ``reader[i]`` (the open is not timed)."""
     from recordio import FileReader
@@ -170,7 +205,15 @@ def minddataset():
     n = sum(1 for _ in ds.MindDataset(path, shuffle=False).create_dict_iterator(num_epochs=1, output_numpy=True))
     return time.perf_counter() - start, n
 
+def minddataset_batched(workers):
+    d = ds.MindDataset(path, shuffle=False, num_parallel_workers=workers).batch(256)
+    start = time.perf_counter()
+    n = sum(len(b["label"]) for b in d.create_dict_iterator(num_epochs=1, output_numpy=True))
+    return time.perf_counter() - start, n
+
 out = {}
+best = min(min(minddataset_batched(w) for _ in range(repeats)) for w in (1, 2, 4))
+out["minddataset_batched_s"], out["minddataset_batched_rows"] = best
 for label, fn in (("write", write), ("filereader", filereader), ("minddataset", minddataset)):
     runs = [fn() for _ in range(repeats)]
     out[label + "_s"], out[label + "_rows"] = min(runs)
@@ -248,17 +291,24 @@ def measure_writes(folder, name, rows, repeats):
     return path, flat, times
 
 
-def measure_reads(path, flat, repeats):
-    """Best seconds of sequential reads (with and without verify), the flat read and random reads."""
+def measure_reads(path, flat, repeats, hf=None):
+    """Best seconds of sequential reads (with and without verify), the flat read, random reads, batched
+    columnar reads (in order and shuffled) and Hugging Face's batched Arrow read (``hf``: its folder)."""
     read_sequential(path)                                # warm: page cache and imports
     read_flat(flat)
     reader, random_reads, count = random_reader(path, RANDOM_READS)
+    order = np.random.default_rng(0).permutation(len(reader))
     with reader:
         random_reads()
         tasks = {"sequential": (lambda: read_sequential(path), None),
                  "verify": (lambda: read_sequential(path, verify=True), None),
                  "flat": (lambda: read_flat(flat), None),
-                 "random": (random_reads, None)}
+                 "random": (random_reads, None),
+                 "batch": (lambda: read_batches(path), None),
+                 "batch_shuffled": (lambda: read_batches(path, order), None)}
+        if hf is not None:
+            read_hf(hf)
+            tasks["hf"] = (lambda: read_hf(hf), None)
         times = interleaved_best(tasks, repeats)
     times["random_rows"] = count
     return times
@@ -282,6 +332,7 @@ def workload_rows_out(name, n, mb, w, r, ms):
            row(f"{name} read, verify=True vs off", n / r["verify"], "rows/s", "verify=False", n / r["sequential"]),
            row(f"{name} random reader[i]", r["random_rows"] / r["random"], "rows/s", None, None,
                ">= 80k rows/s" if name == "cifar" else "")]
+    out += batch_rows_out(name, n, mb, r, ms)
     if ms:
         out += [row(f"{name} write vs MindSpore FileWriter", n / w["plain"], "rows/s", "MindSpore FileWriter",
                     n / ms["write_s"], write_target if name != "jpeg" else ""),
@@ -292,14 +343,45 @@ def workload_rows_out(name, n, mb, w, r, ms):
     return out
 
 
+BATCH_TARGETS = {"cifar": (">= 1M rows/s", ">= 2x HF", ">= 20x MindSpore", ">= 500k rows/s"),
+                 "jpeg": ("", "", "", ""), "arrays": ("", "", "", "")}
+
+
+def batch_rows_out(name, n, mb, r, ms):
+    """Rows of the batched columnar read (``read_batch``, batches of 256): rates, each also as a fraction
+    of the flat read of the same bytes (the limit), and against HF datasets and MindSpore's batch."""
+    limit = n / r["flat"]
+    rate, target = n / r["batch"], BATCH_TARGETS[name]
+    out = [row(f"{name} read_batch(256) in order / flat limit", rate, "rows/s", "flat read", limit, target[0]),
+           row(f"{name} read_batch(256) MB/s / flat limit", mb / r["batch"], "MB/s", "flat read", mb / r["flat"],
+               ">= 0.8x flat" if name == "jpeg" else ""),
+           row(f"{name} read_batch(256) shuffled / flat limit", n / r["batch_shuffled"], "rows/s", "flat read",
+               limit, target[3]),
+           row(f"{name} read_batch(256) vs dict rows", rate, "rows/s", "FileReader rows", n / r["sequential"],
+               ">= 3x" if name == "arrays" else "")]
+    if "hf" in r:
+        out += [row(f"{name} read_batch(256) vs HF datasets numpy", rate, "rows/s", "HF with_format(numpy)",
+                    n / r["hf"], target[1]),
+                row(f"{name} HF datasets numpy / flat limit", n / r["hf"], "rows/s", "flat read", limit)]
+    if ms and "minddataset_batched_s" in ms:
+        theirs = ms["minddataset_batched_rows"] / ms["minddataset_batched_s"]
+        out += [row(f"{name} read_batch(256) vs MindSpore batch(256)", rate, "rows/s",
+                    "MindSpore MindDataset.batch(256), best of 1/2/4 workers", theirs, target[2]),
+                row(f"{name} MindSpore batch(256) / flat limit", theirs, "rows/s", "flat read", limit)]
+    return out
+
+
 def bench_workload(folder, name, n, repeats, mindspore_python):
     rows, origin = workload_rows(name, n)
     mb = sum(len(payload(r)) for r in rows) / 1e6
     print(f"  {name}: {len(rows)} rows, {mb:.1f} MB payload ({origin})", file=sys.stderr, flush=True)
     path, flat, w = measure_writes(folder, name, rows, repeats)
-    r = measure_reads(path, flat, repeats)
+    hf = hf_dataset(folder, name, rows)
+    r = measure_reads(path, flat, repeats, hf)
     remove_dataset(path)
     os.unlink(flat)
+    if hf is not None:
+        shutil.rmtree(hf, ignore_errors=True)
     ms = None
     if mindspore_python:
         ms = mindspore_storage(mindspore_python, folder, name, rows, min(repeats, MINDSPORE_REPEATS))

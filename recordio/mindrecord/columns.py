@@ -194,7 +194,7 @@ def _fast(schema, fields, buf, locs, bytes_form):
 def _records(buf, starts, ends, nfields):
     """The raw records as dicts, by one msgpack call over the records as one msgpack array."""
     n = len(starts)
-    data = _concat(buf, starts, ends)
+    data = _concat(buf, starts, ends).tobytes()
     try:
         records = _unpackb(b"\xdd" + n.to_bytes(4, "big") + data)
     except Exception:
@@ -260,7 +260,7 @@ def _blob_column(field, buf, starts, ends, bytes_form):
             return [buf[a:b] for a, b in zip(starts.tolist(), ends.tolist())]
         if equal:
             return _gather2d(buf, starts, int(sizes[0]))
-        return BytesColumn(np.frombuffer(_concat(buf, starts, ends), np.uint8),
+        return BytesColumn(_concat(buf, starts, ends),
                            np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64))
     if field.compressed:
         try:
@@ -268,15 +268,32 @@ def _blob_column(field, buf, starts, ends, bytes_form):
         except FormatError:
             raise _Slow from None
         if isinstance(flat, list):
-            return [_shaped(field, a) for a in flat]
+            return flat if field.shape == (-1,) else [_shaped(field, a) for a in flat]
         return _shaped_rows(field, flat)
     item = field.dtype.itemsize
     if (sizes % item).any():
         raise _Slow
     if equal:
         return _shaped_rows(field, _gather2d(buf, starts, int(sizes[0])).view(field.dtype))
-    return [_shaped(field, np.frombuffer(buf[a:b], field.dtype).copy())
-            for a, b in zip(starts.tolist(), ends.tolist())]
+    return _varying(field, buf, starts, ends)
+
+
+def _varying(field, buf, starts, ends):
+    """Arrays of a ``-1`` shape whose rows differ in size: a list of views of one copy of their bytes."""
+    if -1 not in field.shape:
+        raise _Slow
+    counts = (ends - starts) // field.dtype.itemsize
+    fixed = 1
+    for d in field.shape:
+        fixed *= d if d != -1 else 1
+    if (counts % fixed).any():
+        raise _Slow
+    flat = _concat(buf, starts, ends).view(field.dtype)
+    at = field.shape.index(-1)
+    before, after = field.shape[:at], field.shape[at + 1:]
+    bounds = np.concatenate([[0], np.cumsum(counts)]).tolist()
+    return [flat[a:b].reshape(before + (k,) + after)
+            for a, b, k in zip(bounds, bounds[1:], (counts // fixed).tolist())]
 
 
 def _resolved(field, count):
@@ -304,17 +321,22 @@ def _shaped_rows(field, rows2d):
 # --- gathers -----------------------------------------------------------------------------------------------
 
 def _concat(buf, starts, ends):
-    """The byte ranges ``[starts[i], ends[i])`` of ``buf``, one after another, as bytes."""
-    if len(starts) == 1 or bool((starts[1:] == ends[:-1]).all()):
-        return bytes(buf[int(starts[0]):int(ends[-1])])
-    sizes = ends - starts
-    total = int(sizes.sum())
-    if total > _FANCY_BYTES * 4:
-        return b"".join([buf[a:b] for a, b in zip(starts.tolist(), ends.tolist())])
+    """The byte ranges ``[starts[i], ends[i])`` of ``buf``, one after another, as a uint8 array."""
     data = np.frombuffer(buf, dtype=np.uint8)
     try:
-        shift = np.repeat(starts - (np.cumsum(sizes) - sizes), sizes)
-        return data[np.arange(total, dtype=np.int64) + shift].tobytes()
+        if len(starts) == 1 or bool((starts[1:] == ends[:-1]).all()):
+            return data[int(starts[0]):int(ends[-1])].copy()
+        sizes = ends - starts
+        total = int(sizes.sum())
+        if total <= _FANCY_BYTES * 4:
+            shift = np.repeat(starts - (np.cumsum(sizes) - sizes), sizes)
+            return data[np.arange(total, dtype=np.int64) + shift]
+        out = np.empty(total, np.uint8)          # large values: one copy each, straight into place
+        at = 0
+        for a, b in zip(starts.tolist(), ends.tolist()):
+            out[at:at + b - a] = data[a:b]
+            at += b - a
+        return out
     finally:
         del data
 
