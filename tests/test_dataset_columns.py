@@ -155,3 +155,17 @@ def len_of(path):
     from recordio import FileReader
     with FileReader(path) as r:
         return len(r)
+
+
+def test_bytes_batches_as_tensors():
+    """A batch's bytes become 1-D uint8 tensors (views of one tensor): the values of one tensor each."""
+    torch = pytest.importorskip("torch")
+    from recordio.dataset.values import to_torch
+    values = [b"abc", b"", bytes(range(256)), b"\x00"]
+    got = to_torch(values)
+    assert type(got) is list and len(got) == len(values)
+    for tensor, value in zip(got, values):
+        assert tensor.dtype == torch.uint8 and tensor.shape == (len(value),)
+        assert bytes(tensor.numpy().tobytes()) == value
+    got[0][0] = 0                                     # values are independent of the batch's bytes
+    assert values[0] == b"abc" and got[1].numel() == 0 and got[2][0] == 0

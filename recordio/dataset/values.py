@@ -96,11 +96,20 @@ def pad_column(name, values, shape, pad_value):
     return out
 
 
+def _bytes_tensors(values, torch):
+    """A batch's ``bytes`` values as 1-D uint8 tensors: views of one tensor, so that moving the batch
+    between processes shares one storage instead of one per value."""
+    whole = torch.from_numpy(np.frombuffer(b"".join(values), dtype=np.uint8).copy())
+    return list(torch.split(whole, [len(v) for v in values]))
+
+
 def to_torch(value):
     """A numpy value (or list of them) as a torch tensor; strings stay ``str``."""
     import torch
 
     if isinstance(value, list):
+        if value and all(type(v) is bytes for v in value):
+            return _bytes_tensors(value, torch)
         return [to_torch(v) for v in value]
     if isinstance(value, str):
         return value
