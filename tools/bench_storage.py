@@ -212,11 +212,11 @@ def minddataset_batched(workers):
     return time.perf_counter() - start, n
 
 out = {}
-best = min(min(minddataset_batched(w) for _ in range(repeats)) for w in (1, 2, 4))
-out["minddataset_batched_s"], out["minddataset_batched_rows"] = best
 for label, fn in (("write", write), ("filereader", filereader), ("minddataset", minddataset)):
     runs = [fn() for _ in range(repeats)]
     out[label + "_s"], out[label + "_rows"] = min(runs)
+best = min(min(minddataset_batched(w) for _ in range(repeats)) for w in (1, 2, 4))
+out["minddataset_batched_s"], out["minddataset_batched_rows"] = best
 print(json.dumps(out))
 """
 MINDSPORE_REPEATS = 2
