@@ -100,7 +100,7 @@ def test_golden_column_subsets_and_orders(case):
                 assert_batch_equal(narrow, narrow.read_batch(rows), rows, pick)
 
 
-def _all_types(path, n=300, equal_bytes=False, seed=0):
+def _all_types(path, n=300, equal_bytes=False, seed=0, shards=3):
     rng = np.random.default_rng(seed)
     schema = {"i32": {"type": "int32"}, "i64": {"type": "int64"}, "f32": {"type": "float32"},
               "f64": {"type": "float64"}, "s": {"type": "string"}, "b": {"type": "bytes"},
@@ -117,7 +117,7 @@ def _all_types(path, n=300, equal_bytes=False, seed=0):
                      "ints": rng.integers(-2**40, 2**40, k).astype(np.int64),
                      "ints32": rng.integers(-99, 99, (2, k)).astype(np.int32),
                      "vec": rng.standard_normal((k, 2))})
-    writer = FileWriter(path, 3)
+    writer = FileWriter(path, shards)
     writer.add_schema(schema, "all types")
     writer.write_raw_data(rows)
     writer.commit()
@@ -214,3 +214,16 @@ def test_batches_release_maps_after_close(tmp_path):
     del batches
     gc.collect()
     assert os.path.exists(path + "0")
+
+
+def test_encrypted_dataset(tmp_path):
+    from recordio.mindrecord import set_enc_key
+    set_enc_key("abcdefghijklmnop01234567")
+    try:
+        path = str(tmp_path / "e.mindrecord")
+        _all_types(path, n=50, shards=1)
+        with FileReader(path) as reader:
+            rows = np.random.default_rng(2).permutation(len(reader))
+            assert_batch_equal(reader, reader.read_batch(rows), rows.tolist())
+    finally:
+        set_enc_key(None)
