@@ -169,3 +169,13 @@ def test_bytes_batches_as_tensors():
         assert bytes(tensor.numpy().tobytes()) == value
     got[0][0] = 0                                     # values are independent of the batch's bytes
     assert values[0] == b"abc" and got[1].numel() == 0 and got[2][0] == 0
+
+
+@pytest.mark.parametrize("values", [[b"abc", b"", b"xy"], [b"ab", b"cd", b"ef"], [b"", b""]])
+def test_bytes_batches_as_arrays(values):
+    from recordio.dataset.values import to_numpy
+    got = to_numpy(list(values))
+    assert type(got) is list and len(got) == len(values)
+    for array, value in zip(got, values):
+        assert array.dtype == np.uint8 and array.shape == (len(value),) and array.tobytes() == value
+        assert not array.flags.writeable                  # as np.frombuffer of each value gives
