@@ -198,7 +198,8 @@ class MindDataset(SampledSource):
             return None
         index = self._index_columns()
         if index is not None:
-            return lambda ids: {c: arr[ids].tolist() if arr.dtype == object else arr[ids] for c, arr in index.items()}
+            return lambda ids: {c: arr[ids].tolist() if arr.dtype == object else arr[ids]
+                                for c, arr in index.items()}
         from recordio.mindrecord.columns import read_columns
         reader, names = self.reader, self._columns()
         return lambda ids: read_columns(reader, ids, names, "list")

@@ -4,7 +4,8 @@
 and the pipeline's ``batch`` run. Rows are located in bulk (``Locations.bulk``); the raw records of a
 batch are decoded by one msgpack call (the records, prefixed with a msgpack array header, are one
 msgpack array); blob fields are cut at their big-endian length prefixes with numpy and gathered from
-the mapped pages: parts of equal size by one numpy take over a window view of the map. Every value is copied out of the maps, so nothing returned keeps a map open.
+the mapped pages: parts of equal size by one numpy take over a window view of the map. Every value
+is copied out of the maps, so nothing returned keeps a map open.
 
 Anything the fast path does not expect (a record that is not a map of the schema's fields, a value
 of another type, a blob part that does not fit) sends the batch through the row-wise decoder
