@@ -227,3 +227,21 @@ def test_encrypted_dataset(tmp_path):
             assert_batch_equal(reader, reader.read_batch(rows), rows.tolist())
     finally:
         set_enc_key(None)
+
+
+@pytest.mark.parametrize("case", _cases())
+def test_row_wise_fallback_gives_the_same_columns(case, monkeypatch):
+    """The batch the row-wise decoder builds (used when the fast path declines) has the fast path's form."""
+    files = _files(case)
+    with FileReader(files) as reader:
+        rows = np.random.default_rng(4).permutation(len(reader)).tolist()
+        fast = reader.read_batch(rows)
+
+        def decline(*args):
+            raise columns._Slow
+        monkeypatch.setattr(columns, "_fast", decline)
+        slow = reader.read_batch(rows)
+        assert_batch_equal(reader, slow, rows)
+        assert list(slow) == list(fast)
+        for name in fast:
+            assert type(slow[name]) is type(fast[name]), name

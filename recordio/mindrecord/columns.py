@@ -363,7 +363,7 @@ def _column(field, values, bytes_form):
         if bytes_form == "list":
             return values
         if len({len(v) for v in values}) == 1:
-            return np.frombuffer(b"".join(values), np.uint8).reshape(len(values), -1)
+            return np.frombuffer(b"".join(values), np.uint8).reshape(len(values), len(values[0]))
         sizes = np.array([len(v) for v in values], dtype=np.int64)
         return BytesColumn(np.frombuffer(b"".join(values), np.uint8),
                            np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64))
