@@ -245,3 +245,23 @@ def test_row_wise_fallback_gives_the_same_columns(case, monkeypatch):
         assert list(slow) == list(fast)
         for name in fast:
             assert type(slow[name]) is type(fast[name]), name
+
+
+def test_memory_stays_bounded_when_batches_are_dropped(tmp_path):
+    import tracemalloc
+    path = str(tmp_path / "mem.mindrecord")
+    _all_types(path, n=300, equal_bytes=True)
+    with FileReader(path + "0") as reader:
+        order = np.random.default_rng(9).permutation(len(reader))
+        reader.read_batch(order[:64])                                    # warm: locations, maps
+        tracemalloc.start()
+        try:
+            for i in range(40):
+                reader.read_batch(order[(i * 7) % 200:(i * 7) % 200 + 64])
+            first = tracemalloc.get_traced_memory()[0]
+            for i in range(400):
+                reader.read_batch(order[(i * 7) % 200:(i * 7) % 200 + 64])
+            grown = tracemalloc.get_traced_memory()[0] - first
+        finally:
+            tracemalloc.stop()
+    assert grown < 256 * 1024, f"{grown} bytes kept after dropping 400 batches"
