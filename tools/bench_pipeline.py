@@ -6,6 +6,9 @@ Measured in one run, on the same files:
   (the access a shuffled pipeline makes) - the floors the pipeline adds overhead to;
 * ``MindDataset(...).batch(256)`` iterated with ``output_numpy=True``, shuffled (the default) and not;
 * ``torch.utils.data.DataLoader(reader, batch_size=256)`` over the same rows (map-style dataset);
+* ``FileReader.read_batch`` in batches of 256 in the pipeline's own first-epoch order (the raw
+  batched read the pipeline's batch path is measured against), ``TorchDataset`` + ``DataLoader``
+  with 2 workers, and every figure also as a fraction of the flat read of the same payload bytes;
 * MindSpore 2.10's ``MindDataset(...).batch(256)`` when ``--mindspore-python`` names a Python that
   has it (otherwise the rate measured by hand, 14.8k rows/s, is the baseline, marked ``quoted``).
 
@@ -105,6 +108,49 @@ def _raw_getitems(path, seed=0):
     return run
 
 
+def _flat(path, n):
+    """The rows' payload bytes as one flat file, and a function reading it (the limit)."""
+    flat = path + ".flat"
+    with open(flat, "wb") as f:
+        for row in _workload(n):
+            f.write(row["image"] + row["label"].tobytes())
+    buffer = bytearray(1 << 20)
+
+    def run():
+        with open(flat, "rb", buffering=0) as f:
+            while f.readinto(buffer):
+                pass
+        return n
+    return run
+
+
+def _raw_batches(path, shuffle):
+    """``FileReader.read_batch`` in batches of 256, in the order the pipeline's first epoch reads."""
+    import numpy as np
+    from recordio import config
+    from recordio.dataset import MindDataset
+    from recordio.mindrecord.reader import FileReader
+    reader = FileReader(path)
+    ds = MindDataset(path, shuffle=shuffle)
+    order = np.asarray(ds.sampler.order(len(reader), config.get_seed(), 0, ds), dtype=np.int64)
+
+    def run():
+        return sum(len(reader.read_batch(order[i:i + BATCH])["label"]) for i in range(0, len(order), BATCH))
+    return run
+
+
+def _torch_loader(path, workers):
+    """``DataLoader(TorchDataset(MindDataset(path).batch(256)), batch_size=None, num_workers=workers)``."""
+    import torch.utils.data
+    from recordio.dataset import MindDataset, TorchDataset
+    ds = MindDataset(path).batch(BATCH)
+
+    def run():
+        loader = torch.utils.data.DataLoader(TorchDataset(ds), batch_size=None, num_workers=workers)
+        return sum(len(b["label"]) for b in loader)
+    return run
+
+
 def _pipeline(path, shuffle):
     from recordio.dataset import MindDataset
     ds = MindDataset(path, shuffle=shuffle).batch(BATCH)      # opened once, like the raw reader
@@ -164,6 +210,10 @@ def run(args):
     shuffled = _best_rate(_pipeline(path, None), repeats)
     ordered = _best_rate(_pipeline(path, False), repeats)
     loader = _best_rate(_dataloader(path), repeats)
+    limit = _best_rate(_flat(path, opts["rows"]), repeats)
+    batched = _best_rate(_raw_batches(path, None), repeats)
+    batched_ordered = _best_rate(_raw_batches(path, False), repeats)
+    torch_loader = _best_rate(_torch_loader(path, 2), repeats)
     if opts["mindspore_python"]:
         ms, ms_note = _mindspore(opts["mindspore_python"], path), "measured in this run"
     else:
@@ -178,6 +228,14 @@ def run(args):
         _row("pipeline batch(256) in order / raw in order", ordered, "rows/s", raw,
              "target ratio >= 0.77 (overhead <= 30%)"),
         _row("DataLoader(reader, 256) shuffled / pipeline", loader, "rows/s", shuffled, ""),
+        _row("raw read_batch(256), shuffled / flat limit", batched, "rows/s", limit, "the flat read of the same bytes"),
+        _row("raw read_batch(256), in order / flat limit", batched_ordered, "rows/s", limit, ""),
+        _row("pipeline batch(256) shuffled / raw read_batch", shuffled, "rows/s", batched, "target ratio >= 0.8"),
+        _row("pipeline batch(256) in order / raw read_batch", ordered, "rows/s", batched_ordered, ""),
+        _row("pipeline batch(256) shuffled / flat limit", shuffled, "rows/s", limit, ""),
+        _row("TorchDataset + DataLoader(workers=2) / raw read_batch", torch_loader, "rows/s", batched,
+             "target ratio >= 0.6"),
+        _row("TorchDataset + DataLoader(workers=2) / flat limit", torch_loader, "rows/s", limit, ""),
     ]
 
 

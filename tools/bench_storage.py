@@ -7,6 +7,12 @@ Measured in one run, on the same rows (``tools/workloads.py``, seeded):
 * the same payload bytes written to / read from one flat file (the page-cache copy limit;
   the write is fsync-ed like the dataset's);
 * ``FileReader`` sequential (rows as dicts), with ``verify=True``, and random ``reader[i]``;
+* ``FileReader.read_batch`` in batches of 256 (columns into numpy), in order and shuffled, on a reader
+  opened once (as a training loop holds it; the rows it is compared with are read from the same
+  open reader, and Hugging Face's dataset is loaded once too), each also
+  as a fraction of the flat read of the same bytes (the limit), against Hugging Face ``datasets``
+  reading the same rows from Arrow (``with_format("numpy")``, batches of 256) and MindSpore's
+  ``MindDataset(shuffle=False).batch(256)`` (best of 1, 2 and 4 workers, as many as there are CPUs);
 * MindSpore 2.10's ``FileWriter``, ``FileReader`` and ``MindDataset(shuffle=False)`` in a
   subprocess when ``--mindspore-python`` names a Python that has it;
 * ``recordio count`` on a 1M-row dataset (tiny schema), the whole process timed.
@@ -121,6 +127,37 @@ def read_sequential(path, verify=False):
             pass
 
 
+def read_batches(reader, order=None, batch=256):
+    """Every row of an open reader through ``read_batch`` in batches of ``batch`` (in ``order`` when given)."""
+    n = len(reader)
+    for start in range(0, n, batch):
+        reader.read_batch(slice(start, start + batch) if order is None else order[start:start + batch])
+
+
+def read_rows(reader):
+    """Every row of an open reader as dicts (the row-wise path the batched read is compared with)."""
+    for _ in reader:
+        pass
+
+
+def hf_dataset(folder, name, rows):
+    """The rows as a Hugging Face ``datasets`` dataset saved as Arrow; its folder (None without ``datasets``)."""
+    try:
+        import datasets
+    except ImportError:
+        return None
+    columns = {k: [r[k].tolist() if isinstance(r[k], np.ndarray) else r[k] for r in rows] for k in rows[0]}
+    target = os.path.join(folder, f"{name}.hf")
+    datasets.Dataset.from_dict(columns).save_to_disk(target)
+    return target
+
+
+def read_hf(data, batch=256):
+    """Every row of an Arrow dataset opened ``with_format("numpy")``, in batches of ``batch``."""
+    for start in range(0, len(data), batch):
+        data[start:start + batch]
+
+
 def random_reader(path, count):
     """An open reader and a function doing ``count`` random ``reader[i]`` (the open is not timed)."""
     from recordio import FileReader
@@ -170,10 +207,21 @@ def minddataset():
     n = sum(1 for _ in ds.MindDataset(path, shuffle=False).create_dict_iterator(num_epochs=1, output_numpy=True))
     return time.perf_counter() - start, n
 
+def minddataset_batched(workers):
+    d = ds.MindDataset(path, shuffle=False, num_parallel_workers=workers).batch(256)
+    start = time.perf_counter()
+    n = sum(len(b["label"]) for b in d.create_dict_iterator(num_epochs=1, output_numpy=True))
+    return time.perf_counter() - start, n
+
 out = {}
 for label, fn in (("write", write), ("filereader", filereader), ("minddataset", minddataset)):
     runs = [fn() for _ in range(repeats)]
     out[label + "_s"], out[label + "_rows"] = min(runs)
+try:      # MindSpore's batch refuses arrays of different shapes (the arrays workload)
+    best = min(min(minddataset_batched(w) for _ in range(repeats)) for w in (1, 2, 4) if w <= os.cpu_count())
+    out["minddataset_batched_s"], out["minddataset_batched_rows"] = best
+except RuntimeError as exc:
+    out["minddataset_batched_error"] = str(exc)[-300:]
 print(json.dumps(out))
 """
 MINDSPORE_REPEATS = 2
@@ -248,17 +296,28 @@ def measure_writes(folder, name, rows, repeats):
     return path, flat, times
 
 
-def measure_reads(path, flat, repeats):
-    """Best seconds of sequential reads (with and without verify), the flat read and random reads."""
+def measure_reads(path, flat, repeats, hf=None):
+    """Best seconds of sequential reads (with and without verify), the flat read, random reads, batched
+    columnar reads (in order and shuffled) and Hugging Face's batched Arrow read (``hf``: its folder)."""
     read_sequential(path)                                # warm: page cache and imports
     read_flat(flat)
     reader, random_reads, count = random_reader(path, RANDOM_READS)
+    order = np.random.default_rng(0).permutation(len(reader))
     with reader:
         random_reads()
+        read_rows(reader)                                # warm: the locations, loaded once per open
         tasks = {"sequential": (lambda: read_sequential(path), None),
                  "verify": (lambda: read_sequential(path, verify=True), None),
                  "flat": (lambda: read_flat(flat), None),
-                 "random": (random_reads, None)}
+                 "random": (random_reads, None),
+                 "rows_open": (lambda: read_rows(reader), None),
+                 "batch": (lambda: read_batches(reader), None),
+                 "batch_shuffled": (lambda: read_batches(reader, order), None)}
+        if hf is not None:
+            import datasets
+            arrow = datasets.load_from_disk(hf).with_format("numpy")
+            read_hf(arrow)
+            tasks["hf"] = (lambda: read_hf(arrow), None)
         times = interleaved_best(tasks, repeats)
     times["random_rows"] = count
     return times
@@ -282,6 +341,7 @@ def workload_rows_out(name, n, mb, w, r, ms):
            row(f"{name} read, verify=True vs off", n / r["verify"], "rows/s", "verify=False", n / r["sequential"]),
            row(f"{name} random reader[i]", r["random_rows"] / r["random"], "rows/s", None, None,
                ">= 80k rows/s" if name == "cifar" else "")]
+    out += batch_rows_out(name, n, mb, r, ms)
     if ms:
         out += [row(f"{name} write vs MindSpore FileWriter", n / w["plain"], "rows/s", "MindSpore FileWriter",
                     n / ms["write_s"], write_target if name != "jpeg" else ""),
@@ -292,14 +352,45 @@ def workload_rows_out(name, n, mb, w, r, ms):
     return out
 
 
+BATCH_TARGETS = {"cifar": (">= 1M rows/s", ">= 2x HF", ">= 20x MindSpore", ">= 500k rows/s"),
+                 "jpeg": ("", "", "", ""), "arrays": ("", "", "", "")}
+
+
+def batch_rows_out(name, n, mb, r, ms):
+    """Rows of the batched columnar read (``read_batch``, batches of 256): rates, each also as a fraction
+    of the flat read of the same bytes (the limit), and against HF datasets and MindSpore's batch."""
+    limit = n / r["flat"]
+    rate, target = n / r["batch"], BATCH_TARGETS[name]
+    out = [row(f"{name} read_batch(256) in order / flat limit", rate, "rows/s", "flat read", limit, target[0]),
+           row(f"{name} read_batch(256) MB/s / flat limit", mb / r["batch"], "MB/s", "flat read", mb / r["flat"],
+               ">= 0.8x flat" if name == "jpeg" else ""),
+           row(f"{name} read_batch(256) shuffled / flat limit", n / r["batch_shuffled"], "rows/s", "flat read",
+               limit, target[3]),
+           row(f"{name} read_batch(256) vs dict rows", rate, "rows/s", "FileReader rows, same open reader",
+               n / r["rows_open"], ">= 3x" if name == "arrays" else "")]
+    if "hf" in r:
+        out += [row(f"{name} read_batch(256) vs HF datasets numpy", rate, "rows/s", "HF with_format(numpy)",
+                    n / r["hf"], target[1]),
+                row(f"{name} HF datasets numpy / flat limit", n / r["hf"], "rows/s", "flat read", limit)]
+    if ms and "minddataset_batched_s" in ms:
+        theirs = ms["minddataset_batched_rows"] / ms["minddataset_batched_s"]
+        out += [row(f"{name} read_batch(256) vs MindSpore batch(256)", rate, "rows/s",
+                    "MindSpore MindDataset.batch(256), best of 1/2/4 workers (up to the CPUs)", theirs, target[2]),
+                row(f"{name} MindSpore batch(256) / flat limit", theirs, "rows/s", "flat read", limit)]
+    return out
+
+
 def bench_workload(folder, name, n, repeats, mindspore_python):
     rows, origin = workload_rows(name, n)
     mb = sum(len(payload(r)) for r in rows) / 1e6
     print(f"  {name}: {len(rows)} rows, {mb:.1f} MB payload ({origin})", file=sys.stderr, flush=True)
     path, flat, w = measure_writes(folder, name, rows, repeats)
-    r = measure_reads(path, flat, repeats)
+    hf = hf_dataset(folder, name, rows)
+    r = measure_reads(path, flat, repeats, hf)
     remove_dataset(path)
     os.unlink(flat)
+    if hf is not None:
+        shutil.rmtree(hf, ignore_errors=True)
     ms = None
     if mindspore_python:
         ms = mindspore_storage(mindspore_python, folder, name, rows, min(repeats, MINDSPORE_REPEATS))

@@ -3,7 +3,8 @@
 One horizontal bar per result that was compared with a baseline (``ratio`` = value / baseline's
 value, so longer is better for rates; rows whose unit is a time say "lower is better"), coloured
 by suite, labelled ``name (vs baseline)`` and with its ratio written at the end of the bar; a
-dashed line marks parity (1x). Results without a ratio are left out; when none has one, the
+dashed line marks parity (1x); a bar is drawn at least 1.5% of the axis long, so that a ratio far
+below the largest still shows (its written ratio is exact). Results without a ratio are left out; when none has one, the
 picture says so. matplotlib draws it with the Agg backend (no display needed).
 """
 
@@ -13,6 +14,7 @@ OTHER_COLOUR = "#7f7f7f"
 BAR_HEIGHT_IN = 0.32    # figure inches per bar
 WIDTH_IN = 10.0
 DPI = 100
+MIN_BAR = 0.015         # the shortest bar drawn, as a fraction of the axis: ratios far below the largest stay visible
 
 
 def compared(results):
@@ -52,12 +54,14 @@ def _figure(rows):
 def _draw_bars(ax, rows):
     positions = range(len(rows))
     ratios = [float(r["ratio"]) for r in rows]
-    bars = ax.barh(positions, ratios, color=[colour(r) for r in rows], height=0.7)
+    right = max(ratios + [1.0]) * 1.15
+    drawn = [max(v, right * MIN_BAR) for v in ratios]        # a tiny ratio still shows (its label is exact)
+    bars = ax.barh(positions, drawn, color=[colour(r) for r in rows], height=0.7)
     ax.set_yticks(list(positions), [label(r) for r in rows], fontsize=8)
     ax.invert_yaxis()
     ax.axvline(1.0, color="black", linestyle="--", linewidth=1, zorder=0)   # behind the bars
     ax.bar_label(bars, [f"{v:.2f}x" for v in ratios], padding=3, fontsize=8)
-    ax.set_xlim(0, max(ratios + [1.0]) * 1.15)
+    ax.set_xlim(0, right)
     ax.set_xlabel("ratio to the baseline (value / baseline value; > 1 is better for rates)")
 
 

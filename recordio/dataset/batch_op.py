@@ -72,7 +72,11 @@ class BatchDataset(Dataset):
         return self._item_batches(ctx, epoch)
 
     def _bulk_batches(self, bulk):
-        """Batches built column-wise straight from a source's row dicts (no Item per row)."""
+        """Batches built column-wise straight from a source's row dicts (no Item per row), or read as
+        columns where the source can (``EpochRows.read_columns``) and nothing is done per row here."""
+        if bulk.read_columns is not None and self.per_batch_map is None and not self.pad_info:
+            yield from self._column_batches(bulk)
+            return
         delivered = 0
         for number in itertools.count():
             group = list(itertools.islice(bulk.rows, self.batch_size))
@@ -83,6 +87,17 @@ class BatchDataset(Dataset):
             lists = {name: list(map(operator.itemgetter(name), group)) for name in group[0]}
             yield self._make(lists, rows, bulk.epoch, bulk.position_after(end), number)
             delivered = end
+
+    def _column_batches(self, bulk):
+        """Batches read as columns (``FileReader`` through ``recordio.mindrecord.columns``): the same
+        values, dtypes and forms as :meth:`_make` builds from the rows."""
+        total = len(bulk)
+        for first in range(0, total, self.batch_size):
+            end = min(total, first + self.batch_size)
+            if end - first < self.batch_size and self.drop_remainder:
+                return
+            rows = bulk.ids_of(first, end)
+            yield Item(bulk.read_columns(rows), rows, bulk.epoch, bulk.position_after(end))
 
     def _item_batches(self, ctx, epoch):
         items = self.children[0]._items(ctx, epoch)

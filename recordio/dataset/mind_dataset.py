@@ -191,6 +191,19 @@ class MindDataset(SampledSource):
         names = list(index)
         return (dict(zip(names, values)) for values in zip(*index.values()))
 
+    def _column_reader(self):
+        """Batches read as columns (``recordio.mindrecord.columns``), or from the index's column
+        arrays; None with padded rows (those are read row by row)."""
+        if self.num_padded:
+            return None
+        index = self._index_columns()
+        if index is not None:
+            return lambda ids: {c: arr[ids].tolist() if arr.dtype == object else arr[ids]
+                                for c, arr in index.items()}
+        from recordio.mindrecord.columns import read_columns
+        reader, names = self.reader, self._columns()
+        return lambda ids: read_columns(reader, ids, names, "list")
+
     def _padded(self):
         """The padded row in ``columns_list`` order, numbers cast to the schema's types as MindSpore does."""
         fields = self.reader._schema.fields

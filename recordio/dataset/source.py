@@ -142,9 +142,16 @@ class SampledSource(Dataset):
             index = _order.worker_blocks(len(positions), *ctx.shards, ctx.block, first)
             positions = positions[index]
         mine = pick(ids, positions)
+        read = self._column_reader()
         if index is None and self._reads_everything_in_order(mine, len(ids)):
-            return EpochRows(epoch, self._scan_rows(), None, 0, 1, len(ids))
-        return EpochRows(epoch, self._by_id(ctx, mine), mine, start, num, len(ids), index)
+            return EpochRows(epoch, self._scan_rows(), None, 0, 1, len(ids), read_columns=read)
+        rows = _started_on_use(self._by_id, ctx, mine) if read is not None else self._by_id(ctx, mine)
+        return EpochRows(epoch, rows, mine, start, num, len(ids), index, read)
+
+    def _column_reader(self):
+        """A function from an int64 array of row ids to those rows as one batch's columns (what
+        ``batch`` would build from the rows), where the source can read columns directly; else None."""
+        return None
 
     def _by_id(self, ctx, ids):
         """Rows read by id, a chunk of :data:`CHUNK` ids at a time."""
@@ -164,15 +171,22 @@ class EpochRows:
     and the resume point after each, computed in bulk.
 
     ``ids``: the row ids in delivery order (``None``: ``0, 1, 2, ...``, the sequential scan).
+    ``read_columns``: where the source reads columns directly, a function from an int64 array of row
+    ids to those rows as one batch's columns (``batch`` then never iterates ``rows``).
     ``index``: the shard's position index of each row delivered (``None``: ``0, 1, 2, ...``; a
     DataLoader worker reads blocks of them). After the row of index ``k``, the epoch's global order
     is consumed up to ``min(total, start + num * (k + 1))`` (ranks in lockstep).
     """
 
-    def __init__(self, epoch, rows, ids, start, num, total, index=None):
+    def __init__(self, epoch, rows, ids, start, num, total, index=None, read_columns=None):
         self.epoch, self.rows, self.ids = epoch, rows, ids
         self.start, self.num, self.total = start, num, total
         self.index = index
+        self.read_columns = read_columns
+
+    def __len__(self):
+        """Rows delivered in this epoch."""
+        return self.total if self.ids is None else len(self.ids)
 
     def ids_of(self, first, end):
         """Row ids of the rows ``first .. end - 1`` delivered, as an int64 array."""
@@ -193,6 +207,11 @@ class EpochRows:
             return zip(itertools.repeat(self.epoch), itertools.count(1))
         consumed = _order.consumed_chunks(self.start, self.num, self.total, len(self.ids), self.index)
         return zip(itertools.repeat(self.epoch), consumed)
+
+
+def _started_on_use(make, *args):
+    """``make(*args)``'s iterator, made when first iterated (not at all when never iterated)."""
+    yield from make(*args)
 
 
 _SPLIT_TAG = 0x5B117

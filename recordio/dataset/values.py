@@ -40,8 +40,20 @@ def to_numpy(value):
         if isinstance(value, list) and value and all(type(v) is bytes for v in value):
             return np.array(value)
     if isinstance(value, list):
+        if len(value) > 1 and all(type(v) is bytes for v in value):
+            return _bytes_arrays(value)
         return [np.frombuffer(v, np.uint8) if type(v) is bytes else to_op_input(v) for v in value]
     return to_op_input(value)
+
+
+def _bytes_arrays(values):
+    """A batch's ``bytes`` as read-only 1-D ``uint8`` arrays: views of one copy of them all."""
+    whole = np.frombuffer(b"".join(values), dtype=np.uint8)
+    size = len(values[0])
+    if all(len(v) == size for v in values):
+        return list(whole.reshape(len(values), size))
+    bounds = np.cumsum([0] + [len(v) for v in values]).tolist()
+    return [whole[a:b] for a, b in zip(bounds, bounds[1:])]
 
 
 def _one_type(values):
@@ -96,11 +108,20 @@ def pad_column(name, values, shape, pad_value):
     return out
 
 
+def _bytes_tensors(values, torch):
+    """A batch's ``bytes`` values as 1-D uint8 tensors: views of one tensor, so that moving the batch
+    between processes shares one storage instead of one per value."""
+    whole = torch.from_numpy(np.frombuffer(b"".join(values), dtype=np.uint8).copy())
+    return list(torch.split(whole, [len(v) for v in values]))
+
+
 def to_torch(value):
     """A numpy value (or list of them) as a torch tensor; strings stay ``str``."""
     import torch
 
     if isinstance(value, list):
+        if value and all(type(v) is bytes for v in value):
+            return _bytes_tensors(value, torch)
         return [to_torch(v) for v in value]
     if isinstance(value, str):
         return value

@@ -441,6 +441,8 @@ class Locations:
         out = np.empty((len(rows), 4), dtype=np.int64)
         if not len(rows):
             return shard, local, out
+        if self._whole and np.frombuffer(self._ready, np.uint8)[blocks].all():   # every block already here
+            return shard, local, self._flat[blocks * self.block + (local % self.block)]
         order = np.argsort(blocks, kind="stable")
         sorted_blocks = blocks[order]
         cuts = np.flatnonzero(np.diff(sorted_blocks)) + 1

@@ -217,6 +217,29 @@ class FileReader:
                 for local, (rs, re_, bs, be) in enumerate(locs.tolist(), first):
                     yield self._read_at(k, local, rs, re_, bs, be)
 
+    def read_batch(self, rows: slice | range | Sequence[int] | np.ndarray,
+                   columns: Sequence[str] | None = None) -> dict:
+        """Rows ``rows`` (a slice, a range or any int array; negative rows count from the end) as one
+        dict of columns, built without a Python step per value where the layout allows
+        (``recordio.mindrecord.columns``): numeric scalars as 1-D arrays, strings as lists, arrays as
+        ``(n, *shape)`` arrays (a list where ``-1`` shapes differ), bytes as an ``(n, L)`` uint8 array
+        (a ``BytesColumn`` of offsets and one buffer where lengths differ). Row ``j`` of each column
+        equals ``self[rows[j]]``; values are copies, so none keeps a map open after :meth:`close`.
+        ``columns``: fields to read, in this order (default: this reader's columns)."""
+        from recordio.mindrecord.columns import read_columns, row_numbers
+        names = self._columns or list(self._schema.raw_fields) + list(self._schema.blob_fields)
+        if columns is not None:
+            if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
+                raise ParamTypeError("columns", "list", f"Got {columns!r}; columns is a list of field names.")
+            unknown = [c for c in columns if c not in self._schema.fields]
+            if unknown:
+                raise SchemaError(f"read_batch: column(s) {', '.join(unknown)} not in the schema; the "
+                                  f"schema's fields are {', '.join(self._schema.fields)}")
+            names = list(columns)
+        if self._closed:
+            raise ValueError(f"{self._shards[0].path}: I/O on a closed FileReader; open a new reader")
+        return read_columns(self, row_numbers(rows, len(self)), names)
+
     def get_next(self) -> Iterator[dict]:
         """Yield the rows in order, once (MindSpore's generator method).
 
