@@ -265,3 +265,28 @@ def test_memory_stays_bounded_when_batches_are_dropped(tmp_path):
         finally:
             tracemalloc.stop()
     assert grown < 256 * 1024, f"{grown} bytes kept after dropping 400 batches"
+
+
+def test_a_record_parsed_across_its_end_is_refused_as_the_row_wise_read_refuses_it(tmp_path):
+    """Row 0's raw record is cut inside a uint64, whose missing bytes are row 1's first 8: parsed as one
+    stream the two records would give two plausible rows ({name: 'xxxxxx', id: 5}, {id: 9, name: 'evil'}).
+    Each record must end where the index says it ends."""
+    path = str(tmp_path / "cut.mindrecord")
+    with FileWriter(path) as w:
+        w.add_schema({"id": {"type": "int64"}, "name": {"type": "string"}})
+        w.write_raw_data([{"id": 1, "name": "xxxxxx"}, {"id": 2, "name": "y" * 12}])
+    r0 = b"\x82\xa4name\xa6xxxxxx\xa2id\xcf"                                  # 17 bytes, as written
+    r1 = (5).to_bytes(8, "big") + b"\x82\xa2id\x09\xa4name\xa4evil"          # 23 bytes, as written
+    with FileReader(path) as reader:
+        (a, b, _, _), (c, d, _, _) = reader._where.row(0, 0), reader._where.row(0, 1)
+    assert (b - a, d - c) == (len(r0), len(r1))
+    with open(path, "r+b") as f:
+        f.seek(a)
+        f.write(r0)
+        f.seek(c)
+        f.write(r1)
+    with FileReader(path) as reader:
+        with pytest.raises(FormatError, match="row 0: corrupt raw record"):
+            reader[0]
+        with pytest.raises(FormatError, match="row 0: corrupt raw record"):
+            reader.read_batch([0, 1])

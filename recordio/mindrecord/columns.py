@@ -193,15 +193,24 @@ def _fast(schema, fields, buf, locs, bytes_form):
 
 
 def _records(buf, starts, ends, nfields):
-    """The raw records as dicts, by one msgpack call over the records as one msgpack array."""
+    """The raw records as dicts, by one streaming msgpack unpacker over the records one after another;
+    each record must end exactly where its range ends (a record parsed across its end, which a crafted
+    file could make decode into other rows' values, goes to the row-wise decoder, which refuses it)."""
     n = len(starts)
     data = _concat(buf, starts, ends).tobytes()
+    unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=max(len(data), 1))
+    unpacker.feed(data)
+    unpack, tell = unpacker.unpack, unpacker.tell
+    records, at = [], []
     try:
-        records = _unpackb(b"\xdd" + n.to_bytes(4, "big") + data)
+        for _ in range(n):
+            records.append(unpack())
+            at.append(tell())
     except Exception:
         raise _Slow from None
-    # a record that is not a map of exactly the schema's fields (or bytes parsed across a record's
-    # end) is the row-wise decoder's to judge
+    if at != np.cumsum(ends - starts).tolist():
+        raise _Slow
+    # a record that is not a map of exactly the schema's fields is the row-wise decoder's to judge
     if set(map(type, records)) != {dict} or set(map(len, records)) != {nfields}:
         raise _Slow
     return records
