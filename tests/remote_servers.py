@@ -1,0 +1,210 @@
+"""Servers on 127.0.0.1 for the remote tests and the remote benchmark.
+
+* :class:`RangeServer`: a standard-library HTTP server of one folder, with ``Range`` (206), ``ETag``
+  and ``If-Match`` (412), that logs every request;
+* :class:`FaultProxy`: an HTTP proxy in front of it that adds latency and, at a seeded rate, answers
+  500, drops the connection, or sends a truncated body; it logs what it forwarded;
+* :func:`moto_server`: moto's S3-compatible server, used through s3fs as a real bucket would be.
+"""
+
+from __future__ import annotations
+
+import http.client
+import http.server
+import os
+import random
+import re
+import threading
+import time
+
+_RANGE = re.compile(r"bytes=(\d+)-(\d*)$")
+
+
+def _etag(st):
+    return f'"{st.st_ino:x}-{st.st_size:x}-{st.st_mtime_ns:x}"'
+
+
+class _Quiet(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+
+class _FolderHandler(_Quiet):
+    def do_HEAD(self):
+        self._serve(body=False)
+
+    def do_GET(self):
+        self._serve(body=True)
+
+    def _serve(self, body):
+        path = os.path.join(self.server.root, self.path.lstrip("/").split("?")[0])
+        rng = self.headers.get("Range")
+        self.server.log.append((self.command, self.path, rng))
+        try:
+            st = os.stat(path)
+        except OSError:
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        etag = _etag(st)
+        if self.headers.get("If-Match") not in (None, etag):
+            self.send_response(412)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        start, end, status = 0, st.st_size, 200
+        m = _RANGE.match(rng or "")
+        if m:
+            start = int(m.group(1))
+            end = min(st.st_size, int(m.group(2)) + 1) if m.group(2) else st.st_size
+            status = 206
+        self.send_response(status)
+        self.send_header("ETag", etag)
+        self.send_header("Accept-Ranges", "bytes")
+        self.send_header("Content-Length", str(end - start))
+        if status == 206:
+            self.send_header("Content-Range", f"bytes {start}-{end - 1}/{st.st_size}")
+        self.end_headers()
+        if body:
+            with open(path, "rb") as f:
+                f.seek(start)
+                self.wfile.write(f.read(end - start))
+
+
+class _Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+
+class _Running:
+    def __init__(self, server):
+        self.server = server
+        self.thread = threading.Thread(target=server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    @property
+    def log(self):
+        return self.server.log
+
+    @property
+    def faults(self):
+        return self.server.faults
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class RangeServer(_Running):
+    """Serve ``root`` at ``self.url``; ``self.log`` lists ``(method, path, Range header)``."""
+
+    def __init__(self, root):
+        server = _Server(("127.0.0.1", 0), _FolderHandler)
+        server.root, server.log = os.fspath(root), []
+        super().__init__(server)
+
+
+class _ProxyHandler(_Quiet):
+    def do_HEAD(self):
+        self._forward()
+
+    def do_GET(self):
+        self._forward()
+
+    def _forward(self):
+        s = self.server
+        s.log.append((self.command, self.path, self.headers.get("Range")))
+        if s.latency_s:
+            time.sleep(s.latency_s)
+        with s.lock:
+            roll, kind = s.rng.random(), s.rng.choice(("500", "drop", "truncate"))
+        fault = kind if roll < s.fault_rate else None
+        if fault == "truncate" and self.command != "GET":
+            fault = None                                  # a HEAD has no body to cut
+        if fault is not None:
+            s.faults.append(fault)
+        if fault == "500":
+            self.send_response(500)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        if fault == "drop":
+            self.close_connection = True
+            return
+        conn = http.client.HTTPConnection("127.0.0.1", s.upstream_port, timeout=30)
+        headers = {k: v for k, v in self.headers.items() if k.lower() in ("range", "if-match")}
+        conn.request(self.command, self.path, headers=headers)
+        resp = conn.getresponse()
+        data = resp.read()
+        conn.close()
+        self.send_response(resp.status)
+        for k, v in resp.getheaders():
+            if k.lower() not in ("connection", "transfer-encoding", "date", "server"):
+                self.send_header(k, v)
+        self.end_headers()
+        if self.command == "GET":
+            if fault == "truncate" and len(data) > 1:
+                self.wfile.write(data[: len(data) // 2])
+                self.close_connection = True
+                return
+            self.wfile.write(data)
+
+
+class FaultProxy(_Running):
+    """Forward to ``upstream`` (a :class:`RangeServer`), ``latency_s`` later per request, failing a
+    ``fault_rate`` share of requests (500, dropped connection or truncated body; seeded)."""
+
+    def __init__(self, upstream, latency_s=0.0, fault_rate=0.0, seed=0):
+        server = _Server(("127.0.0.1", 0), _ProxyHandler)
+        server.upstream_port = upstream.server.server_address[1]
+        server.latency_s, server.fault_rate = latency_s, fault_rate
+        server.rng, server.lock = random.Random(seed), threading.Lock()
+        server.log, server.faults = [], []
+        super().__init__(server)
+
+
+class moto_server:
+    """moto's S3 server on 127.0.0.1 (a context manager); ``options`` are s3fs's storage_options."""
+
+    def __init__(self):
+        import logging
+
+        from moto.server import ThreadedMotoServer
+
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)
+
+        for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+            os.environ.setdefault(name, "testing")
+        os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+        self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+
+    def __enter__(self):
+        self._server.start()
+        host, port = self._server.get_host_and_port()
+        self.endpoint = f"http://{host}:{port}"
+        self.options = {"endpoint_url": self.endpoint, "key": "testing", "secret": "testing",
+                        "client_kwargs": {"region_name": "us-east-1"}}
+        return self
+
+    def __exit__(self, *exc):
+        self._server.stop()
+
+    def bucket(self, name):
+        import boto3
+        import s3fs
+
+        boto3.client("s3", endpoint_url=self.endpoint, aws_access_key_id="testing", aws_secret_access_key="testing",
+                     region_name="us-east-1").create_bucket(Bucket=name)
+        return s3fs.S3FileSystem(**self.options)

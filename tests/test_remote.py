@@ -1,0 +1,218 @@
+"""Datasets behind URLs: S3 (moto's server) and HTTP (a standard-library range server), on 127.0.0.1.
+
+Reads through ``s3://`` and ``http://`` equal local reads; counting fetches no data page; verify
+finds a flipped byte; faults are retried; a changed object is refused; processes sharing one cache
+fetch each block once; local paths never load fsspec.
+"""
+
+import glob
+import multiprocessing
+import os
+import pickle
+import re
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+pytest.importorskip("fsspec")
+pytest.importorskip("s3fs")
+pytest.importorskip("moto")
+
+import recordio
+from recordio import FileReader, FileWriter
+from recordio.errors import DatasetChangedError
+from conftest import GOLDEN_COPIES
+from remote_servers import FaultProxy, RangeServer, moto_server
+from rowcheck import assert_rows_equal
+
+CASES = sorted(p.name for p in GOLDEN_COPIES.iterdir() if p.is_dir())
+_RANGE = re.compile(r"bytes=(\d+)-(\d+)")
+
+
+def _data_files(folder):
+    return sorted(os.path.basename(f) for f in glob.glob(os.path.join(folder, "*.mindrecord*"))
+                  if not f.endswith(".db"))
+
+
+def _expected(case):
+    with open(GOLDEN_COPIES / case / "expected.pkl", "rb") as f:
+        return pickle.load(f)
+
+
+def write_blobs(path, n=300, shard_num=2, seed=0):
+    """A dataset of ``n`` rows with ~3 KB blobs over many 32 KiB pages; returns (first file, rows)."""
+    os.makedirs(os.path.dirname(str(path)), exist_ok=True)
+    rng = np.random.default_rng(seed)
+    rows = [{"id": np.int64(i), "label": np.int32(i % 7),
+             "data": rng.integers(0, 256, int(rng.integers(500, 5000)), dtype=np.uint8).tobytes()}
+            for i in range(n)]
+    with FileWriter(str(path), shard_num=shard_num, overwrite=True) as w:
+        w.set_page_size(1 << 15)
+        w.add_schema({"id": {"type": "int64"}, "label": {"type": "int32"}, "data": {"type": "bytes"}}, "blobs")
+        w.add_index(["id"])
+        w.write_raw_data(rows)
+    return str(path) + ("0" if shard_num > 1 else ""), rows
+
+
+def _spans(log, name):
+    """(start, end) of each ranged GET of the object ``name`` in a server log."""
+    out = []
+    for method, path, rng in log:
+        if method == "GET" and path.rsplit("/", 1)[-1] == name:
+            m = _RANGE.match(rng or "")
+            assert m, f"a GET of {name} without a range: {rng!r}"
+            out.append((int(m.group(1)), int(m.group(2)) + 1))
+    return out
+
+
+@pytest.fixture(scope="module")
+def s3():
+    with moto_server() as server:
+        fs = server.bucket("golden")
+        for case in CASES:
+            for f in os.listdir(GOLDEN_COPIES / case):
+                if ".mindrecord" in f:
+                    fs.put_file(str(GOLDEN_COPIES / case / f), f"golden/{case}/{f}")
+        yield server
+
+
+@pytest.fixture(scope="module")
+def http_golden():
+    with RangeServer(GOLDEN_COPIES) as server:
+        yield server
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("scheme", ["s3", "http"])
+def test_golden_read_through_url_equals_local(case, scheme, s3, http_golden, tmp_path):
+    files = _data_files(GOLDEN_COPIES / case)
+    base = f"s3://golden/{case}" if scheme == "s3" else f"{http_golden.url}/{case}"
+    opts = s3.options if scheme == "s3" else None
+    expected = _expected(case)
+    with FileReader(os.path.join(GOLDEN_COPIES, case, files[0])) as local:
+        assert_rows_equal(list(local), expected)
+    for source in (f"{base}/{files[-1]}", [f"{base}/{f}" for f in files]):
+        with FileReader(source, storage_options=opts, cache_dir=tmp_path / "cache") as reader:
+            assert len(reader) == len(expected)
+            assert_rows_equal(list(reader), expected)
+            assert_rows_equal(reader.__getitems__(list(range(len(reader)))[::-1]), expected[::-1])
+    assert recordio.count_rows(f"{base}/{files[0]}", storage_options=opts, cache_dir=tmp_path / "c2") == len(expected)
+    info = recordio.describe(f"{base}/{files[0]}", storage_options=opts, cache_dir=tmp_path / "c2")
+    assert info["rows"] == len(expected) and all(s["file"].startswith(base) for s in info["shards"])
+
+
+def test_count_fetches_no_data_page(tmp_path):
+    first, rows = write_blobs(tmp_path / "ds" / "blobs.mindrecord")
+    header_size = recordio.describe(first)["header_size"]
+    with RangeServer(tmp_path / "ds") as server:
+        assert recordio.count_rows(f"{server.url}/blobs.mindrecord0", cache_dir=tmp_path / "cache") == len(rows)
+        for name in _data_files(tmp_path / "ds"):
+            spans = _spans(server.log, name)
+            assert spans, f"{name}: its header was not fetched"
+            assert all(end <= header_size for _, end in spans), f"{name}: a data page was fetched: {spans}"
+        # reading a row does fetch its pages (the check above can fail)
+        with FileReader(f"{server.url}/blobs.mindrecord0", cache_dir=tmp_path / "cache") as reader:
+            assert reader[len(rows) - 1]["data"] == rows[-1]["data"]
+        assert any(end > header_size for name in _data_files(tmp_path / "ds") for _, end in _spans(server.log, name))
+
+
+def test_verify_finds_a_flipped_byte_in_a_remote_object(s3, tmp_path):
+    first, rows = write_blobs(tmp_path / "ds" / "blobs.mindrecord")
+    fs = s3.bucket("flip")
+    for f in os.listdir(tmp_path / "ds"):
+        fs.put_file(str(tmp_path / "ds" / f), f"flip/{f}")
+    url = "s3://flip/blobs.mindrecord0"
+    assert recordio.verify(url, storage_options=s3.options, cache_dir=tmp_path / "cache").ok
+    data = bytearray((tmp_path / "ds" / "blobs.mindrecord1").read_bytes())
+    offset = recordio.describe(first)["header_size"] + 1000          # inside the first page
+    data[offset] ^= 0x40
+    fs.pipe_file("flip/blobs.mindrecord1", bytes(data))
+    report = recordio.verify(url, storage_options=s3.options, cache_dir=tmp_path / "cache")
+    assert not report.ok
+    assert any(f == "s3://flip/blobs.mindrecord1" and "checksum" in text for f, text in report.problems), report
+
+
+def test_faults_on_10_percent_of_requests_still_read_every_row(tmp_path):
+    first, rows = write_blobs(tmp_path / "ds" / "blobs.mindrecord", n=200)
+    with RangeServer(tmp_path / "ds") as server, FaultProxy(server, fault_rate=0.1, seed=3) as proxy:
+        with FileReader(f"{proxy.url}/blobs.mindrecord0", cache_dir=tmp_path / "cache") as reader:
+            got = reader.__getitems__(np.random.default_rng(1).permutation(len(rows)))
+            stats = reader._remote.stats
+        order = np.random.default_rng(1).permutation(len(rows))
+        assert [r["data"] for r in got] == [rows[i]["data"] for i in order]
+        assert len(proxy.faults) >= 5 and {"500", "drop", "truncate"} <= set(proxy.faults)
+        # every 500 and cut body is retried by recordio (aiohttp itself retries some dropped connections)
+        assert proxy.faults.count("500") + proxy.faults.count("truncate") <= stats["retries"] <= len(proxy.faults)
+
+
+@pytest.mark.parametrize("scheme", ["s3", "http"])
+def test_a_changed_object_is_refused_naming_it(scheme, s3, tmp_path):
+    first, rows = write_blobs(tmp_path / "ds" / "blobs.mindrecord", shard_num=1)
+    changed = bytearray((tmp_path / "ds" / "blobs.mindrecord").read_bytes())
+    changed[-100] ^= 0xFF                                   # same size, other bytes
+    if scheme == "s3":
+        fs = s3.bucket(f"changed-{scheme}")
+        for f in os.listdir(tmp_path / "ds"):
+            fs.put_file(str(tmp_path / "ds" / f), f"changed-{scheme}/{f}")
+        url, opts = f"s3://changed-{scheme}/blobs.mindrecord", s3.options
+        replace = lambda: fs.pipe_file(f"changed-{scheme}/blobs.mindrecord", bytes(changed))   # noqa: E731
+        server = None
+    else:
+        server = RangeServer(tmp_path / "ds")
+        url, opts = f"{server.url}/blobs.mindrecord", None
+
+        def replace():
+            tmp = tmp_path / "ds" / "new"
+            tmp.write_bytes(changed)
+            os.replace(tmp, tmp_path / "ds" / "blobs.mindrecord")
+    try:
+        with FileReader(url, storage_options=opts, cache_dir=tmp_path / "cache") as reader:
+            assert reader[0]["data"] == rows[0]["data"]
+            replace()
+            with pytest.raises(DatasetChangedError, match=re.escape(url)):
+                reader[len(rows) - 1]
+        # a new reader sees the new object, from a fresh cache entry
+        with FileReader(url, storage_options=opts, cache_dir=tmp_path / "cache") as reader:
+            assert reader[0]["data"] == rows[0]["data"]
+    finally:
+        if server is not None:
+            server.close()
+
+
+def _read_all(url, cache, out):
+    with FileReader(url, cache_dir=cache) as reader:
+        rows = reader.__getitems__(np.random.default_rng(os.getpid()).permutation(len(reader)))
+    out.put(sorted(int(r["id"]) for r in rows))
+
+
+def test_two_processes_sharing_a_cache_fetch_each_block_once(tmp_path):
+    first, rows = write_blobs(tmp_path / "ds" / "blobs.mindrecord", n=400)
+    ctx = multiprocessing.get_context("spawn")
+    with RangeServer(tmp_path / "ds") as server:
+        out = ctx.Queue()
+        procs = [ctx.Process(target=_read_all, args=(f"{server.url}/blobs.mindrecord0", str(tmp_path / "cache"), out))
+                 for _ in range(2)]
+        for p in procs:
+            p.start()
+        results = [out.get(timeout=120) for _ in procs]
+        for p in procs:
+            p.join(30)
+            assert p.exitcode == 0
+        assert results == [list(range(len(rows)))] * 2
+        for name in _data_files(tmp_path / "ds") + [n + ".db" for n in _data_files(tmp_path / "ds")]:
+            spans = sorted(_spans(server.log, name))
+            assert spans
+            for (a, b), (c, d) in zip(spans, spans[1:]):
+                assert b <= c, f"{name}: bytes {c}..{min(b, d) - 1} were fetched twice: {spans}"
+
+
+def test_a_local_path_never_loads_fsspec(tmp_path):
+    first, _ = write_blobs(tmp_path / "blobs.mindrecord", n=20)
+    code = ("import sys, recordio; r = recordio.FileReader(sys.argv[1]); list(r); recordio.count_rows(sys.argv[1]); "
+            "recordio.describe(sys.argv[1]); assert recordio.verify(sys.argv[1]).ok; "
+            "bad = [m for m in ('fsspec', 's3fs', 'aiohttp', 'botocore') if m in sys.modules]; "
+            "assert not bad, bad")
+    subprocess.run([sys.executable, "-c", code, first], check=True, cwd=tmp_path)
