@@ -216,3 +216,68 @@ def test_a_local_path_never_loads_fsspec(tmp_path):
             "bad = [m for m in ('fsspec', 's3fs', 'aiohttp', 'botocore') if m in sys.modules]; "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code, first], check=True, cwd=tmp_path)
+
+
+def _epoch(reader, order, plan=True):
+    if plan:
+        reader.prefetch(order, depth=16, workers=4)
+    return [reader[int(i)]["data"] for i in order]
+
+
+def test_mind_dataset_over_a_url_gives_the_local_order(tmp_path):
+    first, rows = write_blobs(tmp_path / "ds" / "blobs.mindrecord", n=120)
+    with RangeServer(tmp_path / "ds") as server:
+        for shuffle in (False, True):
+            local = recordio.MindDataset(first, shuffle=shuffle)
+            remote = recordio.MindDataset(f"{server.url}/blobs.mindrecord0", shuffle=shuffle,
+                                          cache_dir=str(tmp_path / "cache"))
+            got = [(int(r["id"]), bytes(r["data"])) for r in remote.create_dict_iterator(num_epochs=1, output_numpy=True)]
+            want = [(int(r["id"]), bytes(r["data"])) for r in local.create_dict_iterator(num_epochs=1, output_numpy=True)]
+            assert got == want and sorted(i for i, _ in got) == list(range(len(rows)))
+            assert all(bytes(d) == rows[i]["data"] for i, d in got)
+
+
+def test_prefetch_hides_latency(tmp_path):
+    import time
+
+    first, rows = write_blobs(tmp_path / "ds" / "blobs.mindrecord", n=120)
+    order = np.random.default_rng(5).permutation(len(rows))
+    with RangeServer(tmp_path / "ds") as server, FaultProxy(server, latency_s=0.02) as proxy:
+        times = {}
+        for plan in (False, True):
+            with FileReader(f"{proxy.url}/blobs.mindrecord0", cache_dir=tmp_path / f"cache{plan}") as reader:
+                t0 = time.perf_counter()
+                got = _epoch(reader, order, plan)
+                times[plan] = time.perf_counter() - t0
+            assert got == [rows[i]["data"] for i in order]
+    assert times[True] < 0.5 * times[False], times
+
+
+def test_a_cache_as_large_as_the_dataset_fetches_nothing_the_second_epoch(tmp_path):
+    first, rows = write_blobs(tmp_path / "ds" / "blobs.mindrecord", n=150)
+    size = 2 * sum(len(r["data"]) for r in rows)            # the blocks of every row, with room to spare
+    rng = np.random.default_rng(0)
+    with RangeServer(tmp_path / "ds") as server:
+        with FileReader(f"{server.url}/blobs.mindrecord0", cache_dir=tmp_path / "cache", cache_limit=size) as reader:
+            _epoch(reader, rng.permutation(len(rows)))
+            before = reader._remote.stats["bytes"]
+            assert before > 0
+            assert _epoch(reader, rng.permutation(len(rows))) is not None
+            assert reader._remote.stats["bytes"] == before
+
+
+def test_eviction_by_the_epoch_order_fetches_less_than_lru(tmp_path):
+    first, rows = write_blobs(tmp_path / "ds" / "blobs.mindrecord", n=200)
+    size = sum(len(r["data"]) for r in rows)
+    fetched = {}
+    with RangeServer(tmp_path / "ds") as server:
+        for policy in ("future", "lru"):
+            rng = np.random.default_rng(0)
+            with FileReader(f"{server.url}/blobs.mindrecord0", cache_dir=tmp_path / policy,
+                            cache_limit=size // 4) as reader:
+                reader._remote._bound.policy = policy
+                for _ in range(3):
+                    order = rng.permutation(len(rows))
+                    assert _epoch(reader, order) == [rows[i]["data"] for i in order]
+                fetched[policy] = reader._remote.stats["bytes"]
+    assert fetched["future"] < 0.9 * fetched["lru"], fetched

@@ -33,7 +33,7 @@ from recordio.mindrecord import encryption
 from recordio.mindrecord.params import check_num_consumer, check_path_param
 from recordio.mindrecord.recovery import check_journals
 from recordio.mindrecord.fileset import open_shards, require_given
-from recordio.mindrecord.format import BLOB
+from recordio.mindrecord.format import BLOB, RAW, page_offset
 from recordio.mindrecord.locations import Locations
 from recordio.mindrecord.remote_store import is_url
 from recordio.mindrecord.remote import open_remote
@@ -244,6 +244,8 @@ class FileReader:
     def _read_at(self, k, local, rs, re_, bs, be):
         """Row ``local`` of shard ``k`` from its raw range [rs, re_) and blob range [bs, be)."""
         mm = self._maps.get(k) or self._map(k)
+        if self._remote is not None:
+            self._remote.advance()
         if self._verify:
             self._check_row(k, rs, bs)
         record = blob = None
@@ -263,6 +265,25 @@ class FileReader:
         if self._remote is None:
             return mm[start:end]
         return self._remote.read(self._shards[k].path, start, end)
+
+    def prefetch(self, rows: Sequence[int] | np.ndarray, depth: int = 64, workers: int = 8) -> None:
+        """Fetch the rows at ``rows`` ahead of reading them, in that order (a dataset at a URL; a local
+        dataset needs nothing): ``depth`` rows ahead of this reader's reads, ``workers`` requests at a
+        time; under ``cache_limit`` the blocks needed last in this order are evicted first. The
+        pipeline calls it with each epoch's order; a new call replaces the previous plan."""
+        if self._remote is None:
+            return
+        idx = np.asarray(rows, dtype=np.int64).reshape(-1)
+        shard, _, locs = self._where.bulk(idx) if idx.size else (np.zeros(0, np.int64), None, np.zeros((0, 4)))
+        paths = [s.path for s in self._shards]
+        spans = [[(paths[k], rs, re_)] * self._need_raw + [(paths[k], bs, be)] * self._need_blob
+                 for k, (rs, re_, bs, be) in zip(shard.tolist(), locs.tolist())]
+        blob_bytes = int((locs[:, 3] - locs[:, 2]).sum()) if len(locs) else 0
+        raw_pages = [(s.path, fmt_page_offset(s, p), fmt_page_offset(s, p) + p.size)
+                     for s in self._shards for p in s.pages if p.kind == RAW]
+        if self._need_raw and raw_pages and sum(b - a for _, a, b in raw_pages) <= blob_bytes // 50:
+            spans.insert(0, raw_pages)          # small raw records: their pages whole, one request each
+        self._remote.plan(spans, depth, workers)
 
     def _check_row(self, k, rs, bs):
         shard = self._shards[k]
@@ -437,3 +458,7 @@ def _require_checksums(shards):
         missing = [p for p in [HEADER_SLOT] + [p.page_id for p in shard.pages] if p not in shard.checksums]
         if missing:
             raise ChecksumError(f"{shard.path}.db has no checksum for page(s) {missing}")
+
+
+def fmt_page_offset(shard, page):
+    return page_offset(shard.header["header_size"], shard.header["page_size"], page.page_id)

@@ -20,9 +20,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import threading
-
 from recordio.mindrecord import format as fmt
+from recordio.mindrecord.cachebound import Bound
+from recordio.mindrecord.prefetch import DEPTH, WORKERS, Prefetcher, next_use_of
 from recordio.mindrecord.pagecache import BLOCK, CachedObject, default_cache_dir
 from recordio.mindrecord.remote_store import Store, is_url, url_join
 
@@ -34,16 +34,12 @@ _FIRST_READ = 1 << 14          # the smallest header_size: a first header read n
 class RemoteDataset:
     """The cached image of a remote dataset: ``local`` is what to open (one path, or a list)."""
 
-    def __init__(self, urls, local, objects, store, cache_limit=None):
+    def __init__(self, urls, local, objects, store, cache_limit=None, cache_policy="future"):
         self.urls = urls
         self.local = local
         self.objects = objects              # local path -> CachedObject
         self.store = store
-        self.cache_limit = cache_limit
-        self._order = None
-        self._lock = threading.Lock()
-        self._held = {}                     # (local path, first block) -> end block, in fetch order
-        self._bytes_held = 0
+        self._bound = None if cache_limit is None else Bound(cache_limit, BLOCK, cache_policy)
         self._prefetch = None
         for obj in objects.values():
             obj.on_fetch = self._fetched
@@ -60,7 +56,10 @@ class RemoteDataset:
         return self.objects[os.path.realpath(local_path)]
 
     def read(self, local_path, start, end) -> bytes:
-        return self.object(local_path).read(start, end)
+        obj = self.object(local_path)
+        if self._bound is not None:
+            self._bound.touched(obj_path(obj), start // BLOCK, (end + BLOCK - 1) // BLOCK)
+        return obj.read(start, end)
 
     def ensure(self, local_path, start, end):
         self.object(local_path).ensure(start, end)
@@ -76,50 +75,44 @@ class RemoteDataset:
         for obj in self.objects.values():
             obj.ensure(0, obj.size)
 
-    # --- the bound (cache_limit) ------------------------------------------------------------------
+    # --- the epoch's order: prefetch and the bound ---------------------------------------------------
 
-    def set_order(self, next_use):
-        """``next_use(local_path, offset) -> position`` of the next read of that byte in the epoch's
-        order (``inf`` for never): eviction under ``cache_limit`` then drops what is needed last."""
-        self._order = next_use
+    def plan(self, spans, depth=DEPTH, workers=WORKERS):
+        """The rows the reader reads next, in order (``(path, start, end)`` per range of a row): fetch them
+        ahead and give the bound their next uses. Replaces the previous plan."""
+        self.stop_prefetch()
+        self._prefetch = Prefetcher(self.ensure, spans, depth, workers)
+        if self._bound is not None:
+            self._bound.next_use = next_use_of([[(os.path.realpath(p), a, b) for p, a, b in row] for row in spans],
+                                               BLOCK, lambda: self._prefetch.consumed)
+
+    def advance(self):
+        """One more row was read (paces the prefetch)."""
+        if self._prefetch is not None:
+            self._prefetch.advance()
+
+    def stop_prefetch(self):
+        if self._prefetch is not None:
+            self._prefetch.close()
+            self._prefetch = None
 
     def _fetched(self, obj, a, b):
-        if self.cache_limit is None:
-            return
-        with self._lock:
-            self._held[(obj.path, a)] = b
-            self._bytes_held += (b - a) * BLOCK
-            over = self._bytes_held - self.cache_limit
-            victims = self._victims(over) if over > 0 else []
-        for path, x, y in victims:
-            self.objects[path].evict(x, y)
-
-    def _victims(self, over):
-        keys = list(self._held)
-        if self._order is not None:
-            keys.sort(key=lambda key: -self._order(key[0], key[1] * BLOCK))
-        out = []
-        for key in keys[:-1]:                # never the run just fetched
-            if over <= 0:
-                break
-            end = self._held.pop(key)
-            self._bytes_held -= (end - key[1]) * BLOCK
-            over -= (end - key[1]) * BLOCK
-            out.append((key[0], key[1], end))
-        return out
+        if self._bound is not None:
+            for path, x, y in self._bound.fetched(obj_path(obj), a, b):
+                self.objects[path].evict(x, y)
 
     def close(self):
+        self.stop_prefetch()
         for obj in self.objects.values():
             obj.close()
 
     def __getstate__(self):
         state = self.__dict__.copy()
-        state.update(_lock=None, _prefetch=None, _order=None)
+        state.update(_prefetch=None)
         return state
 
     def __setstate__(self, state):
         self.__dict__.update(state)
-        self._lock = threading.Lock()
         for obj in self.objects.values():
             obj.on_fetch = self._fetched
 
@@ -148,7 +141,8 @@ def _header_names(obj):
     return fmt.FileHeader.read(obj.path).header["shard_addresses"]
 
 
-def open_remote(file_name, cache_dir=None, cache_limit=None, storage_options=None, index=True) -> RemoteDataset:
+def open_remote(file_name, cache_dir=None, cache_limit=None, storage_options=None, index=True,
+                cache_policy="future") -> RemoteDataset:
     """The cached image of the dataset at the URL ``file_name`` (any shard; its siblings come from its
     header) or at a list of URLs (exactly those): headers and ``.db`` files fetched, pages not."""
     store = Store(storage_options)
@@ -172,7 +166,7 @@ def open_remote(file_name, cache_dir=None, cache_limit=None, storage_options=Non
             db.close()
     local = objects[obj_path(next(iter(objects.values())))].path if isinstance(file_name, str) \
         else [o.path for o in objects.values()]
-    return RemoteDataset(urls, local, objects, store, cache_limit)
+    return RemoteDataset(urls, local, objects, store, cache_limit, cache_policy)
 
 
 def obj_path(obj):
