@@ -4,7 +4,8 @@
   and ``If-Match`` (412), that logs every request;
 * :class:`FaultProxy`: an HTTP proxy in front of it that adds latency and, at a seeded rate, answers
   500, drops the connection, or sends a truncated body; it logs what it forwarded;
-* :func:`moto_server`: moto's S3-compatible server, used through s3fs as a real bucket would be.
+* :func:`moto_server`: moto's S3-compatible server, used through s3fs as a real bucket would be;
+* :func:`blob_rows` / :func:`write_blob_rows`: the rows of the remote tests (~3 KB blobs).
 """
 
 from __future__ import annotations
@@ -207,4 +208,32 @@ class moto_server:
 
         boto3.client("s3", endpoint_url=self.endpoint, aws_access_key_id="testing", aws_secret_access_key="testing",
                      region_name="us-east-1").create_bucket(Bucket=name)
-        return s3fs.S3FileSystem(**self.options)
+        return self.bucket_fs()
+
+    def bucket_fs(self):
+        import s3fs
+
+        return s3fs.S3FileSystem(skip_instance_cache=True, **self.options)
+
+
+BLOB_SCHEMA = {"id": {"type": "int64"}, "label": {"type": "int32"}, "data": {"type": "bytes"}}
+
+
+def blob_rows(n, seed=0):
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    return [{"id": np.int64(i), "label": np.int32(i % 7),
+             "data": rng.integers(0, 256, int(rng.integers(500, 5000)), dtype=np.uint8).tobytes()}
+            for i in range(n)]
+
+
+def write_blob_rows(target, rows, shard_num, **options):
+    """Write ``rows`` to ``target`` (a path or a URL) in 32 KiB pages, ``id`` indexed."""
+    from recordio import FileWriter
+
+    with FileWriter(target, shard_num=shard_num, overwrite=True, **options) as w:
+        w.set_page_size(1 << 15)
+        w.add_schema(BLOB_SCHEMA, "blobs")
+        w.add_index(["id"])
+        w.write_raw_data(rows)

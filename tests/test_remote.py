@@ -6,6 +6,7 @@ fetch each block once; local paths never load fsspec.
 """
 
 import glob
+import json
 import multiprocessing
 import os
 import pickle
@@ -23,9 +24,9 @@ pytest.importorskip("moto")
 
 import recordio
 from recordio import FileReader, FileWriter
-from recordio.errors import DatasetChangedError
+from recordio.errors import DatasetChangedError, MissingFileError
 from conftest import GOLDEN_COPIES
-from remote_servers import FaultProxy, RangeServer, moto_server
+from remote_servers import FaultProxy, RangeServer, blob_rows, moto_server, write_blob_rows
 from rowcheck import assert_rows_equal
 
 CASES = sorted(p.name for p in GOLDEN_COPIES.iterdir() if p.is_dir())
@@ -45,15 +46,8 @@ def _expected(case):
 def write_blobs(path, n=300, shard_num=2, seed=0):
     """A dataset of ``n`` rows with ~3 KB blobs over many 32 KiB pages; returns (first file, rows)."""
     os.makedirs(os.path.dirname(str(path)), exist_ok=True)
-    rng = np.random.default_rng(seed)
-    rows = [{"id": np.int64(i), "label": np.int32(i % 7),
-             "data": rng.integers(0, 256, int(rng.integers(500, 5000)), dtype=np.uint8).tobytes()}
-            for i in range(n)]
-    with FileWriter(str(path), shard_num=shard_num, overwrite=True) as w:
-        w.set_page_size(1 << 15)
-        w.add_schema({"id": {"type": "int64"}, "label": {"type": "int32"}, "data": {"type": "bytes"}}, "blobs")
-        w.add_index(["id"])
-        w.write_raw_data(rows)
+    rows = blob_rows(n, seed)
+    write_blob_rows(str(path), rows, shard_num)
     return str(path) + ("0" if shard_num > 1 else ""), rows
 
 
@@ -66,6 +60,11 @@ def _spans(log, name):
             assert m, f"a GET of {name} without a range: {rng!r}"
             out.append((int(m.group(1)), int(m.group(2)) + 1))
     return out
+
+
+@pytest.fixture(autouse=True)
+def _cache_in_tmp(tmp_path, monkeypatch):
+    monkeypatch.setenv("RECORDIO_CACHE_DIR", str(tmp_path / "default-cache"))      # staging of URL writes too
 
 
 @pytest.fixture(scope="module")
@@ -281,3 +280,49 @@ def test_eviction_by_the_epoch_order_fetches_less_than_lru(tmp_path):
                     assert _epoch(reader, order) == [rows[i]["data"] for i in order]
                 fetched[policy] = reader._remote.stats["bytes"]
     assert fetched["future"] < 0.9 * fetched["lru"], fetched
+
+
+def _write_child(url, options, marker, staging):
+    child = os.path.join(os.path.dirname(__file__), "upload_child.py")
+    return subprocess.Popen([sys.executable, child, url, json.dumps(options), marker, staging])
+
+
+def test_a_write_killed_during_its_upload_leaves_nothing_that_opens_and_a_rerun_completes_it(s3, tmp_path):
+    import signal
+    import time
+
+    s3.bucket("upload")
+    url, opts = "s3://upload/ds/blobs.mindrecord", s3.options
+    rows = blob_rows(300)
+    write_blob_rows(url, rows[:50], 4, storage_options=opts)        # an older version, with one shard more
+    assert recordio.count_rows(url + "0", storage_options=opts, cache_dir=tmp_path / "c0") == 50
+    marker = tmp_path / "uploaded"
+    child = _write_child(url, opts, str(marker), str(tmp_path / "staging"))
+    deadline = time.monotonic() + 120
+    while not marker.exists():
+        assert child.poll() is None and time.monotonic() < deadline, "the writer ended before its upload"
+        time.sleep(0.05)
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    assert len(marker.read_text().split()) == 2
+    for first in (url + "0", url + "1"):
+        with pytest.raises(MissingFileError, match="blobs.mindrecord0.db"):
+            FileReader(first, storage_options=opts, cache_dir=tmp_path / "c1")
+        with pytest.raises(MissingFileError):
+            recordio.count_rows(first, storage_options=opts, cache_dir=tmp_path / "c1")
+    rerun = _write_child(url, opts, "-", str(tmp_path / "staging"))
+    assert rerun.wait(120) == 0
+    with FileReader(url + "0", storage_options=opts, cache_dir=tmp_path / "c2") as reader:
+        assert reader.files[-1].endswith("blobs.mindrecord2")
+        assert [r["data"] for r in reader] == [r["data"] for r in rows]
+    names = sorted(s3.bucket_fs().ls("upload/ds", detail=False))
+    assert names == sorted(f"upload/ds/blobs.mindrecord{i}{db}" for i in range(3) for db in ("", ".db"))
+
+
+def test_writing_to_a_url_that_holds_a_dataset_needs_overwrite(s3, tmp_path):
+    s3.bucket("exists")
+    write_blob_rows("s3://exists/a.mindrecord", blob_rows(5), 1, storage_options=s3.options)
+    from recordio.errors import DatasetExistsError
+
+    with pytest.raises(DatasetExistsError, match="s3://exists/a.mindrecord"):
+        FileWriter("s3://exists/a.mindrecord", storage_options=s3.options)

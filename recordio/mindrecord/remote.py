@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+from recordio.errors import MissingFileError
 from recordio.mindrecord import format as fmt
 from recordio.mindrecord.cachebound import Bound
 from recordio.mindrecord.prefetch import DEPTH, WORKERS, Prefetcher, next_use_of
@@ -124,7 +125,12 @@ def _folder(cache_dir, folder_url):
 
 
 def _cached(store, cache_dir, url, whole=False):
-    size, etag = store.identity(url)
+    try:
+        size, etag = store.identity(url)
+    except FileNotFoundError:
+        what = ("its index; a dataset whose shard 0 index is missing is not there, or not completely "
+                "uploaded yet" if url.endswith(".db") else "a data file of the dataset")
+        raise MissingFileError(f"{url}: no such object ({what})") from None
     name = fmt.check_file_name(url.rsplit("/", 1)[-1], url)
     obj = CachedObject(_folder(cache_dir, url.rsplit("/", 1)[0]), name, url, size, etag, store)
     if whole:

@@ -24,6 +24,8 @@ from recordio.mindrecord.params import check_bool, check_path_param
 from recordio.mindrecord.index_stream import StreamingPages
 from recordio.mindrecord.recovery import recover, writer_files
 from recordio.mindrecord.schema import Schema
+from recordio.mindrecord.remote_store import is_url
+from recordio.mindrecord.upload import Upload
 from recordio.mindrecord.staging import ShardFiles, split_counts
 
 __all__ = ["FileWriter"]
@@ -41,7 +43,12 @@ class FileWriter(CommitOnExit):
     """
 
     def __init__(self, file_name: str | os.PathLike, shard_num: int = 1, overwrite: bool = False, *,
-                 checksums: bool = True, fsync: bool = True) -> None:
+                 checksums: bool = True, fsync: bool = True, storage_options: dict | None = None) -> None:
+        self._upload = None
+        if is_url(file_name):                   # staged and committed here, then uploaded (upload.py)
+            check_bool(overwrite, "overwrite")
+            self._upload = Upload(file_name, shard_num, overwrite, storage_options)
+            file_name, overwrite = self._upload.local_name, True
         names = fmt.shard_file_names(check_path_param(file_name), shard_num)
         check_bool(overwrite, "overwrite")
         if encryption.key() is not None and shard_num != 1:
@@ -312,6 +319,8 @@ class FileWriter(CommitOnExit):
             raise
         self._committed = True
         self._release()
+        if getattr(self, "_upload", None) is not None:
+            self._upload.publish(self._targets)
 
     def _release(self):
         lock = getattr(self, "_lock", None)
