@@ -326,3 +326,24 @@ def test_writing_to_a_url_that_holds_a_dataset_needs_overwrite(s3, tmp_path):
 
     with pytest.raises(DatasetExistsError, match="s3://exists/a.mindrecord"):
         FileWriter("s3://exists/a.mindrecord", storage_options=s3.options)
+
+
+def test_the_commands_take_a_url_and_cache_shows_and_clears(tmp_path, capsys, monkeypatch):
+    from recordio.tools.__main__ import main
+
+    first, rows = write_blobs(tmp_path / "ds" / "blobs.mindrecord", n=40)
+    cache = tmp_path / "cli-cache"
+    monkeypatch.setenv("RECORDIO_CACHE_DIR", str(cache))
+    with RangeServer(tmp_path / "ds") as server:
+        url = f"{server.url}/blobs.mindrecord0"
+        assert main(["count", url]) == 0 and capsys.readouterr().out.strip() == str(len(rows))
+        assert main(["info", url]) == 0 and url in capsys.readouterr().out
+        assert main(["head", url, "-n", "2", "--json"]) == 0
+        assert capsys.readouterr().out.count('"id":') == 2
+        assert main(["verify", url]) == 0 and "OK" in capsys.readouterr().out
+    assert main(["cache", "--json"]) == 0
+    entries = json.loads(capsys.readouterr().out)
+    assert {e["url"] for e in entries} >= {url, url + ".db"}
+    assert all(0 < e["cached_bytes"] <= e["size"] for e in entries)
+    assert main(["cache", "--clear"]) == 0 and main(["cache", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out.split("\n", 1)[1]) == []

@@ -32,7 +32,7 @@ import threading
 
 from recordio.mindrecord.fileio import pwrite_all
 
-__all__ = ["BLOCK", "CachedObject", "default_cache_dir"]
+__all__ = ["BLOCK", "CachedObject", "cache_info", "clear_cache", "default_cache_dir"]
 
 BLOCK = 4096
 MERGE_GAP = 0             # present blocks between two missing runs fetched again to save a request (0: a block is
@@ -227,3 +227,38 @@ def _punch(fd, offset, length):
         if err not in (errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
             raise OSError(err, f"punching a hole at {offset} (+{length}) failed: {os.strerror(err)}")
         pwrite_all(fd, bytes(length), offset)
+
+
+def cache_info(cache_dir: str | None = None) -> list[dict]:
+    """What the cache holds: one dict per cached object (``url``, ``size``, ``cached_bytes``: bytes of
+    its blocks present, ``file``: the local copy)."""
+    root = os.fspath(cache_dir or default_cache_dir())
+    out = []
+    for folder in sorted(os.listdir(root)) if os.path.isdir(root) else []:
+        aux = os.path.join(root, folder, _AUX)
+        for name in sorted(os.listdir(aux)) if os.path.isdir(aux) else []:
+            if not name.endswith(".json"):
+                continue
+            meta = _read_json(os.path.join(aux, name))
+            try:
+                with open(os.path.join(aux, name[:-5] + ".present"), "rb") as f:
+                    held = f.read().count(b"\x01") * BLOCK
+            except OSError:
+                continue
+            if meta is not None:
+                out.append({"url": meta["url"], "size": meta["size"], "cached_bytes": min(held, meta["size"]),
+                            "file": os.path.join(root, folder, name[:-5])})
+    return out
+
+
+def clear_cache(cache_dir: str | None = None) -> int:
+    """Remove every cached object (readers that have it open keep their copies until they close);
+    returns the number of objects removed."""
+    import shutil
+
+    root = os.fspath(cache_dir or default_cache_dir())
+    n = len(cache_info(root))
+    for folder in os.listdir(root) if os.path.isdir(root) else []:
+        if os.path.isdir(os.path.join(root, folder, _AUX)):
+            shutil.rmtree(os.path.join(root, folder), ignore_errors=True)
+    return n
