@@ -26,7 +26,7 @@ import recordio
 from recordio import FileReader, FileWriter
 from recordio.errors import DatasetChangedError, MissingFileError
 from conftest import GOLDEN_COPIES
-from remote_servers import FaultProxy, RangeServer, blob_rows, moto_server, write_blob_rows
+from recordio.tools.remote_servers import FaultProxy, RangeServer, blob_rows, moto_server, write_blob_rows
 from rowcheck import assert_rows_equal
 
 CASES = sorted(p.name for p in GOLDEN_COPIES.iterdir() if p.is_dir())
@@ -347,3 +347,16 @@ def test_the_commands_take_a_url_and_cache_shows_and_clears(tmp_path, capsys, mo
     assert all(0 < e["cached_bytes"] <= e["size"] for e in entries)
     assert main(["cache", "--clear"]) == 0 and main(["cache", "--json"]) == 0
     assert json.loads(capsys.readouterr().out.split("\n", 1)[1]) == []
+
+
+def test_s3_through_a_faulty_proxy_reads_every_row(s3, tmp_path):
+    first, rows = write_blobs(tmp_path / "ds" / "blobs.mindrecord", n=150)
+    fs = s3.bucket("faulty")
+    for f in os.listdir(tmp_path / "ds"):
+        fs.put_file(str(tmp_path / "ds" / f), f"faulty/{f}")
+    with FaultProxy(s3.address, fault_rate=0.1, seed=7) as proxy:
+        opts = dict(s3.options_for(proxy.url), config_kwargs={"retries": {"max_attempts": 1}})
+        with FileReader("s3://faulty/blobs.mindrecord0", storage_options=opts, cache_dir=tmp_path / "cache") as reader:
+            order = np.random.default_rng(2).permutation(len(rows))
+            assert [r["data"] for r in reader.__getitems__(order)] == [rows[i]["data"] for i in order]
+        assert len(proxy.faults) >= 3

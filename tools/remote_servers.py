@@ -1,9 +1,10 @@
-"""Servers on 127.0.0.1 for the remote tests and the remote benchmark.
+"""Servers on 127.0.0.1 for the remote tests and ``recordio bench --suite remote``.
 
 * :class:`RangeServer`: a standard-library HTTP server of one folder, with ``Range`` (206), ``ETag``
   and ``If-Match`` (412), that logs every request;
-* :class:`FaultProxy`: an HTTP proxy in front of it that adds latency and, at a seeded rate, answers
-  500, drops the connection, or sends a truncated body; it logs what it forwarded;
+* :class:`FaultProxy`: an HTTP proxy in front of it (or of the S3 server: every method and header is
+  forwarded) that adds latency and, at a seeded rate, answers 500, drops the connection, or sends a
+  truncated body; it logs what it forwarded;
 * :func:`moto_server`: moto's S3-compatible server, used through s3fs as a real bucket would be;
 * :func:`blob_rows` / :func:`write_blob_rows`: the rows of the remote tests (~3 KB blobs).
 """
@@ -121,19 +122,20 @@ class _ProxyHandler(_Quiet):
     def do_HEAD(self):
         self._forward()
 
-    def do_GET(self):
-        self._forward()
+    do_GET = do_PUT = do_POST = do_DELETE = do_HEAD
 
     def _forward(self):
         s = self.server
         s.log.append((self.command, self.path, self.headers.get("Range")))
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else None
         if s.latency_s:
             time.sleep(s.latency_s)
         with s.lock:
             roll, kind = s.rng.random(), s.rng.choice(("500", "drop", "truncate"))
         fault = kind if roll < s.fault_rate else None
         if fault == "truncate" and self.command != "GET":
-            fault = None                                  # a HEAD has no body to cut
+            fault = None                                  # only a GET has a body to cut
         if fault is not None:
             s.faults.append(fault)
         if fault == "500":
@@ -144,18 +146,18 @@ class _ProxyHandler(_Quiet):
         if fault == "drop":
             self.close_connection = True
             return
-        conn = http.client.HTTPConnection("127.0.0.1", s.upstream_port, timeout=30)
-        headers = {k: v for k, v in self.headers.items() if k.lower() in ("range", "if-match")}
-        conn.request(self.command, self.path, headers=headers)
+        conn = s.upstream()
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP}
+        conn.request(self.command, self.path, body=body, headers=headers)
         resp = conn.getresponse()
         data = resp.read()
-        conn.close()
+        s.pool.put(conn) if not resp.will_close else conn.close()
         self.send_response(resp.status)
         for k, v in resp.getheaders():
-            if k.lower() not in ("connection", "transfer-encoding", "date", "server"):
+            if k.lower() not in _HOP | {"date", "server"}:
                 self.send_header(k, v)
         self.end_headers()
-        if self.command == "GET":
+        if self.command != "HEAD":
             if fault == "truncate" and len(data) > 1:
                 self.wfile.write(data[: len(data) // 2])
                 self.close_connection = True
@@ -163,13 +165,27 @@ class _ProxyHandler(_Quiet):
             self.wfile.write(data)
 
 
+_HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade"}
+
+
 class FaultProxy(_Running):
     """Forward to ``upstream`` (a :class:`RangeServer`), ``latency_s`` later per request, failing a
     ``fault_rate`` share of requests (500, dropped connection or truncated body; seeded)."""
 
     def __init__(self, upstream, latency_s=0.0, fault_rate=0.0, seed=0):
+        import queue
+
         server = _Server(("127.0.0.1", 0), _ProxyHandler)
-        server.upstream_port = upstream.server.server_address[1]
+        host, port = upstream if isinstance(upstream, tuple) else upstream.server.server_address[:2]
+        server.pool = queue.SimpleQueue()
+
+        def upstream_conn():
+            try:
+                return server.pool.get_nowait()
+            except queue.Empty:
+                return http.client.HTTPConnection(host, port, timeout=60)
+
+        server.upstream = upstream_conn
         server.latency_s, server.fault_rate = latency_s, fault_rate
         server.rng, server.lock = random.Random(seed), threading.Lock()
         server.log, server.faults = [], []
@@ -194,10 +210,16 @@ class moto_server:
     def __enter__(self):
         self._server.start()
         host, port = self._server.get_host_and_port()
+        self.address = (host, port)
         self.endpoint = f"http://{host}:{port}"
-        self.options = {"endpoint_url": self.endpoint, "key": "testing", "secret": "testing",
-                        "client_kwargs": {"region_name": "us-east-1"}}
+        self.options = self.options_for(self.endpoint)
         return self
+
+    @staticmethod
+    def options_for(endpoint):
+        """s3fs storage options for the server at ``endpoint`` (or a proxy in front of it)."""
+        return {"endpoint_url": endpoint, "key": "testing", "secret": "testing",
+                "client_kwargs": {"region_name": "us-east-1"}}
 
     def __exit__(self, *exc):
         self._server.stop()
