@@ -193,27 +193,43 @@ class FaultProxy(_Running):
 
 
 class moto_server:
-    """moto's S3 server on 127.0.0.1 (a context manager); ``options`` are s3fs's storage_options."""
+    """moto's S3 server on 127.0.0.1 in its own process (a context manager: in a thread of this process it
+    would share the GIL with the reader it serves); ``options`` are s3fs's storage_options."""
 
     def __init__(self):
-        import logging
-
-        from moto.server import ThreadedMotoServer
-
-        logging.getLogger("werkzeug").setLevel(logging.ERROR)
-
         for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
             os.environ.setdefault(name, "testing")
         os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
-        self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        self._proc = None
 
     def __enter__(self):
-        self._server.start()
-        host, port = self._server.get_host_and_port()
-        self.address = (host, port)
-        self.endpoint = f"http://{host}:{port}"
+        import socket
+        import subprocess
+        import sys
+
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        self._proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if self._proc.poll() is not None or time.monotonic() > deadline:
+                    self._proc.kill()
+                    raise RuntimeError("moto's S3 server did not start (is moto[server] installed?)") from None
+                time.sleep(0.1)
+        self.address = ("127.0.0.1", port)
+        self.endpoint = f"http://127.0.0.1:{port}"
         self.options = self.options_for(self.endpoint)
         return self
+
+    def __exit__(self, *exc):
+        self._proc.kill()
+        self._proc.wait()
 
     @staticmethod
     def options_for(endpoint):
@@ -221,12 +237,8 @@ class moto_server:
         return {"endpoint_url": endpoint, "key": "testing", "secret": "testing",
                 "client_kwargs": {"region_name": "us-east-1"}}
 
-    def __exit__(self, *exc):
-        self._server.stop()
-
     def bucket(self, name):
         import boto3
-        import s3fs
 
         boto3.client("s3", endpoint_url=self.endpoint, aws_access_key_id="testing", aws_secret_access_key="testing",
                      region_name="us-east-1").create_bucket(Bucket=name)
