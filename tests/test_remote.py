@@ -360,3 +360,59 @@ def test_s3_through_a_faulty_proxy_reads_every_row(s3, tmp_path):
             order = np.random.default_rng(2).permutation(len(rows))
             assert [r["data"] for r in reader.__getitems__(order)] == [rows[i]["data"] for i in order]
         assert len(proxy.faults) >= 3
+
+
+def _blocks_of(first, ids):
+    """``(file name, 4 KiB block)`` a node reading rows ``ids`` may fetch: their raw records and blobs,
+    each file's first 16 KiB (the header), and its RAW pages (fetched whole when small)."""
+    from recordio.mindrecord.format import RAW, page_offset
+
+    out = set()
+    with FileReader(first) as reader:
+        shard, _, locs = reader._where.bulk(np.asarray(ids))
+        names = [os.path.basename(s.path) for s in reader._shards]
+        for k, (rs, re_, bs, be) in zip(shard.tolist(), locs.tolist()):
+            out |= {(names[k], b) for a, e in ((rs, re_), (bs, be)) for b in range(a // 4096, (e + 4095) // 4096)}
+        for s, name in zip(reader._shards, names):
+            out |= {(name, b) for b in range(4)}
+            for p in (p for p in s.pages if p.kind == RAW):
+                a = page_offset(s.header["header_size"], s.header["page_size"], p.page_id)
+                out |= {(name, b) for b in range(a // 4096, (a + p.size + 4095) // 4096)}
+    return out
+
+
+def _rank_rows(url, cache, rank, world, out):
+    data = recordio.MindDataset(url, shuffle=True, num_shards=world, shard_id=rank, cache_dir=cache)
+    out.put((rank, [int(r["id"]) for r in data.create_dict_iterator(num_epochs=1, output_numpy=True)]))
+
+
+def test_two_nodes_of_two_processes_read_each_row_once_and_each_node_fetches_a_block_once(tmp_path):
+    first, rows = write_blobs(tmp_path / "ds" / "blobs.mindrecord", n=400)
+    ctx = multiprocessing.get_context("spawn")
+    servers = [RangeServer(tmp_path / "ds"), RangeServer(tmp_path / "ds")]      # one per "node": its own log
+    try:
+        out = ctx.Queue()
+        procs = [ctx.Process(target=_rank_rows, args=(f"{servers[node].url}/blobs.mindrecord0",
+                                                      str(tmp_path / f"node{node}"), 2 * node + local, 4, out))
+                 for node in range(2) for local in range(2)]
+        for p in procs:
+            p.start()
+        got = dict(out.get(timeout=180) for _ in procs)
+        for p in procs:
+            p.join(30)
+            assert p.exitcode == 0
+        assert sorted(i for ids in got.values() for i in ids) == list(range(len(rows)))      # every row once
+        for node, server in enumerate(servers):
+            needed = _blocks_of(first, [i for r in (2 * node, 2 * node + 1) for i in got[r]])
+            other = _blocks_of(first, [i for r in (2 - 2 * node, 3 - 2 * node) for i in got[r]])
+            fetched = set()
+            for name in _data_files(tmp_path / "ds"):
+                spans = sorted(_spans(server.log, name))
+                for (a, b), (c, d) in zip(spans, spans[1:]):
+                    assert b <= c, f"node {node}: {name}: bytes {c}..{min(b, d) - 1} fetched twice"
+                fetched |= {(name, k) for a, b in spans for k in range(a // 4096, (b + 4095) // 4096)}
+            assert fetched <= needed, f"node {node} fetched blocks no row of its own needs: {sorted(fetched - needed)[:5]}"
+            assert len(other - needed) > 0.3 * len(other)        # the other node's rows are mostly elsewhere
+    finally:
+        for s in servers:
+            s.close()

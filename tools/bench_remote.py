@@ -64,7 +64,8 @@ def _write(path, n):
         w.add_schema({"image": {"type": "bytes"}, "label": {"type": "int32"}, "file_name": {"type": "string"}},
                      "jpeg")
         w.write_raw_data(list(workloads.samples("jpeg", n)))
-    return [f"{path}{i}" for i in range(shards)]
+    width = len(str(shards - 1))
+    return [path + str(i).rjust(width, "0") for i in range(shards)]
 
 
 def _row(name, value, unit, baseline=None, baseline_value=None, note=""):
@@ -128,7 +129,7 @@ def run(args):
             for name in (f, f + ".db"):
                 fs.put_file(name, f"{BUCKET}/jpeg/{os.path.basename(name)}")
         storage = s3.options_for(proxy.url)
-        url = f"s3://{BUCKET}/jpeg/jpeg.mindrecord0"
+        url = f"s3://{BUCKET}/jpeg/{os.path.basename(files[0])}"
         cache = tempfile.mkdtemp(prefix="recordio-bench-cache-", dir=folder)
         local = _pipeline_rate(files[0])
         remote = _pipeline_rate(url, storage_options=storage, cache_dir=os.path.join(cache, "pipeline"))
