@@ -132,6 +132,14 @@ def test_verify_finds_a_flipped_byte_in_a_remote_object(s3, tmp_path):
     report = recordio.verify(url, storage_options=s3.options, cache_dir=tmp_path / "cache")
     assert not report.ok
     assert any(f == "s3://flip/blobs.mindrecord1" and "checksum" in text for f, text in report.problems), report
+    from recordio.errors import ChecksumError
+
+    with FileReader("s3://flip/blobs.mindrecord1", storage_options=s3.options, cache_dir=tmp_path / "c2",
+                    verify=True) as reader:
+        with pytest.raises(ChecksumError, match="blobs.mindrecord1: page 0"):
+            reader[reader.file_row_counts[0]]                          # the first row of shard 1
+    with FileReader(url, storage_options=s3.options, cache_dir=tmp_path / "c2", verify=True) as reader:
+        assert reader[0]["data"] == rows[0]["data"]                 # shard 0 is intact
 
 
 def test_faults_on_10_percent_of_requests_still_read_every_row(tmp_path):
@@ -416,3 +424,19 @@ def test_two_nodes_of_two_processes_read_each_row_once_and_each_node_fetches_a_b
     finally:
         for s in servers:
             s.close()
+
+
+def test_a_reader_of_a_url_pickles_and_reads_in_another_process(tmp_path):
+    first, rows = write_blobs(tmp_path / "ds" / "blobs.mindrecord", n=60)
+    with RangeServer(tmp_path / "ds") as server:
+        reader = FileReader(f"{server.url}/blobs.mindrecord0", cache_dir=tmp_path / "cache")
+        assert reader[0]["data"] == rows[0]["data"]
+        ctx = multiprocessing.get_context("spawn")
+        with ctx.Pool(1) as pool:
+            got = pool.apply(_all_data, (reader,))
+        reader.close()
+        assert got == [r["data"] for r in rows]
+
+
+def _all_data(reader):
+    return [r["data"] for r in reader]

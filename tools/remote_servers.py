@@ -271,3 +271,36 @@ def write_blob_rows(target, rows, shard_num, **options):
         w.add_schema(BLOB_SCHEMA, "blobs")
         w.add_index(["id"])
         w.write_raw_data(rows)
+
+
+class proxy_process:
+    """A :class:`FaultProxy` in its own process (a context manager; ``url``), so that a benchmark's
+    proxy does not share the GIL with the reader it measures."""
+
+    def __init__(self, upstream, latency_s=0.0):
+        self.upstream, self.latency_s = upstream, latency_s
+
+    def __enter__(self):
+        import subprocess
+        import sys
+
+        host, port = self.upstream
+        self._proc = subprocess.Popen([sys.executable, "-m", "recordio.tools.remote_servers", host, str(port),
+                                       str(self.latency_s)], stdout=subprocess.PIPE, text=True)
+        self.url = self._proc.stdout.readline().strip()
+        if not self.url.startswith("http://"):
+            self._proc.kill()
+            raise RuntimeError("the proxy process did not start")
+        return self
+
+    def __exit__(self, *exc):
+        self._proc.kill()
+        self._proc.wait()
+
+
+if __name__ == "__main__":
+    import sys
+
+    with FaultProxy((sys.argv[1], int(sys.argv[2])), latency_s=float(sys.argv[3])) as _proxy:
+        print(_proxy.url, flush=True)
+        threading.Event().wait()
