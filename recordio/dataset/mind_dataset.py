@@ -96,7 +96,7 @@ class MindDataset(SampledSource):
         self.num_padded = _padding_args(padded_sample, num_padded, num_shards, self.columns_list)
         self.padded_sample = padded_sample
         self.dataset_files = dataset_files
-        self._remote_options = {"storage_options": storage_options, "cache_dir": cache_dir,
+        self._remote_options: dict[str, Any] = {"storage_options": storage_options, "cache_dir": cache_dir,
                                 "cache_limit": cache_limit}
         sampler = check_sampler_args(sampler, shuffle, num_shards) or DefaultOrder(
             shuffle_mode(shuffle), num_shards, shard_id, self.num_padded, num_samples, bool(shard_by_block))

@@ -10,7 +10,7 @@ The reader memory-maps (or preads) the sparse file exactly as a local data file;
 byte range it calls :meth:`CachedObject.ensure`, which fetches the missing blocks covering the range
 (runs of missing blocks merged into one request, small present gaps included) and marks them. Several
 processes share one cache: a fetch holds a POSIX byte-range lock on the blocks' bytes of the
-``.present`` file, and threads of one process wait on each other's in-flight blocks, so the node
+``.present`` file (an open-file-description lock), and threads of one process wait on each other's in-flight blocks, so the node
 fetches a block once. :meth:`CachedObject.evict` clears blocks' marks first and punches the holes
 after; :meth:`CachedObject.read` re-checks the marks after copying, so a read never returns bytes of
 a block evicted under it.
@@ -28,7 +28,9 @@ import errno
 import fcntl
 import json
 import os
+import struct
 import threading
+import time
 
 from recordio.mindrecord.fileio import pwrite_all
 
@@ -149,7 +151,7 @@ class CachedObject:
 
     def _fetch_run(self, a, b):
         """Fetch blocks [a, b) under a byte-range lock of their marks (another process may hold it)."""
-        fcntl.lockf(self._pfd, fcntl.LOCK_EX, b - a, a)
+        _lock(self._pfd, fcntl.F_WRLCK, a, b - a)
         try:
             for x, y in _merge(_runs(os.pread(self._pfd, b - a, a), a)):   # what is still missing
                 start, end = x * BLOCK, min(self.size, y * BLOCK)
@@ -158,7 +160,7 @@ class CachedObject:
                 if self.on_fetch is not None:
                     self.on_fetch(self, x, y)
         finally:
-            fcntl.lockf(self._pfd, fcntl.LOCK_UN, b - a, a)
+            _lock(self._pfd, fcntl.F_UNLCK, a, b - a)
 
     def read(self, start, end) -> bytes:
         """Bytes [start, end), fetched if needed, and still present after they were copied."""
@@ -170,12 +172,41 @@ class CachedObject:
 
     def evict(self, a, b):
         """Forget blocks [a, b): marks cleared first, then the bytes released (a hole punched)."""
-        fcntl.lockf(self._pfd, fcntl.LOCK_EX, b - a, a)
+        _lock(self._pfd, fcntl.F_WRLCK, a, b - a)
         try:
             pwrite_all(self._pfd, b"\x00" * (b - a), a, self._present)
             _punch(self._fd, a * BLOCK, min(self.size, b * BLOCK) - a * BLOCK)
         finally:
-            fcntl.lockf(self._pfd, fcntl.LOCK_UN, b - a, a)
+            _lock(self._pfd, fcntl.F_UNLCK, a, b - a)
+
+
+_OFD_SETLKW = getattr(fcntl, "F_OFD_SETLKW", 38)      # Linux's open-file-description locks
+_FLOCK = struct.Struct("hhqqi4x")                      # struct flock: type, whence, start, len, pid
+
+
+def _lock(fd, kind, start, length):
+    """Lock (``F_WRLCK``) or unlock (``F_UNLCK``) bytes [start, start + length) of ``fd``, waiting.
+
+    Open-file-description locks: owned by the descriptor, not the process, so the kernel does not
+    report a false deadlock when threads of two processes wait on each other's blocks (a thread
+    holds one range at a time, while it fetches, so there is no true one). Threads of one process
+    never ask for the same blocks (``CachedObject._busy``). Where OFD locks are missing, POSIX locks,
+    retried on EDEADLK."""
+    try:
+        fcntl.fcntl(fd, _OFD_SETLKW, _FLOCK.pack(kind, 0, start, length, 0))
+        return
+    except OSError as exc:
+        if exc.errno != errno.EINVAL:
+            raise
+    cmd = fcntl.LOCK_EX if kind == fcntl.F_WRLCK else fcntl.LOCK_UN
+    while True:
+        try:
+            fcntl.lockf(fd, cmd, length, start)
+            return
+        except OSError as exc:
+            if exc.errno != errno.EDEADLK:
+                raise
+            time.sleep(0.01)
 
 
 def _runs(marks, base):

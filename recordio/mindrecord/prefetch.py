@@ -17,8 +17,8 @@ import threading
 
 __all__ = ["Prefetcher", "next_use_of"]
 
-DEPTH = 64
-WORKERS = 8
+DEPTH = 128
+WORKERS = 16
 
 
 def next_use_of(spans, block, position):

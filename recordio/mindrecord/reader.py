@@ -266,7 +266,7 @@ class FileReader:
             return mm[start:end]
         return self._remote.read(self._shards[k].path, start, end)
 
-    def prefetch(self, rows: Sequence[int] | np.ndarray, depth: int = 64, workers: int = 8) -> None:
+    def prefetch(self, rows: Sequence[int] | np.ndarray, depth: int = 128, workers: int = 16) -> None:
         """Fetch the rows at ``rows`` ahead of reading them, in that order (a dataset at a URL; a local
         dataset needs nothing): ``depth`` rows ahead of this reader's reads, ``workers`` requests at a
         time; under ``cache_limit`` the blocks needed last in this order are evicted first. The

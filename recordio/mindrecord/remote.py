@@ -42,6 +42,7 @@ class RemoteDataset:
         self.store = store
         self._bound = None if cache_limit is None else Bound(cache_limit, BLOCK, cache_policy)
         self._prefetch = None
+        self._named: dict = {}              # the reader's path of a file -> its CachedObject
         for obj in objects.values():
             obj.on_fetch = self._fetched
 
@@ -54,7 +55,10 @@ class RemoteDataset:
         return self.objects[os.path.realpath(local_path)].url
 
     def object(self, local_path) -> CachedObject:
-        return self.objects[os.path.realpath(local_path)]
+        obj = self._named.get(local_path)
+        if obj is None:
+            obj = self._named[local_path] = self.objects[os.path.realpath(local_path)]
+        return obj
 
     def read(self, local_path, start, end) -> bytes:
         obj = self.object(local_path)
@@ -109,7 +113,7 @@ class RemoteDataset:
 
     def __getstate__(self):
         state = self.__dict__.copy()
-        state.update(_prefetch=None)
+        state.update(_prefetch=None, _named={})
         return state
 
     def __setstate__(self, state):

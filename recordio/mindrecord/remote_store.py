@@ -98,7 +98,7 @@ class Store:
         self.retries = retries
         self.backoff_s = backoff_s
         self.stats = {"requests": 0, "bytes": 0, "retries": 0}
-        self._fs = {}
+        self._fs: dict = {}
         self._pid = os.getpid()
 
     def __getstate__(self):

@@ -319,8 +319,9 @@ class FileWriter(CommitOnExit):
             raise
         self._committed = True
         self._release()
-        if getattr(self, "_upload", None) is not None:
-            self._upload.publish(self._targets)
+        upload = getattr(self, "_upload", None)        # None for an appending writer too
+        if upload is not None:
+            upload.publish(self._targets)
 
     def _release(self):
         lock = getattr(self, "_lock", None)
