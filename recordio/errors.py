@@ -23,6 +23,7 @@ __all__ = [
     "ParamValueTypeError",
     "PipelineError",
     "RecordIOError",
+    "RemoteError",
     "RowRangeError",
     "SchemaError",
     "SinkTimeoutError",
@@ -79,6 +80,11 @@ class DatasetChangedError(RecordIOError, RuntimeError):
 
 class DatasetExistsError(RecordIOError, FileExistsError, RuntimeError):
     """The target dataset exists and neither ``overwrite=True`` nor append was asked for."""
+
+
+class RemoteError(RecordIOError, OSError):
+    """An object behind a URL could not be read or written: the message names the URL and the byte
+    range; transient faults (timeouts, 5xx, reset connections) were retried before this was raised."""
 
 
 class PipelineError(RecordIOError, RuntimeError):

@@ -17,6 +17,7 @@ COMMANDS = {
     "query": "list the rows whose indexed fields equal given values (--json, --csv or --table)",
     "verify": "check every shard: structure, index, checksums; exit 1 on any problem",
     "repair": "finish or undo an append interrupted by a crash (needs write access)",
+    "cache": "show or clear the local cache of datasets read from URLs (s3://, http(s)://, ...)",
     "head": "print the first rows (bytes and arrays summarised); --grid draws the images",
     "convert": "convert ImageFolder, CIFAR-10/100, MNIST or Parquet data to MindRecord",
     "export": "export a dataset's scalar columns (e.g. to an Arrow/Parquet file)",

@@ -14,13 +14,13 @@ import tempfile
 
 HELP = "benchmark writing, reading, the pipeline, vision ops, the sink, conversion and token rows against baselines"
 EXAMPLE = "recordio bench --suite storage --quick --json bench.json --plot bench.png"
-SUITES = ("storage", "pipeline", "vision", "sink", "convert", "mindpage", "tokens", "scale")
-DEFAULT_SUITES = SUITES[:-1]          # scale writes 10M rows: asked for by name
+SUITES = ("storage", "pipeline", "vision", "sink", "convert", "mindpage", "tokens", "scale", "remote")
+DEFAULT_SUITES = SUITES[:-2]          # scale writes 10M rows, remote needs the S3 server: asked for by name
 
 
 def add_arguments(parser):
     parser.add_argument("--suite", default=",".join(DEFAULT_SUITES),
-                        help=f"comma-separated suites to run, of {', '.join(SUITES)} (default: all but scale)")
+                        help=f"comma-separated suites to run, of {', '.join(SUITES)} (default: all but scale and remote)")
     parser.add_argument("--quick", action="store_true", help="small workloads (a smoke run, not for quoting)")
     parser.add_argument("--workdir", help="where datasets are written (default: a temporary folder)")
     parser.add_argument("--mindspore-python", default=os.environ.get("RECORDIO_MINDSPORE_PYTHON"),

@@ -81,7 +81,9 @@ class MindDataset(SampledSource):
                  columns_list: Sequence[str] | None = None, num_parallel_workers: int | None = None,
                  shuffle: bool | Shuffle | None = None, num_shards: int | None = None, shard_id: int | None = None,
                  sampler: Sampler | None = None, padded_sample: dict | None = None, num_padded: int | None = None,
-                 num_samples: int | None = None, cache: Any = None, *, shard_by_block: bool | None = None) -> None:
+                 num_samples: int | None = None, cache: Any = None, *, shard_by_block: bool | None = None,
+                 storage_options: dict | None = None, cache_dir: str | None = None,
+                 cache_limit: int | None = None) -> None:
         if cache is not None:
             raise NotImplementedError("MindDataset: cache (MindSpore's cache server) is not supported by recordio")
         check_shards(num_shards, shard_id)
@@ -94,6 +96,8 @@ class MindDataset(SampledSource):
         self.num_padded = _padding_args(padded_sample, num_padded, num_shards, self.columns_list)
         self.padded_sample = padded_sample
         self.dataset_files = dataset_files
+        self._remote_options: dict[str, Any] = {"storage_options": storage_options, "cache_dir": cache_dir,
+                                "cache_limit": cache_limit}
         sampler = check_sampler_args(sampler, shuffle, num_shards) or DefaultOrder(
             shuffle_mode(shuffle), num_shards, shard_id, self.num_padded, num_samples, bool(shard_by_block))
         super().__init__(sampler, 1, False)
@@ -115,7 +119,7 @@ class MindDataset(SampledSource):
         """The dataset's :class:`~recordio.mindrecord.reader.FileReader` (opened on first use)."""
         if self._reader is None:
             from recordio.mindrecord.reader import FileReader
-            reader = FileReader(self.dataset_files, columns=self.columns_list)
+            reader = FileReader(self.dataset_files, columns=self.columns_list, **self._remote_options)
             if self.columns_list is None:
                 reader._order_columns(sorted(reader.schema))      # MindSpore's order: names sorted
             self._reader = reader
@@ -140,6 +144,16 @@ class MindDataset(SampledSource):
                                 f"{index}. MindDataset: index {index} is out of range for {len(ids)} rows")
         row = self._fetch(ids[index:index + 1])[0]
         return [to_numpy(row[name]) for name in self._columns()]
+
+    def _epoch_rows(self, ctx, epoch):
+        """The epoch's rows; for a dataset at a URL the reader fetches them ahead in this order."""
+        ep = super()._epoch_rows(ctx, epoch)
+        reader = self.reader
+        if reader._remote is not None and self._index_columns() is None:
+            n = self._num_rows()
+            ids = np.arange(n, dtype=np.int64) if ep.ids is None else np.asarray(ep.ids, dtype=np.int64)
+            reader.prefetch(ids[ids < n])
+        return ep
 
     def _check_padding(self):
         if self.num_padded or self.padded_sample is not None:
@@ -170,7 +184,7 @@ class MindDataset(SampledSource):
                                 f"files. Please check 'class_column' in PKSampler. The fields of "
                                 f"{reader.files[0]}: {sorted(reader.schema)}")
         from recordio.mindrecord.reader import FileReader
-        with FileReader(self.dataset_files, columns=[column]) as r:
+        with FileReader(self.dataset_files, columns=[column], **self._remote_options) as r:
             return np.asarray([row[column] for row in r])
 
     def _index_columns(self):

@@ -32,6 +32,8 @@ _LAZY = {
     "SUCCESS": "recordio.mindrecord.params",
     "ShardWriter": "recordio.mindrecord.shard_writer",
     "TFRecordToMR": "recordio.converters.tomr",
+    "cache_info": "recordio.mindrecord.pagecache",
+    "clear_cache": "recordio.mindrecord.pagecache",
     "count_rows": "recordio.mindrecord.count",
     "count_where": "recordio.mindrecord.description",
     "describe": "recordio.mindrecord.description",

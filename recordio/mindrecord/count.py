@@ -9,6 +9,7 @@ from recordio.mindrecord import index
 from recordio.errors import IndexFileError
 from recordio.mindrecord import encryption
 from recordio.mindrecord.recovery import check_journals
+from recordio.mindrecord.remote import local_files
 
 __all__ = ["count_rows"]
 
@@ -27,8 +28,15 @@ def _shard_count(path):
     return found
 
 
-def count_rows(path: str | os.PathLike | list) -> int:
-    """Number of rows of the dataset that ``path`` (any shard, or a list of data files) belongs to."""
+def count_rows(path: str | os.PathLike | list, *, storage_options: dict | None = None,
+               cache_dir: str | None = None) -> int:
+    """Number of rows of the dataset that ``path`` (any shard, or a list of data files) belongs to.
+    At a URL, only the headers and ``.db`` files are fetched (docs/howto-remote.md)."""
+    with local_files(path, storage_options, cache_dir) as (local, _):
+        return _count_local(local)
+
+
+def _count_local(path):
     with encryption.dataset_files(path) as (target, encrypted):
         if not encrypted:                  # an encrypted dataset is never appended to: no journals
             check_journals(path)

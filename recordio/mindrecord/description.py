@@ -8,6 +8,7 @@ import os
 from recordio.mindrecord import encryption
 from recordio.mindrecord import format as fmt
 from recordio.mindrecord import index
+from recordio.mindrecord.remote import local_files
 
 __all__ = ["count_where", "describe"]
 
@@ -31,9 +32,19 @@ def _shard_facts(path):
     return header, facts
 
 
-def describe(path: str | os.PathLike | list) -> dict:
-    """A dict describing the dataset ``path`` (any shard, or a list of data files); an encrypted
+def describe(path: str | os.PathLike | list, *, storage_options: dict | None = None,
+             cache_dir: str | None = None) -> dict:
+    """A dict describing the dataset ``path`` (any shard, or a list of data files, or URLs); an encrypted
     dataset is described from its plain copies when a key is set (``set_enc_key``)."""
+    with local_files(path, storage_options, cache_dir) as (local, remote):
+        facts = _describe_local(local)
+    if remote is not None:
+        for shard in facts["shards"]:
+            shard.update(file=remote.rename(shard["file"]))
+    return facts
+
+
+def _describe_local(path):
     with encryption.dataset_files(path) as (target, encrypted):
         shards = [_shard_facts(p) for p in fmt.dataset_paths(target)]
     if encrypted:                          # name the encrypted files, not their removed plain copies

@@ -33,8 +33,10 @@ from recordio.mindrecord import encryption
 from recordio.mindrecord.params import check_num_consumer, check_path_param
 from recordio.mindrecord.recovery import check_journals
 from recordio.mindrecord.fileset import open_shards, require_given
-from recordio.mindrecord.format import BLOB
+from recordio.mindrecord.format import BLOB, RAW, page_offset
 from recordio.mindrecord.locations import Locations
+from recordio.mindrecord.remote_store import is_url
+from recordio.mindrecord.remote import open_remote
 
 __all__ = ["FileReader"]
 
@@ -80,11 +82,21 @@ class FileReader:
             match (checked as the row is read). Values still come only from the data file.
         use_index: locate rows through the ``.db`` (as MindSpore does); ``False`` walks the
             header's page table instead, for datasets whose ``.db`` files are lost.
+        storage_options, cache_dir, cache_limit: for a dataset at a URL (``s3://``, ``http(s)://``, ...,
+            see docs/howto-remote.md): the fsspec options, the node-local cache folder and its bound in
+            bytes for this reader's fetched blocks (``None``: unbounded).
     """
 
     def __init__(self, file_name: str | os.PathLike | Sequence[str | os.PathLike], num_consumer: int = 4,
                  columns: Sequence[str] | None = None, operator: Any = None, *, verify: bool = False,
-                 use_index: bool = True) -> None:
+                 use_index: bool = True, storage_options: dict | None = None, cache_dir: str | None = None,
+                 cache_limit: int | None = None) -> None:
+        self._remote = None
+        if is_url(file_name):
+            self._remote = open_remote(file_name, cache_dir, cache_limit, storage_options, index=use_index)
+            file_name = self._remote.local
+            if not use_index:
+                self._remote.ensure_all()           # the page table is walked through every page
         for name in file_name if isinstance(file_name, (list, tuple)) else [file_name]:
             check_path_param(name)
         check_num_consumer(num_consumer)
@@ -255,18 +267,46 @@ class FileReader:
     def _read_at(self, k, local, rs, re_, bs, be):
         """Row ``local`` of shard ``k`` from its raw range [rs, re_) and blob range [bs, be)."""
         mm = self._maps.get(k) or self._map(k)
+        if self._remote is not None:
+            self._remote.advance()
         if self._verify:
             self._check_row(k, rs, bs)
         record = blob = None
         if self._need_raw:
+            raw = mm[rs:re_] if self._remote is None else self._remote.read(self._shards[k].path, rs, re_)
             try:
-                record = _unpackb(mm[rs:re_])
+                record = _unpackb(raw)
             except Exception as exc:       # msgpack raises several unrelated types on bad input
                 raise FormatError(f"{self._shards[k].path}: row {local}: corrupt raw record (msgpack): "
                                   f"{exc}") from None
         if self._need_blob:
-            blob = mm[bs:be]
+            blob = mm[bs:be] if self._remote is None else self._remote.read(self._shards[k].path, bs, be)
         return self._decode(record, blob, _Where(self._shards[k].path, local))
+
+    def _bytes(self, k, mm, start, end):
+        """Bytes [start, end) of shard ``k``: from its map, or through the cache for a remote dataset."""
+        if self._remote is None:
+            return mm[start:end]
+        return self._remote.read(self._shards[k].path, start, end)
+
+    def prefetch(self, rows: Sequence[int] | np.ndarray, depth: int = 128, workers: int = 16) -> None:
+        """Fetch the rows at ``rows`` ahead of reading them, in that order (a dataset at a URL; a local
+        dataset needs nothing): ``depth`` rows ahead of this reader's reads, ``workers`` requests at a
+        time; under ``cache_limit`` the blocks needed last in this order are evicted first. The
+        pipeline calls it with each epoch's order; a new call replaces the previous plan."""
+        if self._remote is None:
+            return
+        idx = np.asarray(rows, dtype=np.int64).reshape(-1)
+        shard, _, locs = self._where.bulk(idx) if idx.size else (np.zeros(0, np.int64), None, np.zeros((0, 4)))
+        paths = [s.path for s in self._shards]
+        spans = [[(paths[k], rs, re_)] * self._need_raw + [(paths[k], bs, be)] * self._need_blob
+                 for k, (rs, re_, bs, be) in zip(shard.tolist(), locs.tolist())]
+        blob_bytes = int((locs[:, 3] - locs[:, 2]).sum()) if len(locs) else 0
+        raw_pages = [(s.path, fmt_page_offset(s, p), fmt_page_offset(s, p) + p.size)
+                     for s in self._shards for p in s.pages if p.kind == RAW]
+        if self._need_raw and raw_pages and sum(b - a for _, a, b in raw_pages) <= blob_bytes // 50:
+            spans.insert(0, raw_pages)          # small raw records: their pages whole, one request each
+        self._remote.plan(spans, depth, workers)
 
     def _check_row(self, k, rs, bs):
         shard = self._shards[k]
@@ -293,7 +333,7 @@ class FileReader:
             for first in range(0, shard.count, block):
                 locs = self._where.block_of(k, first // block)[:, :2].tolist()
                 for local, (start, end) in enumerate(locs, first):
-                    values.append(decode(unpack_raw(mm[start:end]), None, f"{shard.path}: row {local}")[field])
+                    values.append(decode(unpack_raw(self._bytes(k, mm, start, end)), None, f"{shard.path}: row {local}")[field])
         dtype = self._schema.fields[field].dtype or object
         return np.array(values, dtype=dtype)
 
@@ -329,6 +369,8 @@ class FileReader:
         shard = self._shards[k]
         _, nbytes, row_start, row_end, digest = shard.checksums[slot]
         start, end = slot_range(shard.header["header_size"], shard.header["page_size"], slot, shard.size)
+        if self._remote is not None:
+            self._remote.ensure(shard.path, start, end)          # the page whole, then checked
         if start + nbytes > end or _digest_view(self._map(k), start, start + nbytes) != digest:
             what = "header" if slot == HEADER_SLOT else f"page {slot}"
             raise ChecksumError(f"{shard.path}: {what} (rows {row_start}..{row_end - 1}) does not match its "
@@ -366,6 +408,8 @@ class FileReader:
         :meth:`get_next` (as MindSpore's) and raises ``ValueError`` when read otherwise; its facts
         (``len``, ``schema``, ...) stay available. Closing again does nothing."""
         self._closed = True
+        if self._remote is not None:
+            self._remote.close()
         if self._plain is not None:
             self._plain.close()
         while self._maps:
@@ -437,3 +481,7 @@ def _require_checksums(shards):
         missing = [p for p in [HEADER_SLOT] + [p.page_id for p in shard.pages] if p not in shard.checksums]
         if missing:
             raise ChecksumError(f"{shard.path}.db has no checksum for page(s) {missing}")
+
+
+def fmt_page_offset(shard, page):
+    return page_offset(shard.header["header_size"], shard.header["page_size"], page.page_id)

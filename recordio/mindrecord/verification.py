@@ -25,6 +25,8 @@ from recordio.mindrecord.recovery import check_journals
 from recordio.mindrecord.fileset import (Shard, _check_locations, _check_pages, _check_same_metadata,
                                         _locate_from_pages)
 
+from recordio.mindrecord.remote import is_url, local_files
+
 __all__ = ["Report", "add_checksums", "verify"]
 
 
@@ -55,8 +57,23 @@ class Report:
         return "\n".join(lines)
 
 
-def verify(path: str | os.PathLike | list) -> Report:
-    """Verify the dataset ``path`` (any shard, or a list of data files); returns a :class:`Report`."""
+def verify(path: str | os.PathLike | list, *, storage_options: dict | None = None,
+           cache_dir: str | None = None) -> Report:
+    """Verify the dataset ``path`` (any shard, or a list of data files); returns a :class:`Report`.
+    A dataset at a URL is fetched whole into the cache (every byte is checked) and the report names
+    its URLs."""
+    if not is_url(path):
+        return _verify_local(path)
+    with local_files(path, storage_options, cache_dir, whole=True) as (local, remote):
+        report = _verify_local(local)
+    report.path = path
+    report.files = [remote.rename(f) for f in report.files]
+    report.without_checksums = [remote.rename(f) for f in report.without_checksums]
+    report.problems = [(remote.rename(f), remote.rename(t)) for f, t in report.problems]
+    return report
+
+
+def _verify_local(path):
     report = Report(os.fspath(path) if isinstance(path, (str, os.PathLike)) else list(path))
     shards = []
     try:

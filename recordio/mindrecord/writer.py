@@ -26,6 +26,8 @@ from recordio.mindrecord.params import check_bool, check_path_param
 from recordio.mindrecord.index_stream import StreamingPages
 from recordio.mindrecord.recovery import recover, writer_files
 from recordio.mindrecord.schema import Schema
+from recordio.mindrecord.remote_store import is_url
+from recordio.mindrecord.upload import Upload
 from recordio.mindrecord.staging import ShardFiles, split_counts
 
 __all__ = ["FileWriter"]
@@ -43,7 +45,12 @@ class FileWriter(CommitOnExit):
     """
 
     def __init__(self, file_name: str | os.PathLike, shard_num: int = 1, overwrite: bool = False, *,
-                 checksums: bool = True, fsync: bool = True) -> None:
+                 checksums: bool = True, fsync: bool = True, storage_options: dict | None = None) -> None:
+        self._upload = None
+        if is_url(file_name):                   # staged and committed here, then uploaded (upload.py)
+            check_bool(overwrite, "overwrite")
+            self._upload = Upload(file_name, shard_num, overwrite, storage_options)
+            file_name, overwrite = self._upload.local_name, True
         names = fmt.shard_file_names(check_path_param(file_name), shard_num)
         check_bool(overwrite, "overwrite")
         if encryption.key() is not None and shard_num != 1:
@@ -332,6 +339,9 @@ class FileWriter(CommitOnExit):
             raise
         self._committed = True
         self._release()
+        upload = getattr(self, "_upload", None)        # None for an appending writer too
+        if upload is not None:
+            upload.publish(self._targets)
 
     def _release(self):
         for shard in getattr(self, "_shards", None) or []:

@@ -1,0 +1,89 @@
+"""Prefetch: fetch the rows a reader will read next, in the order it will read them.
+
+The pipeline knows each epoch's order before it starts (the sampler's permutation, this rank's
+share of it). :class:`Prefetcher` walks that order ``depth`` rows ahead of the reader with a bounded
+pool of ``workers`` threads, each making the blocks of one row present in the node cache; the reader
+then finds them there. A fetch that fails in the background is left to the reader, which fetches the
+row itself and raises the error where the row is read. The same order gives the cache bound each
+block's next use (:mod:`cachebound`), so eviction drops what is needed last.
+"""
+
+from __future__ import annotations
+
+import bisect
+import collections
+import concurrent.futures
+import threading
+
+__all__ = ["Prefetcher", "next_use_of"]
+
+DEPTH = 128
+WORKERS = 16
+
+
+def next_use_of(spans, block, position):
+    """``next_use(path, first_block)``: where in ``spans`` (one tuple of ``(path, start, end)`` per row,
+    in reading order) that block is read next from ``position()`` on, or ``inf``."""
+    uses = collections.defaultdict(list)
+    for i, row in enumerate(spans):
+        for path, start, end in row:
+            for b in range(start // block, (end + block - 1) // block):
+                uses[(path, b)].append(i)
+
+    def next_use(path, first):
+        seen = uses.get((path, first))
+        if not seen:
+            return float("inf")
+        j = bisect.bisect_left(seen, position())
+        return seen[j] if j < len(seen) else float("inf")
+
+    return next_use
+
+
+class Prefetcher:
+    """Fetch ``spans`` (rows of ``(path, start, end)``) through ``ensure(path, start, end)``, at most
+    ``depth`` rows ahead of :meth:`advance`'s count, ``workers`` requests at a time."""
+
+    def __init__(self, ensure, spans, depth=DEPTH, workers=WORKERS):
+        self._ensure, self._spans = ensure, spans
+        self.depth, self.workers = depth, workers
+        self.consumed = 0
+        self._stop = False
+        self._cond = threading.Condition()
+        self._thread = threading.Thread(target=self._run, name="recordio-prefetch", daemon=True)
+        self._thread.start()
+
+    def advance(self, n=1):
+        with self._cond:
+            self.consumed += n
+            self._cond.notify_all()
+
+    def _row(self, row):
+        for path, start, end in row:
+            if self._stop:
+                return
+            try:
+                self._ensure(path, start, end)
+            except Exception:          # the reader fetches the row again and raises where it is read
+                return
+
+    def _run(self):
+        with concurrent.futures.ThreadPoolExecutor(self.workers, thread_name_prefix="recordio-fetch") as pool:
+            pending = set()
+            for i, row in enumerate(self._spans):
+                with self._cond:
+                    while not self._stop and i >= self.consumed + self.depth:
+                        self._cond.wait(0.05)
+                if self._stop:
+                    break
+                pending.add(pool.submit(self._row, row))
+                if len(pending) >= 2 * self.workers:
+                    _, pending = concurrent.futures.wait(pending, return_when=concurrent.futures.FIRST_COMPLETED)
+
+    def close(self):
+        """Stop fetching ahead and wait for the requests in flight (idempotent)."""
+        with self._cond:
+            self._stop = True
+            self._cond.notify_all()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join()

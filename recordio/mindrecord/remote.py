@@ -1,0 +1,199 @@
+"""A MindRecord dataset behind URLs, read through the node-local cache (:mod:`pagecache`).
+
+:func:`open_remote` makes a local image of the dataset's folder in the cache: for each data file a
+sparse file of the object's size holding, at first, only its header; each ``.db`` whole (SQLite needs
+a local file, and it is small). Everything that opens local datasets (``open_shards``, counts,
+``describe``) then runs unchanged on the image; the reader asks :meth:`RemoteDataset.read` for the
+bytes of a row, which fetches the blocks covering them on demand. What is fetched when:
+
+=====================  =======================================================================
+opening / counting     each data file's header (its first 16 KiB, more for a longer header) and
+                       each ``.db`` whole; no data page
+reading a row          the blocks (4 KiB) covering its raw record and its blob, adjacent missing
+                       blocks in one request
+``verify``             every object whole (every byte is checked)
+=====================  =======================================================================
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+from recordio.errors import MissingFileError
+from recordio.mindrecord import format as fmt
+from recordio.mindrecord.cachebound import Bound
+from recordio.mindrecord.prefetch import DEPTH, WORKERS, Prefetcher, next_use_of
+from recordio.mindrecord.pagecache import BLOCK, CachedObject, default_cache_dir
+from recordio.mindrecord.remote_store import Store, is_url, url_join
+
+__all__ = ["RemoteDataset", "is_url", "local_files", "open_remote"]
+
+_FIRST_READ = 1 << 14          # the smallest header_size: a first header read never reaches a page
+
+
+class RemoteDataset:
+    """The cached image of a remote dataset: ``local`` is what to open (one path, or a list)."""
+
+    def __init__(self, urls, local, objects, store, cache_limit=None, cache_policy="future"):
+        self.urls = urls
+        self.local = local
+        self.objects = objects              # local path -> CachedObject
+        self.store = store
+        self._bound = None if cache_limit is None else Bound(cache_limit, BLOCK, cache_policy)
+        self._prefetch = None
+        self._named: dict = {}              # the reader's path of a file -> its CachedObject
+        for obj in objects.values():
+            obj.on_fetch = self._fetched
+
+    @property
+    def stats(self) -> dict:
+        """This process's requests, bytes and retries against the store."""
+        return dict(self.store.stats)
+
+    def url_of(self, local_path) -> str:
+        return self.objects[os.path.realpath(local_path)].url
+
+    def object(self, local_path) -> CachedObject:
+        obj = self._named.get(local_path)
+        if obj is None:
+            obj = self._named[local_path] = self.objects[os.path.realpath(local_path)]
+        return obj
+
+    def read(self, local_path, start, end) -> bytes:
+        obj = self.object(local_path)
+        if self._bound is not None:
+            self._bound.touched(obj_path(obj), start // BLOCK, (end + BLOCK - 1) // BLOCK)
+        return obj.read(start, end)
+
+    def ensure(self, local_path, start, end):
+        self.object(local_path).ensure(start, end)
+
+    def rename(self, text: str) -> str:
+        """``text`` with each cached file's local path replaced by its URL (for messages and reports)."""
+        for obj in sorted(self.objects.values(), key=lambda o: -len(o.path)):
+            text = text.replace(obj.path, obj.url)
+        return text
+
+    def ensure_all(self):
+        """Fetch every object whole (verification reads every byte)."""
+        for obj in self.objects.values():
+            obj.ensure(0, obj.size)
+
+    # --- the epoch's order: prefetch and the bound ---------------------------------------------------
+
+    def plan(self, spans, depth=DEPTH, workers=WORKERS):
+        """The rows the reader reads next, in order (``(path, start, end)`` per range of a row): fetch them
+        ahead and give the bound their next uses. Replaces the previous plan."""
+        self.stop_prefetch()
+        self._prefetch = Prefetcher(self.ensure, spans, depth, workers)
+        if self._bound is not None:
+            self._bound.next_use = next_use_of([[(os.path.realpath(p), a, b) for p, a, b in row] for row in spans],
+                                               BLOCK, lambda: self._prefetch.consumed)
+
+    def advance(self):
+        """One more row was read (paces the prefetch)."""
+        if self._prefetch is not None:
+            self._prefetch.advance()
+
+    def stop_prefetch(self):
+        if self._prefetch is not None:
+            self._prefetch.close()
+            self._prefetch = None
+
+    def _fetched(self, obj, a, b):
+        if self._bound is not None:
+            for path, x, y in self._bound.fetched(obj_path(obj), a, b):
+                self.objects[path].evict(x, y)
+
+    def close(self):
+        self.stop_prefetch()
+        for obj in self.objects.values():
+            obj.close()
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state.update(_prefetch=None, _named={})
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        for obj in self.objects.values():
+            obj.on_fetch = self._fetched
+
+
+def _folder(cache_dir, folder_url):
+    key = hashlib.sha256(folder_url.encode()).hexdigest()[:16]
+    tail = "".join(c if c.isalnum() or c in "-_." else "_" for c in folder_url.rstrip("/").rsplit("/", 1)[-1])
+    return os.path.join(cache_dir, f"{tail[:40]}-{key}")
+
+
+def _cached(store, cache_dir, url, whole=False):
+    try:
+        size, etag = store.identity(url)
+    except FileNotFoundError:
+        what = ("its index; a dataset whose shard 0 index is missing is not there, or not completely "
+                "uploaded yet" if url.endswith(".db") else "a data file of the dataset")
+        raise MissingFileError(f"{url}: no such object ({what})") from None
+    name = fmt.check_file_name(url.rsplit("/", 1)[-1], url)
+    obj = CachedObject(_folder(cache_dir, url.rsplit("/", 1)[0]), name, url, size, etag, store)
+    if whole:
+        obj.ensure(0, size)
+    return obj
+
+
+def _header_names(obj):
+    """The shard names in the header of the data file ``obj`` (its header fetched first)."""
+    obj.ensure(0, min(obj.size, _FIRST_READ))
+    prefix = obj.read(0, min(obj.size, fmt.HEADER_PREFIX))
+    length = fmt.header_length(prefix, obj.url, obj.size)
+    obj.ensure(0, fmt.HEADER_PREFIX + length)
+    return fmt.FileHeader.read(obj.path).header["shard_addresses"]
+
+
+def open_remote(file_name, cache_dir=None, cache_limit=None, storage_options=None, index=True,
+                cache_policy="future") -> RemoteDataset:
+    """The cached image of the dataset at the URL ``file_name`` (any shard; its siblings come from its
+    header) or at a list of URLs (exactly those): headers and ``.db`` files fetched, pages not."""
+    store = Store(storage_options)
+    cache_dir = os.path.abspath(os.fspath(cache_dir or default_cache_dir()))
+    urls = [file_name] if isinstance(file_name, str) else list(file_name)
+    objects = {}
+    for url in urls:
+        obj = _cached(store, cache_dir, url)
+        objects[obj_path(obj)] = obj
+        names = _header_names(obj)
+        if isinstance(file_name, str):
+            for name in names:
+                sibling = url_join(url, fmt.check_file_name(os.path.basename(name), url))
+                if sibling != url and sibling not in {o.url for o in objects.values()}:
+                    s = _cached(store, cache_dir, sibling)
+                    objects[obj_path(s)] = s
+                    _header_names(s)
+    if index:
+        for obj in list(objects.values()):
+            db = _cached(store, cache_dir, obj.url + ".db", whole=True)
+            db.close()
+    local = objects[obj_path(next(iter(objects.values())))].path if isinstance(file_name, str) \
+        else [o.path for o in objects.values()]
+    return RemoteDataset(urls, local, objects, store, cache_limit, cache_policy)
+
+
+def obj_path(obj):
+    return os.path.realpath(obj.path)
+
+
+@contextlib.contextmanager
+def local_files(path, storage_options=None, cache_dir=None, whole=False):
+    """``path`` itself for local paths; for URLs the cached image's local name(s), with every object
+    fetched whole when ``whole`` (verification)."""
+    if not is_url(path):
+        yield path, None
+        return
+    remote = open_remote(path, cache_dir=cache_dir, storage_options=storage_options)
+    try:
+        if whole:
+            remote.ensure_all()
+        yield remote.local, remote
+    finally:
+        remote.close()
