@@ -140,16 +140,20 @@ def _check_pages(reader, shard, locs, need_raw, need_blob):
 
 
 def _gather_rows(reader, shard, locs, need_raw, need_blob):
-    """``(buffer, locs)``: the one map and the locations when every row is in one shard; else a copy of
-    the rows' bytes from their shards, one after another, with the locations in that copy."""
+    """``(buffer, locs)``: the one map and the locations when every row is in one local shard; else a
+    copy of the rows' bytes (from their shards' maps, or through the cache of a dataset at a URL), one
+    after another, with the locations in that copy."""
     first = int(shard[0])
-    if (shard == first).all():
+    remote = reader._remote
+    if remote is None and (shard == first).all():
         return reader._maps.get(first) or reader._map(first), locs
     parts, out, at = [], np.empty_like(locs), 0
     for i, (k, (rs, re_, bs, be)) in enumerate(zip(shard.tolist(), locs.tolist())):
         mm = reader._maps.get(k) or reader._map(k)
-        raw = mm[rs:re_] if need_raw else b""
-        blob = mm[bs:be] if need_blob else b""
+        if remote is not None:          # through the cache: each range fetched, read under its lock
+            remote.advance()
+        raw = reader._bytes(k, mm, rs, re_) if need_raw else b""
+        blob = reader._bytes(k, mm, bs, be) if need_blob else b""
         parts += (raw, blob)
         out[i] = at, at + len(raw), at + len(raw), at + len(raw) + len(blob)
         at += len(raw) + len(blob)
@@ -166,11 +170,12 @@ def _rowwise(reader, shard, local, locs, names):
         record = None
         if need_raw:
             try:
-                record = _unpackb(mm[rs:re_])
+                record = _unpackb(reader._bytes(k, mm, rs, re_))
             except Exception as exc:       # msgpack raises several unrelated types on bad input
                 raise FormatError(f"{reader._shards[k].path}: row {lo}: corrupt raw record (msgpack): "
                                   f"{exc}") from None
-        rows.append(decode(record, mm[bs:be] if need_blob else None, _Where(reader._shards[k].path, lo)))
+        blob = reader._bytes(k, mm, bs, be) if need_blob else None
+        rows.append(decode(record, blob, _Where(reader._shards[k].path, lo)))
     return rows
 
 

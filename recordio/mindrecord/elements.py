@@ -23,12 +23,14 @@ __all__ = ["count_elements"]
 _U64BE, _U32BE = np.dtype(">u8"), np.dtype(">u4")
 
 
-def count_elements(path: str | os.PathLike | list) -> dict:
+def count_elements(path: str | os.PathLike | list, *, storage_options: dict | None = None,
+                   cache_dir: str | None = None) -> dict:
     """``{field: {"elements": n, "source": "schema" | "index" | "scan"}}`` for each numeric array field
-    of the dataset ``path`` (any shard, or a list of data files); ``{}`` when it has none."""
+    of the dataset ``path`` (any shard, or a list of data files, or a URL: a scan then fetches the data
+    files); ``{}`` when it has none."""
     from recordio.mindrecord.reader import FileReader
 
-    with FileReader(path) as reader:
+    with FileReader(path, storage_options=storage_options, cache_dir=cache_dir) as reader:
         schema = reader._schema
         arrays = [f for f in schema.fields.values() if f.dtype is not None and f.shape is not None]
         out = {f.name: {"elements": len(reader) * math.prod(f.shape), "source": "schema"}
@@ -44,6 +46,8 @@ def _counted(reader, fields):
     for k, shard in enumerate(reader._shards):
         recorded = index.recorded_elements(shard.path, fields)
         if recorded is None:
+            if reader._remote is not None:          # the scan reads the blobs' prefixes from the map
+                reader._remote.ensure(shard.path, 0, shard.size)
             recorded, scanned = _scan(reader, k, fields), True
         totals += recorded
     return totals, "scan" if scanned else "index"
