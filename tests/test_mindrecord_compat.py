@@ -22,8 +22,8 @@ CARRIED = HERE / "golden" / "mindspore_compat.json"
 
 MINDSPORE_ALL = ["Cifar100ToMR", "Cifar10ToMR", "CsvToMR", "FAILED", "FileReader", "FileWriter", "ImageNetToMR",
                  "MindPage", "MnistToMR", "SUCCESS", "TFRecordToMR", "set_dec_mode", "set_enc_key", "set_enc_mode"]
-RECORDIO_ADDITIONS = {"FixedLenFeature", "ShardWriter", "count_rows", "count_where", "describe", "finalize_shards", "missing_shards",
-                      "verify"}
+RECORDIO_ADDITIONS = {"FixedLenFeature", "ShardWriter", "cache_info", "clear_cache", "count_elements", "count_rows",
+                      "count_where", "describe", "finalize_shards", "missing_shards", "verify"}
 CONVERTERS = {"Cifar100ToMR", "Cifar10ToMR", "CsvToMR", "ImageNetToMR", "MnistToMR", "TFRecordToMR"}
 
 # Cases where recordio deliberately differs from MindSpore 2.10, with the reason (docs/porting.md).

@@ -34,6 +34,7 @@ _LAZY = {
     "TFRecordToMR": "recordio.converters.tomr",
     "cache_info": "recordio.mindrecord.pagecache",
     "clear_cache": "recordio.mindrecord.pagecache",
+    "count_elements": "recordio.mindrecord.elements",
     "count_rows": "recordio.mindrecord.count",
     "count_where": "recordio.mindrecord.description",
     "describe": "recordio.mindrecord.description",
