@@ -61,9 +61,9 @@ class MapDataset(Dataset):
     own thread, timed a chunk at a time (the first of :data:`PROBE_ROWS` rows), as long as the
     operations cost less than :data:`INLINE_BELOW_S` a row (``TypeCast``, ``Rescale``, small Python
     callables: handing rows to a worker thread costs more than they do); from the first chunk that
-    costs more, the rows go to the ``num_parallel_workers`` threads in small chunks. Values are the same either way (the keys of a
-    row do not depend on where it runs). ``python_multiprocessing=True`` always runs them in the
-    worker processes (asked for isolation, not only speed)."""
+    costs more, the rows go to the ``num_parallel_workers`` threads in small chunks. Values are the
+    same either way (the keys of a row do not depend on where it runs). ``python_multiprocessing=True``
+    always runs them in the worker processes (asked for isolation, not only speed)."""
 
     CHUNK_THREADS = 4
     CHUNK_PROCESSES = 16
