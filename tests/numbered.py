@@ -33,3 +33,9 @@ def ids_of(iterator, column="id"):
     for row in iterator:
         out.extend(np.atleast_1d(np.asarray(row[column] if isinstance(row, dict) else row)).tolist())
     return out
+
+
+def epoch_ids(data, epochs=1):
+    """The ``id`` values of each of ``epochs`` epochs of a dataset's dict iterator."""
+    it = data.create_dict_iterator(num_epochs=epochs, output_numpy=True)
+    return [ids_of(it) for _ in range(epochs)]

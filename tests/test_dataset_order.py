@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 
 from recordio.dataset import MindDataset, Shuffle, config
 from recordio.dataset.order import consumed_after, shard_positions
-from numbered import ids_of, write_numbered
+from numbered import epoch_ids, write_numbered
 from recordio.errors import PipelineError
 
 N = 23
@@ -19,9 +19,6 @@ def dataset(tmp_path_factory):
     return write_numbered(tmp_path_factory.mktemp("order") / "d.mindrecord", N, shard_num=3)
 
 
-def epoch_ids(ds, epochs=1):
-    it = ds.create_dict_iterator(num_epochs=epochs, output_numpy=True)
-    return [ids_of(it) for _ in range(epochs)]
 
 
 def file_ranges(path):

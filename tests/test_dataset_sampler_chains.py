@@ -8,7 +8,7 @@ import pytest
 
 from ms_client import run_oracle
 from ms_oracle import build_pipeline
-from numbered import ids_of, write_numbered
+from numbered import epoch_ids as rows, write_numbered
 from recordio import config
 from recordio.dataset import (DistributedSampler, MindDataset, PKSampler, RandomSampler, SequentialSampler, Shuffle,
                               SubsetRandomSampler, SubsetSampler)
@@ -22,9 +22,6 @@ def path(tmp_path_factory):
     return write_numbered(tmp_path_factory.mktemp("chains") / "d.mindrecord", N, shard_num=2)
 
 
-def rows(data, epochs=1):
-    it = data.create_dict_iterator(num_epochs=epochs, output_numpy=True)
-    return [ids_of(it) for _ in range(epochs)]
 
 
 def chained(path, new, **source):

@@ -74,24 +74,10 @@ class IndexBuilder:
     """
 
     def __init__(self, path, shard_name, index_fields, cache_kib=2000):
-        self.path = path
-        self.conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        try:
-            self.conn.execute("PRAGMA page_size=4096")
-            self.conn.execute("PRAGMA synchronous=OFF")
-            self.conn.execute("PRAGMA journal_mode=OFF")
-            self.conn.execute(f"PRAGMA cache_size=-{int(cache_kib)}")
-            self.conn.execute("BEGIN")
-            self.conn.execute(create_ddl([(f, SQL_TYPES[t]) for f, t in index_fields]))
-            self.conn.execute("CREATE TABLE SHARD_NAME(NAME TEXT NOT NULL)")
-            self.conn.execute("INSERT INTO SHARD_NAME (NAME) VALUES (?)", (shard_name,))
-        except sqlite3.OperationalError as exc:
-            self.abort()
-            raise _as_os_error(exc, path) from exc
-        except BaseException:
-            self.abort()
-            raise
-        self._insert = _insert_statement(index_fields)
+        self._begin(path, index_fields, cache_kib, [("PRAGMA page_size=4096", ())], [
+            (create_ddl([(f, SQL_TYPES[t]) for f, t in index_fields]), ()),
+            ("CREATE TABLE SHARD_NAME(NAME TEXT NOT NULL)", ()),
+            ("INSERT INTO SHARD_NAME (NAME) VALUES (?)", (shard_name,))])
 
     @classmethod
     def continuing(cls, path, index_fields, first_row, cache_kib=2000):
@@ -99,22 +85,33 @@ class IndexBuilder:
         before ``first_row`` and adds the rest anew (an append: only the rows whose locations may move
         and the new rows are written)."""
         builder = cls.__new__(cls)
-        builder.path = path
-        builder.conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        try:
-            builder.conn.execute("PRAGMA synchronous=OFF")
-            builder.conn.execute("PRAGMA journal_mode=OFF")
-            builder.conn.execute(f"PRAGMA cache_size=-{int(cache_kib)}")
-            builder.conn.execute("BEGIN")
-            builder.conn.execute("DELETE FROM INDEXES WHERE ROW_ID >= ?", (int(first_row),))
-        except sqlite3.DatabaseError as exc:
-            builder.abort()
-            raise IndexFileError(f"{path}: cannot continue the index: {exc}") from None
-        except BaseException:
-            builder.abort()
-            raise
-        builder._insert = _insert_statement(index_fields)
+        builder._begin(path, index_fields, cache_kib, [], [("DELETE FROM INDEXES WHERE ROW_ID >= ?", (int(first_row),))],
+                       foreign="cannot continue the index")
         return builder
+
+    def _begin(self, path, index_fields, cache_kib, before, work, foreign=None):
+        """Open ``path`` without syncs or journal, run ``before``, then begin the builder's one transaction
+        and run ``work`` in it. A full disk or an I/O error is an ``OSError``; with ``foreign`` (a file
+        not made here) any other SQLite error is an :class:`IndexFileError` saying so."""
+        self.path = path
+        self.conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        setup = [("PRAGMA synchronous=OFF", ()), ("PRAGMA journal_mode=OFF", ()),
+                 (f"PRAGMA cache_size=-{int(cache_kib)}", ()), ("BEGIN", ())]
+        try:
+            for sql, args in [*before, *setup, *work]:
+                self.conn.execute(sql, args)
+        except sqlite3.DatabaseError as exc:
+            self.abort()
+            error = _as_os_error(exc, path)
+            if error is exc and foreign is not None:
+                raise IndexFileError(f"{path}: {foreign}: {exc}") from None
+            if error is exc and not isinstance(exc, sqlite3.OperationalError):
+                raise
+            raise error from exc
+        except BaseException:
+            self.abort()
+            raise
+        self._insert = _insert_statement(index_fields)
 
     def add(self, rows):
         """Insert INDEXES rows (tuples as for :func:`create_index`), in order."""
