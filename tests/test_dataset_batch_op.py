@@ -83,11 +83,16 @@ def test_batch_from_the_source_equals_batch_over_items(dataset, kw, size, drop):
     assert _host_rows(build(False)) == _host_rows(build(True))
 
 
-def test_equal_length_bytes_come_as_uint8_rows(dataset):
-    batch = next(iter(MindDataset(dataset, shuffle=False).batch(5).create_dict_iterator(output_numpy=True)))
-    assert isinstance(batch["image"], list) and len(batch["image"]) == 5
-    assert all(v.dtype == np.uint8 and v.shape == (12,) for v in batch["image"])
-    assert [int(v[0]) for v in batch["image"]] == [0, 1, 2, 3, 4]
+def test_equal_length_bytes_are_stacked_as_uint8(dataset):
+    """Bytes of one length in a batch are one ``(n, L)`` uint8 array (MindSpore gives one array too);
+    the row-wise and the columnar batch paths agree."""
+    for ds in (MindDataset(dataset, shuffle=False).batch(5),
+               MindDataset(dataset, shuffle=False).map(lambda x: x, input_columns=["image"]).batch(5)):
+        batch = next(iter(ds.create_dict_iterator(output_numpy=True)))
+        assert type(batch["image"]) is np.ndarray and batch["image"].dtype == np.uint8
+        assert batch["image"].shape == (5, 12) and batch["image"][:, 0].tolist() == [0, 1, 2, 3, 4]
+        tensors = next(iter(ds.create_dict_iterator()))
+        assert tuple(tensors["image"].shape) == (5, 12) and str(tensors["image"].dtype) == "torch.uint8"
 
 
 def test_resume_mid_epoch_from_the_source_path(dataset):

@@ -163,7 +163,7 @@ def test_bytes_batches_as_tensors():
     from recordio.dataset.values import to_torch
     values = [b"abc", b"", bytes(range(256)), b"\x00"]
     got = to_torch(values)
-    assert type(got) is list and len(got) == len(values)
+    assert isinstance(got, list) and len(got) == len(values)
     for tensor, value in zip(got, values):
         assert tensor.dtype == torch.uint8 and tensor.shape == (len(value),)
         assert bytes(tensor.numpy().tobytes()) == value
@@ -175,7 +175,10 @@ def test_bytes_batches_as_tensors():
 def test_bytes_batches_as_arrays(values):
     from recordio.dataset.values import to_numpy
     got = to_numpy(list(values))
-    assert type(got) is list and len(got) == len(values)
+    assert isinstance(got, list) and len(got) == len(values)
     for array, value in zip(got, values):
         assert array.dtype == np.uint8 and array.shape == (len(value),) and array.tobytes() == value
-        assert not array.flags.writeable                  # as np.frombuffer of each value gives
+        assert array.flags.writeable and not array.flags.owndata   # views of the batch's own copy
+    if len(values) > 1 and all(values):
+        got[0][0] = 0                                     # a private copy: the values are untouched
+        assert values[0][0] != 0 and np.shares_memory(got[0].base, got[1])

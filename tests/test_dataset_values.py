@@ -33,7 +33,6 @@ def test_equal_length_rows_do_not_alias_each_other():
 @pytest.mark.parametrize("values,expected", [
     ([np.int32(1), np.int32(2)], np.array([1, 2], np.int32)),
     ([np.int32(1), np.int64(2)], None),              # two scalar types: not stacked by type
-    ([b"a", b"b"], None),
 ])
 def test_collate_scalars_of_one_type(values, expected):
     out = collate(values)
@@ -41,3 +40,26 @@ def test_collate_scalars_of_one_type(values, expected):
         assert isinstance(out, list) and out == values
     else:
         assert out.dtype == expected.dtype and np.array_equal(out, expected)
+
+
+@pytest.mark.parametrize("values", [[b"ab", b"", b"c"], [b"", b"x"]])
+def test_collate_bytes_of_unequal_lengths_as_uint8_views(values):
+    out = collate(values)                             # a list of 1-D uint8 arrays, as ops see bytes
+    assert isinstance(out, list) and [a.tobytes() for a in out] == values
+    assert all(a.dtype == np.uint8 and a.ndim == 1 for a in out)
+
+
+@pytest.mark.parametrize("values", [[b"a", b"b"], [b"ab\x00", b"\x00cd"], [b"", b""], [b"z"]])
+def test_collate_bytes_of_one_length_stacked(values):
+    out = collate(values)                             # equal shapes are stacked, as for arrays
+    assert type(out) is np.ndarray and out.dtype == np.uint8 and out.shape == (len(values), len(values[0]))
+    assert [bytes(row) for row in out] == values
+
+
+def test_collate_bytes_kept_for_mindspore_form():
+    from recordio import config
+    config.set_bytes_form("mindspore")
+    try:
+        assert collate([b"a", b"bc"]) == [b"a", b"bc"]
+    finally:
+        config.set_bytes_form("uint8")

@@ -142,13 +142,16 @@ def _raw_batches(path, shuffle):
 
 
 def _torch_loader(path, workers):
-    """``DataLoader(TorchDataset(MindDataset(path).batch(256)), batch_size=None, num_workers=workers)``."""
+    """``DataLoader(TorchDataset(MindDataset(path).batch(256)), batch_size=None, num_workers=workers,
+    persistent_workers=True)``: a training loop's epochs after the first (the workers' start is paid
+    once per run, not per epoch)."""
     import torch.utils.data
     from recordio.dataset import MindDataset, TorchDataset
     ds = MindDataset(path).batch(BATCH)
+    loader = torch.utils.data.DataLoader(TorchDataset(ds), batch_size=None, num_workers=workers,
+                                         persistent_workers=workers > 0)
 
     def run():
-        loader = torch.utils.data.DataLoader(TorchDataset(ds), batch_size=None, num_workers=workers)
         return sum(len(b["label"]) for b in loader)
     return run
 

@@ -79,12 +79,48 @@ class _Producer:
             self.thread.join(timeout=30)
 
 
+class _Inline:
+    """The pipeline run in the consumer's own thread, one output per ``next``: for a DataLoader
+    worker, whose process is the parallelism (a producer thread there only contends for the GIL
+    with the worker's loop and its queue's feeder thread)."""
+
+    def __init__(self, root, ctx, epochs, skip):
+        self.finish = None
+        self._messages = self._run(root, ctx, epochs, skip)
+
+    def _run(self, root, ctx, epochs, skip):
+        try:
+            for k, epoch in enumerate(epochs):
+                items = root._items(ctx, epoch)
+                try:
+                    for item in itertools.islice(items, skip if k == 0 else 0, None):
+                        if self.finish is not None:
+                            item.cols = self.finish(item.cols)
+                        yield ("item", epoch, item)
+                finally:
+                    getattr(items, "close", lambda: None)()
+                yield ("end", epoch, None)
+            yield ("done", None, None)
+        except Exception as e:  # noqa: BLE001 - re-raised by the consumer, as from the thread
+            yield ("error", None, e)
+        finally:
+            ctx.close()
+
+    def next(self):
+        return next(self._messages, ("done", None, None))
+
+    def close(self):
+        self._messages.close()
+
+
 class ItemStream:
     """Items of ``num_epochs`` epochs (``None``/-1: endless); ``StopIteration`` ends each epoch."""
 
-    def __init__(self, root, num_epochs=1, shards=None, world=None, first_epoch=None, track=True, block=1):
+    def __init__(self, root, num_epochs=1, shards=None, world=None, first_epoch=None, track=True, block=1,
+                 inline=False):
         """``track=False``: an internal pass (sizes, shapes, save) that neither takes a loaded state
-        nor becomes the pipeline's ``state_dict()``."""
+        nor becomes the pipeline's ``state_dict()``; ``inline=True``: run the pipeline in the
+        consumer's thread (:class:`_Inline`), not in a producer thread."""
         plan = build_plan(root)
         state = (track and root._pending_state) or initial_state(config.get_seed())
         if track:
@@ -105,7 +141,8 @@ class ItemStream:
                                 f"(saved under {state.get('shards')}, now {self.shards})")
         last = None if num_epochs in (None, -1) else num_epochs
         epochs = itertools.count(self.epoch) if last is None else range(self.epoch, last)
-        self._producer = _Producer(root, ctx, epochs, skip, config.get_prefetch_size())
+        self._producer = _Inline(root, ctx, epochs, skip) if inline else \
+            _Producer(root, ctx, epochs, skip, config.get_prefetch_size())
         self._pending = None
         self._started = False
         self._finished = False
@@ -119,6 +156,9 @@ class ItemStream:
             msg, self._pending = self._pending, None
             return msg
         producer = self._producer
+        if isinstance(producer, _Inline):
+            self._started = True
+            return producer.next()
         if not self._started:
             self._started = True
             producer.thread.start()

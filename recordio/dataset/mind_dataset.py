@@ -16,6 +16,7 @@ import numpy as np
 
 from recordio.dataset.order import DefaultOrder, Sampler, Shuffle, shuffle_mode
 from recordio.dataset.source import SampledSource, check_sampler_args, check_shards
+from recordio.config import get_bytes_form
 from recordio.dataset.values import to_numpy
 from recordio.errors import PipelineError, RowRangeError
 
@@ -216,7 +217,7 @@ class MindDataset(SampledSource):
                                 for c, arr in index.items()}
         from recordio.mindrecord.columns import read_columns
         reader, names = self.reader, self._columns()
-        return lambda ids: read_columns(reader, ids, names, "list")
+        return lambda ids: read_columns(reader, ids, names, "list" if get_bytes_form() == "mindspore" else "arrays")
 
     def _padded(self):
         """The padded row in ``columns_list`` order, numbers cast to the schema's types as MindSpore does."""

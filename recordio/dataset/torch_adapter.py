@@ -35,6 +35,7 @@ import torch
 import torch.utils.data
 
 from recordio import config
+from recordio.dataset import loader_ring
 from recordio.dataset.iterators import ItemStream, Tail
 from recordio.dataset.resume import check_state, initial_state
 from recordio.dataset.source import torch_world
@@ -88,14 +89,17 @@ class TorchDataset(torch.utils.data.IterableDataset):
             self.dataset.load_state_dict(self._loaded)
             self._loaded = None
         stream = ItemStream(self.dataset, num_epochs=self.epoch + 1, shards=(workers, worker) if workers > 1 else None,
-                            world=self.world, first_epoch=self.epoch, block=self.dataset._block_rows() or 1)
+                            world=self.world, first_epoch=self.epoch, block=self.dataset._block_rows() or 1,
+                            inline=info is not None)
         self._stream = stream
         tail = Tail(stream.plan, "cpu", stream.seed) if stream.plan.offload.tail else None
+        shared = info is not None and loader_ring.available()
         try:
             for item in stream:
                 cols = tail(item) if tail is not None else item.cols
-                yield {name: value if isinstance(value, torch.Tensor) else to_torch(value)
-                       for name, value in cols.items()}
+                batch = {name: value if isinstance(value, torch.Tensor) else to_torch(value)
+                         for name, value in cols.items()}
+                yield loader_ring.SharedBatch(batch) if shared else batch     # a worker's: through its ring
         finally:
             stream.close()
 

@@ -2,16 +2,19 @@
 
 * ops receive numpy values, as MindSpore's Python ops do: ``bytes`` as a 1-D ``uint8`` array,
   ``str`` as a 0-d ``str`` array, scalars as 0-d arrays;
-* ``batch`` stacks a column when every value is a numeric array of the same shape, and leaves it
-  a list otherwise (bytes, strings, ``-1`` shapes), unless ``pad_info`` pads it;
+* ``batch`` stacks a column when every value is a numeric array of the same shape (bytes of one
+  length as an ``(n, L)`` uint8 array), and leaves it a list otherwise (bytes or ``-1`` arrays of
+  unequal lengths, strings), unless ``pad_info`` pads it;
 * iterators give numpy values (``output_numpy=True``) or torch tensors with strings left as ``str``.
 """
 
+import operator
 import sys
 
 import numpy as np
 
 from recordio.config import get_bytes_form
+from recordio.mindrecord.columns import RowViews, bytes_views
 
 __all__ = ["collate", "to_numpy", "to_op_input", "to_torch"]
 
@@ -40,20 +43,16 @@ def to_numpy(value):
         if isinstance(value, list) and value and all(type(v) is bytes for v in value):
             return np.array(value)
     if isinstance(value, list):
+        if _one_type(value) is np.ndarray:
+            return value
         if len(value) > 1 and all(type(v) is bytes for v in value):
-            return _bytes_arrays(value)
+            return bytes_views(value)
         return [np.frombuffer(v, np.uint8) if type(v) is bytes else to_op_input(v) for v in value]
     return to_op_input(value)
 
 
-def _bytes_arrays(values):
-    """A batch's ``bytes`` as read-only 1-D ``uint8`` arrays: views of one copy of them all."""
-    whole = np.frombuffer(b"".join(values), dtype=np.uint8)
-    size = len(values[0])
-    if all(len(v) == size for v in values):
-        return list(whole.reshape(len(values), size))
-    bounds = np.cumsum([0] + [len(v) for v in values]).tolist()
-    return [whole[a:b] for a, b in zip(bounds, bounds[1:])]
+def _equal(sizes):
+    return all(n == sizes[0] for n in sizes)
 
 
 def _one_type(values):
@@ -80,7 +79,12 @@ def _stackable(values):
 
 
 def collate(values):
-    """One column of a batch: a stacked array, or a list when the values cannot be stacked."""
+    """One column of a batch: a stacked array, or a list when the values cannot be stacked (``bytes``
+    as 1-D ``uint8`` arrays, views of one copy, as ops see them; ``bytes`` themselves under
+    ``config.set_bytes_form("mindspore")``, which outputs them as one ``S<n>`` array)."""
+    if values and type(values[0]) is bytes and _one_type(values) is bytes and get_bytes_form() != "mindspore":
+        rows = bytes_views(values)
+        return rows.buffer.reshape(len(values), -1) if _equal(rows.sizes) else rows
     if values and _same_scalar_type(values):
         return np.array(values, dtype=values[0].dtype)
     if values and _stackable(values):
@@ -111,8 +115,36 @@ def pad_column(name, values, shape, pad_value):
 def _bytes_tensors(values, torch):
     """A batch's ``bytes`` values as 1-D uint8 tensors: views of one tensor, so that moving the batch
     between processes shares one storage instead of one per value."""
-    whole = torch.from_numpy(np.frombuffer(b"".join(values), dtype=np.uint8).copy())
-    return list(torch.split(whole, [len(v) for v in values]))
+    whole = torch.from_numpy(np.frombuffer(bytearray().join(values), dtype=np.uint8))
+    return TensorRows.of(whole, [len(v) for v in values])
+
+
+class TensorRows(list):
+    """A list of 1-D tensors that are consecutive views of one 1-D tensor ``buffer`` (the torch form
+    of :class:`~recordio.mindrecord.columns.RowViews`): a plain list to its users; pickling it (a
+    DataLoader worker's batch) sends the buffer once, not a storage per value."""
+
+    __slots__ = ("buffer", "sizes", "items")
+
+    @classmethod
+    def of(cls, buffer, sizes):
+        rows = cls(buffer.split(sizes))
+        rows.buffer, rows.sizes, rows.items = buffer, sizes, tuple(rows)
+        return rows
+
+    def intact(self) -> bool:
+        """Whether the list still holds the views it was made with (so ``buffer`` is its content)."""
+        return len(self) == len(self.items) and all(map(operator.is_, self, self.items))
+
+    def __copy__(self):
+        rows = TensorRows(self)
+        rows.buffer, rows.sizes, rows.items = self.buffer, self.sizes, self.items
+        return rows
+
+    def __reduce__(self):
+        if self.intact():
+            return TensorRows.of, (self.buffer, self.sizes)
+        return list, (list(self),)
 
 
 def to_torch(value):
@@ -120,6 +152,10 @@ def to_torch(value):
     import torch
 
     if isinstance(value, list):
+        if type(value) is TensorRows:
+            return value
+        if type(value) is RowViews and value.buffer.flags.writeable:
+            return TensorRows.of(torch.from_numpy(value.buffer), value.sizes)
         if value and all(type(v) is bytes for v in value):
             return _bytes_tensors(value, torch)
         return [to_torch(v) for v in value]

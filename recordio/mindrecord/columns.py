@@ -17,8 +17,9 @@ Columns (``bytes_form="array"``, :meth:`FileReader.read_batch`): numeric scalars
 the schema dtype; strings as a list of ``str``; arrays as one ``(n, *shape)`` array when every row
 has the same shape (always, for shapes without ``-1``), else a list of arrays; ``bytes`` as an
 ``(n, L)`` ``uint8`` array when every value has ``L`` bytes, else a :class:`BytesColumn`. With
-``bytes_form="list"`` (the pipeline's ``batch``), ``bytes`` columns are lists of ``bytes``, as the
-row-wise ``batch`` gives them.
+``bytes_form="arrays"`` (the pipeline's ``batch``), ``bytes`` columns are lists of 1-D ``uint8``
+arrays (views of one copy), as the row-wise ``batch`` gives them; with ``bytes_form="list"`` (the
+pipeline under ``config.set_bytes_form("mindspore")``), lists of ``bytes``.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from recordio.mindrecord import codec
 from recordio.mindrecord.checksums import HEADER_SLOT
 from recordio.mindrecord.schema import INT_RANGE
 
-__all__ = ["BytesColumn", "read_columns", "row_numbers"]
+__all__ = ["BytesColumn", "RowViews", "bytes_views", "read_columns", "row_numbers"]
 
 _unpackb = functools.partial(msgpack.unpackb, raw=False, strict_map_key=False)
 _FANCY_BYTES = 1 << 16    # short rows are gathered by one fancy index up to this many bytes
@@ -274,9 +275,11 @@ def _blob_column(field, buf, starts, ends, bytes_form):
         if bytes_form == "list":
             return [buf[a:b] for a, b in zip(starts.tolist(), ends.tolist())]
         if equal:
-            return _gather2d(buf, starts, int(sizes[0]))
-        return BytesColumn(_concat(buf, starts, ends),
-                           np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64))
+            whole = _gather2d(buf, starts, int(sizes[0]))
+            return whole
+        if bytes_form == "arrays":
+            return RowViews.of(_concat(buf, starts, ends), sizes.tolist())
+        return BytesColumn(_concat(buf, starts, ends), np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64))
     if field.compressed:
         try:
             flat = codec.decompress_many([buf[a:b] for a, b in zip(starts.tolist(), ends.tolist())], field.dtype)
@@ -333,6 +336,35 @@ def _shaped_rows(field, rows2d):
     return rows2d.reshape(len(rows2d), *_resolved(field, rows2d.shape[1]))
 
 
+class RowViews(list):
+    """A list of 1-D arrays that are consecutive views of one 1-D ``buffer``, value ``i`` holding
+    ``sizes[i]`` elements: a batch's ``bytes`` values. It is a plain list to its users; code that
+    moves a batch moves the buffer once (pickling it sends the buffer and the sizes)."""
+
+    __slots__ = ("buffer", "sizes")
+
+    @classmethod
+    def of(cls, buffer: np.ndarray, sizes: list[int]) -> RowViews:
+        if sizes and all(n == sizes[0] for n in sizes):
+            rows = cls(buffer.reshape(len(sizes), sizes[0]))
+        else:
+            bounds = np.cumsum([0] + sizes).tolist()
+            rows = cls(buffer[a:b] for a, b in zip(bounds, bounds[1:]))
+        rows.buffer, rows.sizes = buffer, sizes
+        return rows
+
+    def __reduce__(self):
+        return RowViews.of, (self.buffer, self.sizes)
+
+    def __copy__(self):
+        return RowViews.of(self.buffer, self.sizes)
+
+
+def bytes_views(values) -> RowViews:
+    """``bytes`` values as writable 1-D ``uint8`` arrays: views of one copy of them all."""
+    return RowViews.of(np.frombuffer(bytearray().join(values), dtype=np.uint8), [len(v) for v in values])
+
+
 # --- gathers -----------------------------------------------------------------------------------------------
 
 def _concat(buf, starts, ends):
@@ -376,6 +408,8 @@ def _column(field, values, bytes_form):
     if field.shape is None and field.type == "bytes":
         if bytes_form == "list":
             return values
+        if bytes_form == "arrays":
+            return bytes_views(values)
         if len({len(v) for v in values}) == 1:
             return np.frombuffer(b"".join(values), np.uint8).reshape(len(values), len(values[0]))
         sizes = np.array([len(v) for v in values], dtype=np.int64)
@@ -391,7 +425,7 @@ def _column(field, values, bytes_form):
 
 
 def _empty(field, bytes_form):
-    if field.type == "string" or (field.type == "bytes" and bytes_form == "list"):
+    if field.type == "string" or (field.type == "bytes" and bytes_form in ("list", "arrays")):
         return []
     if field.type == "bytes":
         return np.zeros((0, 0), np.uint8)

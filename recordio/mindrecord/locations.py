@@ -398,7 +398,11 @@ class Locations:
         b = self._block_base[k] + q
         n = min(self.block, int(self.counts[k]) - q * self.block)
         got = self.pool.get_block(b, n)
-        return got if got is not None else self._load(k, q, b)
+        if got is None:
+            return self._load(k, q, b)
+        if self._whole:                  # loaded by another process: here for good
+            self._ready[b] = 1
+        return got
 
     def shard_rows(self, k, a, b):
         """Locations of local rows ``[a, b)`` of shard ``k``."""

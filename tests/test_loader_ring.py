@@ -1,0 +1,121 @@
+"""DataLoader workers hand batches over through shared rings (recordio.dataset.loader_ring)."""
+
+import pickle
+
+import numpy as np
+import pytest
+import torch
+from torch.utils.data import DataLoader
+
+from numbered import numbered_rows, write_numbered
+from recordio.dataset import MindDataset, TorchDataset, loader_ring
+from recordio.dataset.values import TensorRows
+
+pytestmark = pytest.mark.skipif(not loader_ring.available(), reason="no memfd_create on this platform")
+
+N = 240
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    return write_numbered(tmp_path_factory.mktemp("ring") / "d.mindrecord", N, shard_num=2)
+
+
+def expected(i):
+    return numbered_rows(1, i)[0]
+
+
+def check_batch(batch):
+    """Every value of a batch equals the row its id names: types, dtypes and bytes."""
+    assert type(batch) is dict
+    ids = batch["id"].tolist()
+    assert batch["id"].dtype == torch.int64 and batch["vec"].shape == (len(ids), 4)
+    assert isinstance(batch["data"], list) and len(batch["data"]) == len(ids)
+    assert batch["name"] == [expected(i)["name"] for i in ids]
+    for k, i in enumerate(ids):
+        row = expected(i)
+        assert batch["vec"][k].tolist() == row["vec"].tolist() and int(batch["label"][k]) == row["label"]
+        assert batch["data"][k].dtype == torch.uint8 and bytes(batch["data"][k].numpy()) == row["data"]
+    return ids
+
+
+def test_batches_held_across_epochs_keep_their_values(dataset, monkeypatch):
+    """Batches kept by the consumer are never overwritten: the worker takes a batch's bytes back only
+    once its last view is gone, and starts a larger ring when the small one is full (a ring of a few
+    batches here, so the test would see any early reuse)."""
+    monkeypatch.setattr(loader_ring, "FIRST_CAPACITY", 4096)       # inherited by the forked workers
+    ds = MindDataset(dataset, shuffle=True).batch(8)
+    loader = DataLoader(TorchDataset(ds), batch_size=None, num_workers=2, persistent_workers=True)
+    held = []
+    for _ in range(3):
+        held.append(list(loader))
+    for epoch in held:
+        ids = [i for batch in epoch for i in check_batch(batch)]
+        assert sorted(ids) == list(range(N))
+
+
+def test_batches_dropped_at_once_reuse_one_ring(dataset):
+    ds = MindDataset(dataset, shuffle=False).batch(16)
+    loader = DataLoader(TorchDataset(ds), batch_size=None, num_workers=2, persistent_workers=True)
+    for _ in range(4):
+        ids = []
+        for batch in loader:
+            ids += check_batch(batch)
+        assert ids == list(range(N))
+    rings = {number for number, _ in loader_ring._MAPPED.values()}
+    assert rings == {0}                                    # freed batches: the first ring sufficed
+
+
+def test_same_batches_as_without_workers(dataset):
+    ds = MindDataset(dataset, shuffle=True).batch(16)
+    plain = list(DataLoader(TorchDataset(ds), batch_size=None, num_workers=0))
+    shared = list(DataLoader(TorchDataset(ds), batch_size=None, num_workers=2))
+    assert len(plain) == len(shared)
+    for a, b in zip(plain, shared):
+        assert list(a) == list(b)
+        for name in a:
+            if isinstance(a[name], torch.Tensor):
+                assert a[name].dtype == b[name].dtype and torch.equal(a[name], b[name])
+            elif name == "data":
+                assert [bytes(t.numpy()) for t in a[name]] == [bytes(t.numpy()) for t in b[name]]
+            else:
+                assert a[name] == b[name]
+
+
+def test_rings_of_exited_workers_are_dropped(dataset):
+    ds = MindDataset(dataset).batch(16)
+    for _ in range(3):                                     # new workers each time
+        for _ in DataLoader(TorchDataset(ds), batch_size=None, num_workers=2):
+            pass
+    assert len(loader_ring._MAPPED) <= 2                   # only the last loader's two workers
+
+
+def test_a_changed_row_list_is_pickled_as_a_list():
+    rows = TensorRows.of(torch.arange(6, dtype=torch.uint8), [2, 4])
+    rows[0] = torch.tensor([9], dtype=torch.uint8)
+    again = pickle.loads(pickle.dumps(rows))
+    assert type(again) is list and [t.tolist() for t in again] == [[9], [2, 3, 4, 5]]
+    intact = pickle.loads(pickle.dumps(TensorRows.of(torch.arange(3), [1, 2])))
+    assert type(intact) is TensorRows and [t.tolist() for t in intact] == [[0], [1, 2]]
+
+
+def test_a_collate_fn_sees_lists_and_its_changes_arrive(dataset):
+    """A ``collate_fn`` gets the batch's lists as lists; what it puts there reaches the loop."""
+    def collate(batch):
+        batch["data"] = [t[:1] for t in batch["data"]]               # replaces the views
+        batch["extra"] = np.arange(3)
+        return batch
+
+    ds = MindDataset(dataset, shuffle=False).batch(16)
+    loader = DataLoader(TorchDataset(ds), batch_size=None, num_workers=2, collate_fn=collate)
+    for batch in loader:
+        ids = batch["id"].tolist()
+        assert [bytes(t.numpy()) for t in batch["data"]] == [expected(i)["data"][:1] for i in ids]
+        assert batch["extra"].tolist() == [0, 1, 2]
+
+
+def test_without_memfd_batches_are_plain_pickles(dataset, monkeypatch):
+    monkeypatch.setattr(loader_ring, "available", lambda: False)
+    ds = MindDataset(dataset, shuffle=False).batch(16)
+    ids = [i for b in DataLoader(TorchDataset(ds), batch_size=None, num_workers=2) for i in check_batch(b)]
+    assert sorted(ids) == list(range(N))
