@@ -50,6 +50,29 @@ def _c_accepts(data, dtype):
     return n >= 0 and codec._codec.decode_into(data, np.empty(n, dtype))
 
 
+def _in_buffer(data, rng):
+    """``data`` inside a larger buffer (random bytes around it) and its range there."""
+    before, after = rng.bytes(int(rng.integers(0, 9))), rng.bytes(int(rng.integers(0, 9)))
+    return before + data + after, np.array([len(before)]), np.array([len(before) + len(data)])
+
+
+def _ranges_outcome(data, dtype, rng):
+    buf, starts, ends = _in_buffer(data, rng)
+    try:
+        out = codec.decompress_ranges(buf, starts, ends, dtype)
+    except FormatError as exc:
+        return ("error", str(exc))
+    out = out[0] if isinstance(out, list) else out.reshape(-1)
+    return ("ok", out.dtype, out.tolist())
+
+
+def _c_ranges_accept(data, dtype, rng):
+    buf, starts, ends = _in_buffer(data, rng)
+    counts = np.empty(1, np.int64)
+    codec._codec.measure_ranges(buf, starts, ends, counts)
+    return counts[0] >= 0 and codec._codec.decode_ranges(buf, starts, ends, np.empty(counts[0], dtype)) < 0
+
+
 def test_backend_is_compiled():
     """Installed from this tree, the compiled codec runs (it is built wherever the package installs)."""
     if os.environ.get("RECORDIO_CODEC") == "numpy":
@@ -70,7 +93,8 @@ def test_portable_loops_agree_too():
     if not codec._codec.SIMD:
         pytest.skip("the portable loops already run in this process")
     env = dict(os.environ, RECORDIO_CODEC_SIMD="0")
-    tests = "same_bytes or boundaries or decompress_many or int32_overflow or corruption_fuzz or golden_rows"
+    tests = ("same_bytes or boundaries or decompress_many or decompress_ranges or int32_overflow or corruption_fuzz "
+             "or golden_rows")
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", __file__,
                            "-k", tests], env=env, capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
@@ -168,6 +192,39 @@ def test_decompress_many_raises_the_row_error():
     assert str(many.value) == str(one.value)
 
 
+@pytest.mark.parametrize("lengths", [(2049,) * 32, (3, 0, 70, 1), (0, 0), (5,)])
+def test_decompress_ranges_reads_parts_in_place(lengths):
+    """Parts at ranges of one buffer (rows of a page): the arrays decompress_many gives, stacked when
+    every part has the same length, else a list; the bytes between parts are never read."""
+    rng = np.random.default_rng(len(lengths))
+    rows = [rng.integers(-2**20, 2**20, n) >> int(rng.integers(0, 20)) for n in lengths]
+    parts = [codec.compress_ints(r) for r in rows]
+    gaps = [rng.bytes(int(rng.integers(0, 12))) for _ in parts]
+    buf = b"".join(g + p for g, p in zip(gaps, parts))
+    ends = np.cumsum([len(g) + len(p) for g, p in zip(gaps, parts)])
+    starts = ends - [len(p) for p in parts]
+    for dtype in (I32, I64):
+        got, want = codec.decompress_ranges(buf, starts, ends, dtype), codec.decompress_many(parts, dtype)
+        assert type(got) is type(want)
+        if isinstance(want, list):
+            assert all(a.dtype == b.dtype and np.array_equal(a, b) for a, b in zip(got, want))
+        else:
+            assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
+def test_decompress_ranges_raises_the_row_error():
+    parts = [codec.compress_ints(np.arange(10)) for _ in range(4)]
+    parts[2] = parts[2][:-1] + b"\x00\x00"             # trailing bytes: the count does not fill it
+    ends = np.cumsum([len(p) for p in parts])
+    with pytest.raises(FormatError) as ranges:
+        codec.decompress_ranges(b"".join(parts), ends - [len(p) for p in parts], ends, I64)
+    with pytest.raises(FormatError) as one:
+        ints_numpy.decompress(parts[2], I64)
+    assert str(ranges.value) == str(one.value)
+    with pytest.raises(ValueError, match="outside"):
+        codec._codec.measure_ranges(b"abc", np.array([0]), np.array([4]), np.empty(1, np.int64))
+
+
 def test_int32_overflow_is_refused_like_the_reference():
     packed = codec.compress_ints(np.array([1, 2**31, 3], dtype=np.int64))
     assert not _c_accepts(packed, I32) and _c_accepts(packed, I64)
@@ -209,6 +266,8 @@ def test_corruption_fuzz_matches_the_reference():
                 expected = _outcome(ints_numpy.decompress, data, dtype)
                 assert _outcome(codec.decompress_ints, data, dtype) == expected, (trial, data, dtype)
                 assert _c_accepts(data, dtype) == (expected[0] == "ok"), (trial, data, dtype)
+                assert _ranges_outcome(data, dtype, rng) == expected, (trial, data, dtype)
+                assert _c_ranges_accept(data, dtype, rng) == (expected[0] == "ok"), (trial, data, dtype)
                 cases += 1
     assert cases > 30000
 

@@ -182,11 +182,21 @@ static int64_t measure(const uint8_t *p, Py_ssize_t len)
 #define GROUP_ELEM32(k) ((int32_t)(load_le32(e + (uint8_t)(lay >> (8 * (k)))) << (uint8_t)(lay >> (8 * (4 + (k))))) \
                          >> (uint8_t)(lay >> (8 * (4 + (k)))))
 
+static int decode_to(const uint8_t *p, Py_ssize_t len, int64_t n, void *out, int itemsize, const uint8_t **stop);
+
 /* Decode n elements (already measured, so the widths fill the part exactly) into out (itemsize 4 or
  * 8); 0, or -1 when a value does not fit an int32 output. Every load is checked against the end
  * again, so a part changed by another thread after it was measured cannot be read past. Groups of 4 elements (one bitmap byte) are
  * decoded with four 8-byte loads while 32 bytes remain; the rest element by element. */
 static int decode_into(const uint8_t *p, Py_ssize_t len, int64_t n, void *out, int itemsize)
+{
+    const uint8_t *stop;
+    return decode_to(p, len, n, out, itemsize, &stop);
+}
+
+/* decode_into, also telling where the elements ended (`*stop`): a part is well formed when its
+ * elements end exactly at its end. */
+static int decode_to(const uint8_t *p, Py_ssize_t len, int64_t n, void *out, int itemsize, const uint8_t **stop)
 {
     const uint8_t *map = p + 4, *end = p + len;
     const uint8_t *e = map + (n + 3) / 4;
@@ -234,6 +244,7 @@ static int decode_into(const uint8_t *p, Py_ssize_t len, int64_t n, void *out, i
             o32[i] = (int32_t)v;
         }
     }
+    *stop = e;
     return bad ? -1 : 0;
 }
 
@@ -497,6 +508,125 @@ static PyObject *py_encode_rows(PyObject *self, PyObject *args)
     return list;
 }
 
+/* The ranges [starts[i], ends[i]) of a buffer, given as two int64 arrays of one length. */
+typedef struct {
+    Py_buffer data, starts, ends;
+    Py_ssize_t count;
+} Ranges;
+
+static void release_ranges(Ranges *r)
+{
+    PyBuffer_Release(&r->ends);
+    PyBuffer_Release(&r->starts);
+    PyBuffer_Release(&r->data);
+}
+
+static int get_ranges(PyObject *data, PyObject *starts, PyObject *ends, Ranges *r)
+{
+    if (PyObject_GetBuffer(data, &r->data, PyBUF_SIMPLE) < 0)
+        return -1;
+    if (PyObject_GetBuffer(starts, &r->starts, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        PyBuffer_Release(&r->data);
+        return -1;
+    }
+    if (PyObject_GetBuffer(ends, &r->ends, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        PyBuffer_Release(&r->starts);
+        PyBuffer_Release(&r->data);
+        return -1;
+    }
+    r->count = r->starts.len / 8;
+    if (r->starts.itemsize != 8 || r->ends.itemsize != 8 || r->ends.len != r->starts.len) {
+        PyErr_SetString(PyExc_TypeError, "starts and ends must be int64 arrays of one length");
+        release_ranges(r);
+        return -1;
+    }
+    const int64_t *a = (const int64_t *)r->starts.buf, *b = (const int64_t *)r->ends.buf;
+    for (Py_ssize_t i = 0; i < r->count; i++) {
+        if (a[i] < 0 || b[i] < a[i] || b[i] > r->data.len) {
+            PyErr_Format(PyExc_ValueError, "range %zd [%lld, %lld) is outside the %zd-byte buffer", i,
+                         (long long)a[i], (long long)b[i], r->data.len);
+            release_ranges(r);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* measure_ranges(data, starts, ends, counts): counts[i] (int64) = the element count the header of
+ * part i declares, -1 when the part is too short to hold them (decode_ranges checks the rest). */
+static PyObject *py_measure_ranges(PyObject *self, PyObject *args)
+{
+    PyObject *data, *starts, *ends, *target;
+    if (!PyArg_ParseTuple(args, "OOOO:measure_ranges", &data, &starts, &ends, &target))
+        return NULL;
+    Ranges r;
+    if (get_ranges(data, starts, ends, &r) < 0)
+        return NULL;
+    Py_buffer out;
+    if (PyObject_GetBuffer(target, &out, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+        release_ranges(&r);
+        return NULL;
+    }
+    if (out.len != r.count * 8) {
+        PyErr_SetString(PyExc_ValueError, "counts must be an int64 array with one item a range");
+        PyBuffer_Release(&out);
+        release_ranges(&r);
+        return NULL;
+    }
+    const uint8_t *base = (const uint8_t *)r.data.buf;
+    const int64_t *a = (const int64_t *)r.starts.buf, *b = (const int64_t *)r.ends.buf;
+    int64_t *counts = (int64_t *)out.buf;
+    for (Py_ssize_t i = 0; i < r.count; i++) {     /* a count the part cannot hold is -1: never allocated */
+        const uint8_t *p = base + a[i];
+        int64_t len = b[i] - a[i];
+        int64_t n = len < 4 ? -1 : (int64_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) |
+                                             ((uint32_t)p[2] << 8) | p[3]);
+        counts[i] = n >= 0 && 4 + (n + 3) / 4 + n <= len ? n : -1;
+    }
+    PyBuffer_Release(&out);
+    release_ranges(&r);
+    Py_RETURN_NONE;
+}
+
+/* decode_ranges(data, starts, ends, out) -> int: the parts decoded one after another into out (their
+ * counts summing to out's length); -1 when all went well, else the index of the first that did not. */
+static PyObject *py_decode_ranges(PyObject *self, PyObject *args)
+{
+    PyObject *data, *starts, *ends, *target;
+    if (!PyArg_ParseTuple(args, "OOOO:decode_ranges", &data, &starts, &ends, &target))
+        return NULL;
+    Ranges r;
+    if (get_ranges(data, starts, ends, &r) < 0)
+        return NULL;
+    Py_buffer out;
+    if (get_ints(target, &out, 1) < 0) {
+        release_ranges(&r);
+        return NULL;
+    }
+    const uint8_t *base = (const uint8_t *)r.data.buf;
+    const int64_t *a = (const int64_t *)r.starts.buf, *b = (const int64_t *)r.ends.buf;
+    Py_ssize_t bad = -1, at = 0, room = out.len / out.itemsize;
+    int itemsize = (int)out.itemsize;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < r.count && bad < 0; i++) {      /* measure's checks, in one pass */
+        const uint8_t *p = base + a[i], *stop = NULL;
+        Py_ssize_t len = (Py_ssize_t)(b[i] - a[i]);
+        int64_t n = len < 4 ? -1 : (int64_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) |
+                                             ((uint32_t)p[2] << 8) | p[3]);
+        if (n < 0 || n > room - at || 4 + (n + 3) / 4 + n > len ||
+                decode_to(p, len, n, (char *)out.buf + at * itemsize, itemsize, &stop) != 0 || stop != p + len)
+            bad = i;
+        else
+            at += (Py_ssize_t)n;
+    }
+    Py_END_ALLOW_THREADS
+    if (bad < 0 && at != room)
+        bad = r.count;
+    PyBuffer_Release(&out);
+    release_ranges(&r);
+    return PyLong_FromSsize_t(bad);
+}
+
 static PyMethodDef methods[] = {
     {"measure", py_measure, METH_O,
      "measure(part) -> int: the element count of a well-formed encoding, else -1."},
@@ -505,6 +635,10 @@ static PyMethodDef methods[] = {
     {"decode_into", py_decode_into, METH_VARARGS,
      "decode_into(part, out) -> bool: decode into out (int32/int64 buffer of exactly the part's count); "
      "False when malformed or a value does not fit."},
+    {"measure_ranges", py_measure_ranges, METH_VARARGS,
+     "measure_ranges(data, starts, ends, counts): each range's element count (-1: malformed)"},
+    {"decode_ranges", py_decode_ranges, METH_VARARGS,
+     "decode_ranges(data, starts, ends, out) -> -1, or the index of the first part that failed"},
     {"decode_many", py_decode_many, METH_VARARGS,
      "decode_many(parts, out) -> int: decode the parts one after another into out; -1 when all fit "
      "exactly, else the index of the first that did not (len(parts) when out was not filled)."},

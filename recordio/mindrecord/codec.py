@@ -148,6 +148,30 @@ def decompress_many(parts, dtype):
     return arrays
 
 
+def decompress_ranges(buf, starts, ends, dtype):
+    """:func:`decompress_many` of the parts ``buf[starts[i]:ends[i]]`` (int64 arrays), read in place:
+    one ``(n, L)`` array when every part holds ``L`` elements, else a list of 1-D arrays (views of
+    one array); a malformed part raises as :func:`decompress_ints` does."""
+    starts = np.ascontiguousarray(starts, dtype=np.int64)
+    ends = np.ascontiguousarray(ends, dtype=np.int64)
+    if _codec is not None and len(starts):
+        counts = np.empty(len(starts), np.int64)
+        _codec.measure_ranges(buf, starts, ends, counts)
+        if counts.min() >= 0:
+            equal = bool((counts == counts[0]).all())
+            out = np.empty((len(starts), int(counts[0])) if equal else int(counts.sum()), dtype)
+            if _codec.decode_ranges(buf, starts, ends, out) < 0:
+                if equal:
+                    return out
+                bounds = np.concatenate([[0], np.cumsum(counts)]).tolist()
+                return [out[a:b] for a, b in zip(bounds, bounds[1:])]
+    view = memoryview(buf).cast("B")
+    try:
+        return decompress_many([bytes(view[a:b]) for a, b in zip(starts.tolist(), ends.tolist())], dtype)
+    finally:
+        view.release()
+
+
 def _native_ints(values):
     """``values`` as a C-contiguous native int32/int64 array (other integer types as int64)."""
     values = np.asarray(values)

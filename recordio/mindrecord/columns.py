@@ -282,7 +282,7 @@ def _blob_column(field, buf, starts, ends, bytes_form):
         return BytesColumn(_concat(buf, starts, ends), np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64))
     if field.compressed:
         try:
-            flat = codec.decompress_many([buf[a:b] for a, b in zip(starts.tolist(), ends.tolist())], field.dtype)
+            flat = codec.decompress_ranges(buf, starts, ends, field.dtype)
         except FormatError:
             raise _Slow from None
         if isinstance(flat, list):
