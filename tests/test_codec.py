@@ -410,3 +410,17 @@ def test_token_batches_equal_mindspore_batches(mindspore_python, tmp_path):
         for a, b in zip(mine, their, strict=True):
             assert a.shape == b.shape == (4, 129) and a.dtype == b.dtype == np.int32
             assert np.array_equal(a, b)
+
+
+def test_copy_ranges_gathers_in_order_and_checks_its_arguments():
+    buf = bytes(range(50))
+    starts, ends = np.array([10, 0, 30, 30]), np.array([15, 3, 30, 32])
+    out = np.empty(10, np.uint8)
+    assert codec.copy_ranges(buf, starts, ends, out)
+    assert out.tobytes() == buf[10:15] + buf[0:3] + buf[30:32]
+    with pytest.raises(ValueError, match="hold 10 bytes"):
+        codec.copy_ranges(buf, starts, ends, np.empty(9, np.uint8))
+    with pytest.raises(ValueError, match="outside"):
+        codec.copy_ranges(buf, np.array([45]), np.array([51]), np.empty(6, np.uint8))
+    with pytest.raises(ValueError, match="outside"):
+        codec.copy_ranges(buf, np.array([5]), np.array([4]), np.empty(0, np.uint8))

@@ -627,6 +627,45 @@ static PyObject *py_decode_ranges(PyObject *self, PyObject *args)
     return PyLong_FromSsize_t(bad);
 }
 
+/* copy_ranges(data, starts, ends, out): the ranges copied one after another into out (a writable
+ * buffer of exactly their total length). */
+static PyObject *py_copy_ranges(PyObject *self, PyObject *args)
+{
+    PyObject *data, *starts, *ends, *target;
+    if (!PyArg_ParseTuple(args, "OOOO:copy_ranges", &data, &starts, &ends, &target))
+        return NULL;
+    Ranges r;
+    if (get_ranges(data, starts, ends, &r) < 0)
+        return NULL;
+    Py_buffer out;
+    if (PyObject_GetBuffer(target, &out, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+        release_ranges(&r);
+        return NULL;
+    }
+    const uint8_t *base = (const uint8_t *)r.data.buf;
+    const int64_t *a = (const int64_t *)r.starts.buf, *b = (const int64_t *)r.ends.buf;
+    int64_t total = 0;
+    for (Py_ssize_t i = 0; i < r.count; i++)
+        total += b[i] - a[i];
+    if (total != out.len) {
+        PyErr_Format(PyExc_ValueError, "copy_ranges: the ranges hold %lld bytes, out has %zd",
+                     (long long)total, out.len);
+        PyBuffer_Release(&out);
+        release_ranges(&r);
+        return NULL;
+    }
+    uint8_t *dst = (uint8_t *)out.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < r.count; i++) {
+        memcpy(dst, base + a[i], (size_t)(b[i] - a[i]));
+        dst += b[i] - a[i];
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&out);
+    release_ranges(&r);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"measure", py_measure, METH_O,
      "measure(part) -> int: the element count of a well-formed encoding, else -1."},
@@ -639,6 +678,8 @@ static PyMethodDef methods[] = {
      "measure_ranges(data, starts, ends, counts): each range's element count (-1: malformed)"},
     {"decode_ranges", py_decode_ranges, METH_VARARGS,
      "decode_ranges(data, starts, ends, out) -> -1, or the index of the first part that failed"},
+    {"copy_ranges", py_copy_ranges, METH_VARARGS,
+     "copy_ranges(data, starts, ends, out): the ranges one after another into out"},
     {"decode_many", py_decode_many, METH_VARARGS,
      "decode_many(parts, out) -> int: decode the parts one after another into out; -1 when all fit "
      "exactly, else the index of the first that did not (len(parts) when out was not filled)."},

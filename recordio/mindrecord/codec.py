@@ -44,6 +44,7 @@ __all__ = [
 #: without a C compiler)
 BACKEND = "numpy" if _codec is None else "c"
 
+
 DUMMY_BLOB = b"\x00\x00\x00\x00"      # the blob of a schema with no blob field
 DUMMY_RAW = b"\x81\xa2id\x00"          # msgpack {"id": 0}: the record of a schema with no raw field
 
@@ -170,6 +171,16 @@ def decompress_ranges(buf, starts, ends, dtype):
         return decompress_many([bytes(view[a:b]) for a, b in zip(starts.tolist(), ends.tolist())], dtype)
     finally:
         view.release()
+
+
+def copy_ranges(buf, starts, ends, out):
+    """Copy the byte ranges ``buf[starts[i]:ends[i]]`` one after another into ``out`` (a writable
+    buffer of their total length); False (nothing copied) without the compiled module."""
+    if _codec is None:
+        return False
+    _codec.copy_ranges(buf, np.ascontiguousarray(starts, dtype=np.int64),
+                       np.ascontiguousarray(ends, dtype=np.int64), out)
+    return True
 
 
 def _native_ints(values):

@@ -309,6 +309,10 @@ def _varying(field, buf, starts, ends):
     flat = _concat(buf, starts, ends).view(field.dtype)
     at = field.shape.index(-1)
     before, after = field.shape[:at], field.shape[at + 1:]
+    if not before:                   # [-1, ...]: rows of one reshaped array, one slice a value
+        whole = flat.reshape((-1,) + after)
+        bounds = np.concatenate([[0], np.cumsum(counts // fixed)]).tolist()
+        return [whole[a:b] for a, b in zip(bounds, bounds[1:])]
     bounds = np.concatenate([[0], np.cumsum(counts)]).tolist()
     return [flat[a:b].reshape(before + (k,) + after)
             for a, b, k in zip(bounds, bounds[1:], (counts // fixed).tolist())]
@@ -375,6 +379,9 @@ def _concat(buf, starts, ends):
             return data[int(starts[0]):int(ends[-1])].copy()
         sizes = ends - starts
         total = int(sizes.sum())
+        out = np.empty(total, np.uint8)
+        if codec.copy_ranges(buf, starts, ends, out):     # one memcpy a range
+            return out
         if total <= _FANCY_BYTES * 4:
             shift = np.repeat(starts - (np.cumsum(sizes) - sizes), sizes)
             return data[np.arange(total, dtype=np.int64) + shift]
