@@ -2,8 +2,8 @@
 
 An object is pickled with protocol 5: the small pickle stream and the raw buffers of its numpy
 arrays (out of band) are written to one file in ``/dev/shm`` (tmpfs: memory, no disk). The
-receiver reads the file into one buffer, unlinks it, and unpickles with views into that buffer,
-so a large array is copied once on each side and never runs through the pickler.
+receiver maps the file, unlinks it, and unpickles with views into the mapping, so a large array
+is copied once, by the sender, and never runs through the pickler.
 
 Files are named ``rio-<owner pid>-<token>-<n>``: the process that owns a pool can remove every
 file it may have left behind (a killed worker, an iterator closed mid-flight) with :func:`sweep`.
@@ -11,6 +11,7 @@ file it may have left behind (a killed worker, an iterator closed mid-flight) wi
 
 import errno
 import glob
+import mmap
 import os
 import pickle
 import struct
@@ -58,10 +59,11 @@ def _write(path, parts):
 
 
 def load(path):
-    """Read back what :func:`dump` wrote and remove the file."""
+    """Read back what :func:`dump` wrote and remove the file. The file is mapped, not read: arrays
+    are views of its pages (private and writable: a write copies the page), which live until the
+    last array made from them is freed."""
     with open(path, "rb") as f:
-        data = bytearray(os.fstat(f.fileno()).st_size)
-        f.readinto(data)
+        data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
     os.unlink(path)
     view = memoryview(data)
     n_stream, n_bufs = _HEAD.unpack_from(view, 0)
