@@ -17,9 +17,10 @@ Columns (``bytes_form="array"``, :meth:`FileReader.read_batch`): numeric scalars
 the schema dtype; strings as a list of ``str``; arrays as one ``(n, *shape)`` array when every row
 has the same shape (always, for shapes without ``-1``), else a list of arrays; ``bytes`` as an
 ``(n, L)`` ``uint8`` array when every value has ``L`` bytes, else a :class:`BytesColumn`. With
-``bytes_form="arrays"`` (the pipeline's ``batch``), ``bytes`` columns are lists of 1-D ``uint8``
-arrays (views of one copy), as the row-wise ``batch`` gives them; with ``bytes_form="list"`` (the
-pipeline under ``config.set_bytes_form("mindspore")``), lists of ``bytes``.
+``bytes_form="arrays"`` (the pipeline's ``batch``), ``bytes`` of one length are the same ``(n, L)``
+array and others a :class:`RowViews` list of 1-D ``uint8`` arrays, as the row-wise ``batch`` gives
+them; with ``bytes_form="list"`` (the pipeline under ``config.set_bytes_form("mindspore")``), lists
+of ``bytes``.
 """
 
 from __future__ import annotations
