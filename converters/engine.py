@@ -169,8 +169,9 @@ def default_workers():
 
 
 def convert(source, destination, *, shard_num=None, workers=None, engine="process", skip_bad=False,
-            overwrite=False, quiet=False):
-    """Convert ``source`` into the dataset ``destination``; returns a :class:`Summary`."""
+            overwrite=False, quiet=False, storage_options=None):
+    """Convert ``source`` into the dataset ``destination`` (a path, or a URL: written in a local
+    staging folder, then uploaded as :class:`recordio.FileWriter` uploads); returns a :class:`Summary`."""
     workers = _positive("workers", default_workers() if workers is None else workers)
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
@@ -179,6 +180,15 @@ def convert(source, destination, *, shard_num=None, workers=None, engine="proces
     if not units:
         raise ValueError(f"{source.kind}: the source has no input to convert")
     shard_num = min(_positive("shard_num", workers if shard_num is None else shard_num), len(units))
+    target = recordio.write_target(destination, shard_num, overwrite=overwrite, storage_options=storage_options)
+    summary = _convert_local(source, target.path, shard_num, workers, engine, skip_bad,
+                             overwrite or target.remote, quiet)
+    target.publish()
+    return dataclasses.replace(summary, destination=destination, files=target.files())
+
+
+def _convert_local(source, destination, shard_num, workers, engine, skip_bad, overwrite, quiet):
+    units = source.units()
     recordio.FileWriter(destination, shard_num=shard_num, overwrite=overwrite)   # checks name and target
     job = Job(source, destination, shard_num, skip_bad, getattr(source, "chunk_rows", 256))
     started = time.perf_counter()

@@ -50,6 +50,7 @@ _LAZY = {
     "mix": "recordio.dataset",
     "train": "recordio.training",
     "verify": "recordio.mindrecord.verification",
+    "write_target": "recordio.mindrecord.upload",
 }
 _MODULES = {"config": "recordio.config", "keys": "recordio.keys",
             "transforms": "recordio.transforms", "vision": "recordio.vision"}

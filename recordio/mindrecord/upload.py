@@ -24,7 +24,7 @@ from recordio.mindrecord import format as fmt
 from recordio.mindrecord.pagecache import default_cache_dir
 from recordio.mindrecord.remote_store import Store, url_join
 
-__all__ = ["Upload"]
+__all__ = ["Upload", "WriteTarget", "write_target"]
 
 
 class Upload:
@@ -65,3 +65,36 @@ class Upload:
         pattern = re.compile(re.escape(base) + r"\d*(\.db)?$")
         keep = set(self.names) | {n + ".db" for n in self.names}
         return [n for n in self.store.listdir(self.url.rsplit("/", 1)[0]) if pattern.match(n) and n not in keep]
+
+
+class WriteTarget:
+    """Where a writer that is not :class:`FileWriter` (a converter, a set of :class:`ShardWriter`
+    tasks) writes ``destination``: ``path`` is ``destination`` itself for a local path, or a local
+    staging path for a URL; :meth:`publish` uploads the committed staged dataset in the order above
+    (nothing for a local path). A rerun after a failure stages into the same folder (a resumable
+    writer continues there) and publishes again."""
+
+    def __init__(self, destination, shard_num, overwrite=False, storage_options=None):
+        from recordio.mindrecord.remote_store import is_url
+        self.destination = destination
+        self.remote = is_url(destination)
+        self._upload = Upload(destination, shard_num, overwrite, storage_options) if self.remote else None
+        self.path = self._upload.local_name if self.remote else os.fspath(destination)
+        self.shard_num = shard_num
+
+    def files(self):
+        """The dataset's data files at ``destination``, shard order."""
+        if self._upload is not None:
+            return list(self._upload.urls)
+        return [os.path.abspath(n) for n in fmt.shard_file_names(self.path, self.shard_num)]
+
+    def publish(self):
+        if self._upload is not None:
+            self._upload.publish([os.path.abspath(n) for n in fmt.shard_file_names(self.path, self.shard_num)])
+
+
+def write_target(destination, shard_num, *, overwrite=False, storage_options=None) -> WriteTarget:
+    """The :class:`WriteTarget` of ``destination`` (a path or a URL) for ``shard_num`` shards; for a
+    URL that holds a dataset already, :class:`~recordio.errors.DatasetExistsError` unless
+    ``overwrite``."""
+    return WriteTarget(os.fspath(destination), shard_num, overwrite, storage_options)
