@@ -21,12 +21,13 @@ from recordio.dataset.mix import MixedDataset, mix
 from recordio.dataset.node import Dataset
 from recordio.dataset.ops import ConcatDataset
 from recordio.dataset.order import Shuffle
+from recordio.dataset.padded import PaddedDataset
 from recordio.dataset.samplers import (DistributedSampler, PKSampler, RandomSampler, Sampler, SequentialSampler,
                                        SubsetRandomSampler, SubsetSampler)
 from recordio.dataset.text import TextFileDataset
 
 __all__ = ["ConcatDataset", "DSCallback", "Dataset", "DistributedSampler", "GeneratorDataset", "HostBatch",
-           "MindDataset", "MixedDataset", "PKSampler", "RandomSampler", "Sampler", "SequentialSampler", "Shuffle",
+           "MindDataset", "MixedDataset", "PKSampler", "PaddedDataset", "RandomSampler", "Sampler", "SequentialSampler", "Shuffle",
            "SubsetRandomSampler", "SubsetSampler", "TextFileDataset", "TorchDataset", "WeightedClassSampler", "callback",
            "config", "mix"]
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from recordio.dataset.more_builders import MoreBuilders
 from recordio.errors import PipelineError
 
 if TYPE_CHECKING:
@@ -65,8 +66,9 @@ def _chained(current, new):
     return new
 
 
-class Dataset:
-    """Base of every pipeline node; the builder methods mirror ``mindspore.dataset.Dataset``."""
+class Dataset(MoreBuilders):
+    """Base of every pipeline node; the builder methods mirror ``mindspore.dataset.Dataset`` (more of
+    them in :class:`~recordio.dataset.more_builders.MoreBuilders`)."""
 
     def __init__(self, children=()):
         self.children = list(children)
@@ -164,12 +166,13 @@ class Dataset:
         return MapDataset(self, operations, input_columns, output_columns, num_parallel_workers,
                           python_multiprocessing, offload, callbacks)
 
-    def batch(self, batch_size: int, drop_remainder: bool = False, num_parallel_workers: int | None = None,
+    def batch(self, batch_size: int | Callable, drop_remainder: bool = False, num_parallel_workers: int | None = None,
               per_batch_map: Callable | None = None, input_columns: str | Sequence[str] | None = None,
               output_columns: str | Sequence[str] | None = None, pad_info: dict | None = None,
               python_multiprocessing: bool = False, max_rowsize: Any = None) -> Dataset:
         """Group ``batch_size`` rows into one (numeric columns of one shape are stacked; the others stay
-        lists unless ``pad_info={column: (shape or None, value)}`` pads them).
+        lists unless ``pad_info={column: (shape or None, value)}`` pads them). ``batch_size`` may be a
+        callable ``f(BatchInfo) -> int`` giving each batch's size (MindSpore's).
 
         ``per_batch_map(*column lists, BatchInfo)`` runs in the pipeline thread on each batch;
         ``python_multiprocessing`` and ``max_rowsize`` are accepted for compatibility.
