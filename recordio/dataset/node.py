@@ -142,6 +142,10 @@ class Dataset(MoreBuilders):
             if id(node) in seen or (node is not self and len(node._consumers) > 1):
                 raise PipelineError(NOT_A_TREE)
             seen.add(id(node))
+            node._check_inputs()
+
+    def _check_inputs(self):
+        """Checks left to when the pipeline runs (a map's input columns); nothing for most nodes."""
 
     # -- builders ----------------------------------------------------------------------------------
     # Each builder returns the node that consumes this one. They import their node classes lazily:

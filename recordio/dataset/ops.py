@@ -11,7 +11,7 @@ from recordio.dataset.values import to_op_input
 from recordio.errors import PipelineError
 
 __all__ = ["ConcatDataset", "FilterDataset", "ProjectDataset", "RenameDataset", "RepeatDataset",
-           "ShuffleDataset", "SkipDataset", "TakeDataset", "ZipDataset"]
+           "ShuffleDataset", "SkipDataset", "TakeDataset", "ZipDataset", "zip_datasets"]
 
 
 def _names(value, what):
@@ -196,6 +196,18 @@ class ZipDataset(Dataset):
             for it in items:
                 cols.update(it.cols)
             yield Item(cols, items[0].row, items[0].epoch, None)
+
+
+def zip_datasets(datasets):
+    """``mindspore.dataset.zip``: the datasets of a tuple side by side (``ds.zip((a, b))``)."""
+    from recordio.tensor_ops import type_check
+    type_check(datasets, (tuple,), "datasets")
+    if len(datasets) <= 1:
+        raise ValueError("Can't zip empty or just one dataset!")
+    for dataset in datasets:
+        if not isinstance(dataset, Dataset):
+            raise TypeError(f"Invalid dataset, expected Dataset object, but got {type(dataset)}!")
+    return ZipDataset(list(datasets))
 
 
 class ConcatDataset(Dataset):
