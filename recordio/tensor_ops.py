@@ -120,12 +120,16 @@ class Mask:
     """``input <operator> constant`` elementwise (constant cast to the input's dtype), as ``dtype``."""
 
     def __init__(self, operator: Relational, constant: str | bytes | int | float | bool, dtype: Any = None) -> None:
+        """``dtype``: a ``recordio.common.dtype`` type (``mstype.bool_`` by default), as MindSpore's."""
         type_check(operator, (Relational,), "operator")
         type_check(constant, _SCALARS, "constant")
-        if dtype is not None and getattr(dtype, "numpy_dtype", 1) is None:
+        from recordio.common.dtype import Type, bool_
+        dtype = bool_ if dtype is None else dtype
+        type_check(dtype, (Type,), "dtype")
+        if dtype.numpy_dtype is None:
             raise RuntimeError(f"Mask: Only supports bool or numeric datatype for generated mask type, but got:{dtype}")
         self.operator, self.constant = operator, constant
-        self.dtype = np.dtype(np.bool_) if dtype is None else to_numpy_dtype(dtype)
+        self.dtype = to_numpy_dtype(dtype)
 
     def __call__(self, array):
         array = np.asarray(array)
@@ -140,7 +144,8 @@ class Mask:
 
 
 class OneHot:
-    """Integer labels (scalar or 1-D; an ``(N, 1)`` column counts as 1-D) to one-hot rows of ``num_classes``.
+    """Integer labels (scalar or 1-D) to one-hot rows of ``num_classes``; trailing dimensions of size 1
+    are dropped first, as MindSpore does (``[[1], [2]]`` gives two rows, ``[1]`` one vector).
 
     The output has the input's dtype, or float64 with ``smoothing_rate`` > 0 (the true class gets
     ``1 - rate + rate / num_classes``, the others ``rate / num_classes``). A label outside
@@ -160,8 +165,8 @@ class OneHot:
         labels = np.asarray(labels)
         if labels.dtype.kind not in "iu":
             raise RuntimeError(f"OneHot: Only support input of int type, but got: {labels.dtype}")
-        if labels.ndim == 2 and labels.shape[1] == 1:
-            labels = labels[:, 0]
+        while labels.ndim and labels.shape[-1] == 1:       # (N, 1) -> (N,), (1,) -> () as MindSpore's
+            labels = labels[..., 0]
         if labels.ndim > 1:
             raise RuntimeError(f"OneHot: Only support scalar or 1D input, got rank: {labels.ndim}")
         bad = labels[(labels < 0) | (labels >= self.num_classes)]

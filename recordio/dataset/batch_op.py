@@ -95,6 +95,13 @@ class BatchDataset(Dataset):
         from recordio.dataset.map_op import merge_names
         return merge_names(names, ins, outs, "batch")
 
+    def _positional(self):
+        """A callable ``batch_size`` or a ``per_batch_map`` sees each batch's number in its epoch, which a
+        resume at a position would restart at 0: those resume by replaying the epoch instead."""
+        if callable(self.batch_size) or self.per_batch_map is not None:
+            return False
+        return self.children[0]._positional()
+
     def _block_rows(self):
         rows = self.children[0]._block_rows()
         return None if rows is None or callable(self.batch_size) else rows * self.batch_size

@@ -1,7 +1,7 @@
 """``bucket_batch_by_length``: rows grouped into batches by length (MindSpore's).
 
-Each row's length (``element_length_function(*values)``, or the first dimension of the one column,
-0 for a scalar) picks a bucket: ``[0, b0)``, ``[b0, b1)``, ..., ``[b_last, inf)``. A bucket that
+Each row's length (``element_length_function(*values)``, or the first dimension of the one column;
+a scalar counts 1, as MindSpore 2.10 does, although its documentation says 0) picks a bucket: ``[0, b0)``, ``[b0, b1)``, ..., ``[b_last, inf)``. A bucket that
 holds its batch size is padded and emitted at once; at the end of the epoch the partial buckets
 are emitted in bucket order, or dropped with ``drop_remainder=True`` (MindSpore's contract, the
 only rows this node drops). Every column is padded to the batch's largest shape with 0, unless
@@ -81,7 +81,7 @@ class BucketBatchDataset(Dataset):
     def _length(self, item):
         values = [to_op_input(item.cols[c]) for c in self.column_names]
         if self.length_fn is None:
-            length = values[0].shape[0] if np.ndim(values[0]) else 0
+            length = values[0].shape[0] if np.ndim(values[0]) else 1     # a scalar counts 1, as in MindSpore 2.10
         else:
             length = self.length_fn(*values)
         if isinstance(length, (bool, np.bool_)) or not isinstance(length, (int, np.integer)) or length < 0:

@@ -48,6 +48,7 @@ class DeviceQueue:
         self._sink = None
         self._paused_state = None
         self._last = None
+        self._batches = None           # batches per epoch
 
     def send(self, num_epochs: int = -1) -> None:
         """Start prefetching ``num_epochs`` epochs (-1: no limit), from the start (or the state given
@@ -63,7 +64,7 @@ class DeviceQueue:
 
         from recordio.sink.datasink import DataSink
         device = self.device or ("cuda" if torch.cuda.is_available() else "cpu")
-        self._sink = DataSink(self.dataset, device=device, prefetch_depth=self.prefetch_depth,
+        self._sink = DataSink(self.dataset, device=device, sink_size=1, prefetch_depth=self.prefetch_depth,
                               channel_name=self.queue_name)
         if state is not None:
             self._sink.load_state_dict(state)
@@ -82,7 +83,16 @@ class DeviceQueue:
         return self._epoch()
 
     def _epoch(self):
-        for batch in self._sink:
+        """One data epoch, a batch per pass of a one-batch sink epoch (``sink_size=1``), so that a
+        ``stop_send``/``continue_send`` in between goes on with the new sink where the old one stopped."""
+        if self._batches is None:
+            self._batches = self.dataset.get_dataset_size()
+        for _ in range(self._batches):
+            if self._sink is None:
+                raise PipelineError(f"device queue {self.queue_name}: sending is stopped; call continue_send()")
+            batch = next(iter(self._sink), None)
+            if batch is None:
+                return
             self._last = batch
             yield batch
 
