@@ -8,13 +8,18 @@ A base of :class:`recordio.dataset.node.Dataset`; the node classes are imported 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 __all__ = ["MoreBuilders"]
 
 
 class MoreBuilders:
     """The methods above, on every pipeline node."""
+
+    if TYPE_CHECKING:          # given by recordio.dataset.node.Dataset
+        children: list[Any]
+
+        def _nodes(self) -> list[Any]: ...
 
     def padded_batch(self, batch_size: int | Callable, drop_remainder: bool = False,
                      num_parallel_workers: int | None = None, pad_info: dict | None = None) -> Any:
