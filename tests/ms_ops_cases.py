@@ -145,7 +145,10 @@ def pipeline_facts(ds, T):
                        _ragged(ds).repeat(3).batch(1).get_repeat_count(),
                        _ragged(ds).repeat(3).repeat(2).get_repeat_count(), _ragged(ds).repeat().get_repeat_count()],
             "classes": [data.num_classes()],
-            "apply": _ragged(ds).apply(lambda d: d.skip(3)).get_dataset_size()}
+            "apply": _ragged(ds).apply(lambda d: d.skip(3)).get_dataset_size(),
+            "batch sizes": [_ragged(ds).batch(lambda info: 3).get_batch_size(), _ragged(ds).padded_batch(2).get_batch_size(),
+                            _ragged(ds).project("b").batch(lambda info: 3).get_dataset_size(),
+                            _ragged(ds).bucket_batch_by_length(["a"], [2], [2, 3]).get_dataset_size()]}
 
 
 def argument_errors(ds, T):

@@ -276,6 +276,7 @@ def test_facts(path):
     assert data.repeat(4).map(lambda x: x, input_columns="id").get_repeat_count() == 4
     assert ds.zip((data.project("id"), ds.MindDataset(path).project("label"))).get_col_names() == ["id", "label"]
     assert data.apply(lambda d: d.take(5)).get_dataset_size() == 5
+    assert data.batch(lambda info: 3).get_batch_size() == -1 and data.padded_batch(3).get_batch_size() == 3
 
 
 # --- device_que ------------------------------------------------------------------------------------------------

@@ -301,10 +301,13 @@ class Dataset(MoreBuilders):
         to resume or skip, use the iterator's ``state_dict`` / ``load_state_dict``."""
 
     def get_batch_size(self) -> int:
-        """The batch size of the last ``batch`` of the pipeline (1 without one)."""
+        """The batch size of the last ``batch`` of the pipeline (1 without one; -1 for a callable size,
+        as MindSpore's)."""
         from recordio.dataset.batch_op import BatchDataset
         node = next((n for n in reversed(self._nodes()) if isinstance(n, BatchDataset)), None)
-        return 1 if node is None else node.batch_size
+        if node is None:
+            return 1
+        return -1 if callable(node.batch_size) else node.batch_size
 
     def _first_numpy(self):
         from recordio.dataset.values import to_numpy
