@@ -106,7 +106,9 @@ def padded_batches(ds, T):
             _rows(_ragged(ds).padded_batch(size, pad_info={}), 2),
             _rows(_ragged(ds).project(["b"]).batch(lambda info: info.get_epoch_num() + 2, drop_remainder=True), 2),
             _rows(_ragged(ds).project(["b"]).padded_batch(lambda info: 3 + info.get_batch_num())),
-            _rows(_ragged(ds).map(T.TypeCast(np.float32), input_columns="a").padded_batch(2, pad_info={"a": ([4], 0.5)}))]
+            _rows(_ragged(ds).map(T.TypeCast(np.float32), input_columns="a").padded_batch(2, pad_info={"a": ([4], 0.5)})),
+            _rows(ds.GeneratorDataset([("a", np.array(["x"])), ("hello", np.array(["yy", "z"]))], ["s", "t"],
+                                      shuffle=False).padded_batch(2, pad_info={}))]
 
 
 def bucket_batches(ds, T):

@@ -11,6 +11,7 @@ import sys
 
 import numpy as np
 
+from recordio.casting import cast
 from recordio.config import get_bytes_form
 
 __all__ = ["collate", "to_numpy", "to_op_input", "to_torch"]
@@ -99,7 +100,10 @@ def pad_column(name, values, shape, pad_value):
     largest = np.max([a.shape for a in arrays], axis=0) if ndim else ()
     target = [int(m) if shape is None or shape[i] is None else int(shape[i])
               for i, m in enumerate(largest)] if ndim else []
-    out = np.full((len(arrays), *target), _pad_fill(pad_value, arrays[0].dtype), dtype=arrays[0].dtype)
+    dtype = arrays[0].dtype
+    if dtype.kind in "US":                      # the widest string, so that none is cut
+        dtype = np.result_type(*[a.dtype for a in arrays])
+    out = np.full((len(arrays), *target), _pad_fill(pad_value, dtype), dtype=dtype)
     for i, a in enumerate(arrays):
         if any(s > t for s, t in zip(a.shape, target)):
             raise ValueError(f"pad_info: column {name!r} row of shape {a.shape} is larger than the pad "
@@ -113,7 +117,6 @@ def _pad_fill(pad_value, dtype):
     MindSpore), text as given ("" by default)."""
     if dtype.kind in "US":
         return "" if pad_value is None or pad_value == 0 else pad_value
-    from recordio.transforms import cast
     return cast(np.asarray(0 if pad_value is None else pad_value), dtype)[()]
 
 
