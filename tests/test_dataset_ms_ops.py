@@ -180,12 +180,20 @@ def _padded_concat(path, shard=None):
     return data.shuffle(4)
 
 
+def _interleaved(path):
+    data = ds.MindDataset(path, columns_list=["id"], shuffle=False) + ds.PaddedDataset(
+        [{"id": np.array(-1 - k, np.int64)} for k in range(5)])
+    data.use_sampler(ds.RandomSampler())
+    return data
+
+
 def _bucketed(path):
     data = ds.MindDataset(path, columns_list=["id", "data"], shuffle=True)
     return data.bucket_batch_by_length(["data"], [3, 6], [2, 3, 4])
 
 
 NEW_NODES = {"padded": lambda p: _padded_concat(p), "padded shard": lambda p: _padded_concat(p, 1),
+             "interleave": _interleaved,
              "bucket": _bucketed,
              "padded_batch": lambda p: ds.MindDataset(p, columns_list=["id", "data"]).padded_batch(
                  lambda info: 2 + info.get_batch_num() % 3, pad_info={"data": (None, 7)})}
@@ -213,10 +221,7 @@ def test_padded_rows_complete_the_shards(path):
 
 def test_use_sampler_random_interleaves_keeping_each_order(path):
     ds.config.set_seed(8)
-    data = ds.MindDataset(path, columns_list=["id"], shuffle=False) + ds.PaddedDataset(
-        [{"id": np.array(-1 - k, np.int64)} for k in range(5)])
-    data.use_sampler(ds.RandomSampler())
-    ids = [x[0] for x in _ids(data, 1)[0]]
+    ids = [x[0] for x in _ids(_interleaved(path), 1)[0]]
     assert [i for i in ids if i >= 0] == list(range(N)) and [i for i in ids if i < 0] == [-1, -2, -3, -4, -5]
     assert ids != list(range(N)) + [-1, -2, -3, -4, -5]
 
@@ -231,6 +236,12 @@ def test_bucket_batches_lose_no_row_unless_asked(path):
                    for k in range(3)]
         kept = [i for k, b in enumerate(buckets) for i in b[:len(b) - len(b) % [2, 3, 4][k] if drop else None]]
         assert got == sorted(kept)
+
+
+def test_bucket_column_names_are_checked_when_run(path):
+    data = ds.MindDataset(path, columns_list=["id"]).bucket_batch_by_length(["image"], [3], [2, 2])
+    with pytest.raises(PipelineError, match="image"):
+        _ids(data, 1)
 
 
 def test_bucket_length_function_must_give_an_int(path):

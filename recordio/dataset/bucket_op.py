@@ -62,15 +62,19 @@ class BucketBatchDataset(Dataset):
         super().__init__([child])
         self.pad_info = check_bucket_args(column_names, bucket_boundaries, bucket_batch_sizes,
                                           element_length_function, pad_info, pad_to_bucket_boundary, drop_remainder)
-        missing = [c for c in column_names if c not in child._columns()]
-        if missing:
-            raise PipelineError(f"bucket_batch_by_length: column(s) {missing} not in {child._columns()}")
         self.column_names = list(column_names)
         self.boundaries = list(bucket_boundaries)
         self.batch_sizes = list(bucket_batch_sizes)
         self.length_fn = element_length_function
         self.to_boundary = pad_to_bucket_boundary
         self.drop_remainder = drop_remainder
+
+    def _check_inputs(self):
+        """Columns the pipeline lacks fail when it runs, as in MindSpore."""
+        names = self.children[0]._columns()
+        missing = [c for c in self.column_names if c not in names]
+        if missing:
+            raise PipelineError(f"bucket_batch_by_length: column(s) {missing} not in the pipeline's columns {names}")
 
     def _positional(self):
         return False
