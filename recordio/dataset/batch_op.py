@@ -46,7 +46,7 @@ def check_batch_size(batch_size):
 
 def check_pad_info(pad_info):
     """MindSpore's ``check_pad_info`` on each entry: ``{column: (shape list or None, value) or None}``."""
-    from recordio.tensor_ops import check_range, type_check
+    from recordio.errors import check_range, type_check
     type_check(pad_info, (dict,), "pad_info")
     for key, value in pad_info.items():
         type_check(key, (str,), "key in pad_info")

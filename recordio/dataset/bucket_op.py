@@ -16,8 +16,7 @@ import numpy as np
 from recordio.dataset.batch_op import _row_ids, check_pad_info
 from recordio.dataset.node import Dataset, Item
 from recordio.dataset.values import pad_column, to_op_input
-from recordio.errors import PipelineError
-from recordio.tensor_ops import type_check
+from recordio.errors import PipelineError, type_check
 
 __all__ = ["BucketBatchDataset"]
 

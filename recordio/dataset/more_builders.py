@@ -33,7 +33,7 @@ class MoreBuilders:
             check_batch_size,
             check_pad_info,
         )
-        from recordio.tensor_ops import type_check
+        from recordio.errors import type_check
         check_batch_size(batch_size)
         type_check(drop_remainder, (bool,), "drop_remainder")
         pad = None if pad_info is None else check_pad_info(pad_info)
@@ -68,8 +68,10 @@ class MoreBuilders:
         """A :class:`recordio.sink.queue.DeviceQueue` (MindSpore's ``TransferDataset``): ``send()`` starts
         prefetching batches onto ``device`` through a ``DataSink``, and iterating it gives one epoch
         of them. Nothing starts until then."""
-        from recordio.sink.queue import DeviceQueue
-        return DeviceQueue(self, send_epoch_end, create_data_info_queue, queue_name, device)
+        # DeviceQueue belongs to the sink layer, above this one: it is reached through the public name
+        # map (``recordio.DeviceQueue``), as a user would, not by importing recordio.sink from here.
+        import recordio
+        return recordio.DeviceQueue(self, send_epoch_end, create_data_info_queue, queue_name, device)
 
     def num_classes(self) -> int | None:
         """The number of classes of the pipeline's source, where it knows one (MindSpore's image

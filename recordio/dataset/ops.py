@@ -200,7 +200,7 @@ class ZipDataset(Dataset):
 
 def zip_datasets(datasets):
     """``mindspore.dataset.zip``: the datasets of a tuple side by side (``ds.zip((a, b))``)."""
-    from recordio.tensor_ops import type_check
+    from recordio.errors import type_check
     type_check(datasets, (tuple,), "datasets")
     if len(datasets) <= 1:
         raise ValueError("Can't zip empty or just one dataset!")

@@ -9,8 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from recordio.dataset.generator import GeneratorDataset
-from recordio.errors import PipelineError
-from recordio.tensor_ops import type_check
+from recordio.errors import PipelineError, type_check
 
 __all__ = ["PaddedDataset"]
 

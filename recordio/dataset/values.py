@@ -11,8 +11,8 @@ import sys
 
 import numpy as np
 
-from recordio.casting import cast
 from recordio.config import get_bytes_form
+from recordio.transforms.casting import cast
 
 __all__ = ["collate", "to_numpy", "to_op_input", "to_torch"]
 

@@ -22,8 +22,7 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-from recordio.errors import PipelineError
-from recordio.tensor_ops import type_check
+from recordio.errors import PipelineError, type_check
 
 __all__ = ["DeviceQueue"]
 

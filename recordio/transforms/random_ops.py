@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from recordio.errors import check_range, type_check
 from recordio.keys import current_keys, sub_op
-from recordio.tensor_ops import check_range, type_check
 
 __all__ = ["RandomApply", "RandomChoice", "RandomOrder"]
 

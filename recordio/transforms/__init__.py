@@ -1,15 +1,15 @@
 """General transforms (MindSpore's ``dataset.transforms``): TypeCast and Compose here; the tensor ops
-(:mod:`recordio.tensor_ops`) and the random compositions (:mod:`recordio.random_ops`) are exported too."""
+(:mod:`recordio.transforms.tensor_ops`) and the random compositions (:mod:`recordio.transforms.random_ops`) are exported too."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from recordio.casting import INT64_RANGE, cast, to_numpy_dtype  # noqa: F401 (public here)
 from recordio.keys import sub_op
-from recordio.random_ops import RandomApply, RandomChoice, RandomOrder
-from recordio.tensor_ops import (
+from recordio.transforms.casting import INT64_RANGE, cast, to_numpy_dtype  # noqa: F401 (public here)
+from recordio.transforms.random_ops import RandomApply, RandomChoice, RandomOrder
+from recordio.transforms.tensor_ops import (
     Concatenate,
     Fill,
     Mask,

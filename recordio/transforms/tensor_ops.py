@@ -13,25 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from recordio.casting import cast, to_numpy_dtype
+from recordio.errors import check_range, type_check
+from recordio.transforms.casting import cast, to_numpy_dtype
 
-__all__ = ["Concatenate", "Fill", "Mask", "OneHot", "PadEnd", "Relational", "Slice", "Unique", "type_check"]
+__all__ = ["Concatenate", "Fill", "Mask", "OneHot", "PadEnd", "Relational", "Slice", "Unique"]
 
 _SCALARS = (str, float, bool, int, bytes)
-
-
-def type_check(arg: Any, types: tuple, arg_name: str) -> None:
-    """MindSpore's ``type_check``: a ``TypeError`` in its wording (bool is not an int unless listed)."""
-    if int in types and bool not in types and isinstance(arg, bool) or not isinstance(arg, types):
-        shown = '""' if repr(arg) == repr("") else arg
-        raise TypeError(f"Argument {arg_name} with value {shown} is not of type {list(types)}, but got {type(arg)}.")
-
-
-def check_range(value: Any, low: Any, high: Any, arg_name: str = "") -> None:
-    """MindSpore's ``check_value`` on a closed interval."""
-    if value < low or value > high:
-        name = f"{arg_name} " if arg_name else ""
-        raise ValueError(f"Input {name}is not within the required interval of [{low}, {high}].")
 
 
 def _is_text(array: np.ndarray) -> bool:
@@ -123,13 +110,13 @@ class Mask:
         """``dtype``: a ``recordio.common.dtype`` type (``mstype.bool_`` by default), as MindSpore's."""
         type_check(operator, (Relational,), "operator")
         type_check(constant, _SCALARS, "constant")
-        from recordio.common.dtype import Type, bool_
-        dtype = bool_ if dtype is None else dtype
-        type_check(dtype, (Type,), "dtype")
-        if dtype.numpy_dtype is None:
+        if dtype is not None and not hasattr(dtype, "numpy_dtype"):     # a recordio.common.dtype.Type
+            raise TypeError(f"Argument dtype with value {dtype} is not of type [<class 'mindspore._c_expression."
+                            f"typing.Type'>], but got {type(dtype)}.")
+        if dtype is not None and dtype.numpy_dtype is None:
             raise RuntimeError(f"Mask: Only supports bool or numeric datatype for generated mask type, but got:{dtype}")
         self.operator, self.constant = operator, constant
-        self.dtype = to_numpy_dtype(dtype)
+        self.dtype = np.dtype(np.bool_) if dtype is None else to_numpy_dtype(dtype)
 
     def __call__(self, array):
         array = np.asarray(array)
