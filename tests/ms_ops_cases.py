@@ -54,7 +54,8 @@ def tensor_ops(ds, T):
         _one(ds, T.Mask(T.Relational.GE, 1.5, ds_type(ds, "float32")), np.array([1.0, 1.5, 2.0])),
         _one(ds, T.Mask(T.Relational.EQ, "a"), np.array(["a", "b"])),
         _one(ds, T.Slice(slice(0, 3)), np.arange(10)), _one(ds, T.Slice([1, -1, 3]), np.arange(10)),
-        _one(ds, T.Slice(slice(0, 1), [0, 2]), grid), _one(ds, T.Slice(1), grid), _one(ds, T.Slice(Ellipsis, [1]), grid),
+        _one(ds, T.Slice(slice(0, 1), [0, 2]), grid), _one(ds, T.Slice(1), grid),
+        _one(ds, T.Slice(Ellipsis, [1]), grid),
         _one(ds, T.Slice(None), np.arange(4)), _one(ds, T.Slice(slice(4, 1, -1)), np.arange(6)),
         _one(ds, T.Slice(slice(-3, 5)), np.arange(6)), _one(ds, T.Slice(slice(3, 1)), np.arange(6)),
         _one(ds, T.Slice(slice(1, 5, 2)), np.array(["a", "b", "c", "d", "e"])),
@@ -85,7 +86,8 @@ def tensor_op_failures(ds, T):
              (T.Concatenate(0, np.array([1], np.uint8)), np.ones((2, 2), np.uint8)),
              (T.Fill("a"), np.array([1])), (T.Mask(T.Relational.EQ, "a"), np.array([1])),
              (T.Slice([20]), np.arange(5)), (T.Slice(1, 1), np.arange(5)), (T.Slice([]), np.arange(5)),
-             (T.OneHot(4), np.array([4])), (T.OneHot(4), np.array([[1, 3], [2, 0]])), (T.OneHot(4), np.array([True])),
+             (T.OneHot(4), np.array([4])), (T.OneHot(4), np.array([[1, 3], [2, 0]])),
+             (T.OneHot(4), np.array([True])),
              (T.PadEnd([2, 3]), np.ones(3)), (T.Unique(), np.array([5, 1, 5])), (T.Unique(), np.array([["b", "a"]]))]
     out = []
     for op, value in cases:
@@ -106,7 +108,8 @@ def padded_batches(ds, T):
             _rows(_ragged(ds).padded_batch(size, pad_info={}), 2),
             _rows(_ragged(ds).project(["b"]).batch(lambda info: info.get_epoch_num() + 2, drop_remainder=True), 2),
             _rows(_ragged(ds).project(["b"]).padded_batch(lambda info: 3 + info.get_batch_num())),
-            _rows(_ragged(ds).map(T.TypeCast(np.float32), input_columns="a").padded_batch(2, pad_info={"a": ([4], 0.5)})),
+            _rows(_ragged(ds).map(T.TypeCast(np.float32), input_columns="a").padded_batch(
+                2, pad_info={"a": ([4], 0.5)})),
             _rows(ds.GeneratorDataset([("a", np.array(["x"])), ("hello", np.array(["yy", "z"]))], ["s", "t"],
                                       shuffle=False).padded_batch(2, pad_info={}))]
 
@@ -148,7 +151,8 @@ def pipeline_facts(ds, T):
                        _ragged(ds).repeat(3).repeat(2).get_repeat_count(), _ragged(ds).repeat().get_repeat_count()],
             "classes": [data.num_classes()],
             "apply": _ragged(ds).apply(lambda d: d.skip(3)).get_dataset_size(),
-            "batch sizes": [_ragged(ds).batch(lambda info: 3).get_batch_size(), _ragged(ds).padded_batch(2).get_batch_size(),
+            "batch sizes": [_ragged(ds).batch(lambda info: 3).get_batch_size(),
+                            _ragged(ds).padded_batch(2).get_batch_size(),
                             _ragged(ds).project("b").batch(lambda info: 3).get_dataset_size(),
                             _ragged(ds).bucket_batch_by_length(["a"], [2], [2, 3]).get_dataset_size()]}
 
@@ -171,7 +175,8 @@ def argument_errors(ds, T):
         lambda: ds.PaddedDataset(None),
         lambda: _ragged(ds).padded_batch(0), lambda: _ragged(ds).padded_batch("2"),
         lambda: _ragged(ds).padded_batch(lambda a, b: 1), lambda: _ragged(ds).padded_batch(2, pad_info=[1]),
-        lambda: _ragged(ds).padded_batch(2, pad_info={"a": (None,)}), lambda: _ragged(ds).padded_batch(2, pad_info={1: None}),
+        lambda: _ragged(ds).padded_batch(2, pad_info={"a": (None,)}),
+        lambda: _ragged(ds).padded_batch(2, pad_info={1: None}),
         lambda: _ragged(ds).padded_batch(2, pad_info={"a": ([0], 1)}), lambda: _ragged(ds).padded_batch(2, 1),
         lambda: _ragged(ds).batch(lambda: 1), lambda: _ragged(ds).batch(2.5),
         lambda: _ragged(ds).bucket_batch_by_length("a", [1], [1, 2]),

@@ -28,9 +28,9 @@ from recordio.dataset.samplers import (DistributedSampler, PKSampler, RandomSamp
 from recordio.dataset.text import TextFileDataset
 
 __all__ = ["ConcatDataset", "DSCallback", "Dataset", "DistributedSampler", "GeneratorDataset", "HostBatch",
-           "MindDataset", "MixedDataset", "PKSampler", "PaddedDataset", "RandomSampler", "Sampler", "SequentialSampler", "Shuffle",
-           "SubsetRandomSampler", "SubsetSampler", "TextFileDataset", "TorchDataset", "WeightedClassSampler", "callback",
-           "config", "mix", "zip"]
+           "MindDataset", "MixedDataset", "PKSampler", "PaddedDataset", "RandomSampler", "Sampler", "SequentialSampler",
+           "Shuffle", "SubsetRandomSampler", "SubsetSampler", "TextFileDataset", "TorchDataset", "WeightedClassSampler",
+           "callback", "config", "mix", "zip"]
 
 
 def __getattr__(name):

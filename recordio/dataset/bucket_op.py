@@ -1,12 +1,13 @@
 """``bucket_batch_by_length``: rows grouped into batches by length (MindSpore's).
 
 Each row's length (``element_length_function(*values)``, or the first dimension of the one column;
-a scalar counts 1, as MindSpore 2.10 does, although its documentation says 0) picks a bucket: ``[0, b0)``, ``[b0, b1)``, ..., ``[b_last, inf)``. A bucket that
-holds its batch size is padded and emitted at once; at the end of the epoch the partial buckets
-are emitted in bucket order, or dropped with ``drop_remainder=True`` (MindSpore's contract, the
-only rows this node drops). Every column is padded to the batch's largest shape with 0, unless
-``pad_info`` says otherwise; ``pad_to_bucket_boundary`` pads a ``pad_info`` column whose shape is
-``None`` to ``boundary - 1`` along its first dimension (the last bucket: to its largest).
+a scalar counts 1, as MindSpore 2.10 does, although its documentation says 0) picks a bucket:
+``[0, b0)``, ``[b0, b1)``, ..., ``[b_last, inf)``. A bucket that holds its batch size is padded and
+emitted at once; at the end of the epoch the partial buckets are emitted in bucket order, or
+dropped with ``drop_remainder=True`` (MindSpore's contract, the only rows this node drops). Every
+column is padded to the batch's largest shape with 0, unless ``pad_info`` says otherwise;
+``pad_to_bucket_boundary`` pads a ``pad_info`` column whose shape is ``None`` to ``boundary - 1``
+along its first dimension (the last bucket: to its largest).
 
 The batches depend only on the rows' order, so a resume replays the epoch up to where it stopped.
 """

@@ -1,5 +1,5 @@
-"""General transforms (MindSpore's ``dataset.transforms``): TypeCast and Compose here; the tensor ops
-(:mod:`recordio.transforms.tensor_ops`) and the random compositions (:mod:`recordio.transforms.random_ops`) are exported too."""
+"""General transforms (MindSpore's ``dataset.transforms``): TypeCast and Compose here, the tensor ops of
+:mod:`recordio.transforms.tensor_ops` and the random compositions of :mod:`recordio.transforms.random_ops`."""
 
 from __future__ import annotations
 
@@ -9,16 +9,7 @@ from typing import Any
 from recordio.keys import sub_op
 from recordio.transforms.casting import INT64_RANGE, cast, to_numpy_dtype  # noqa: F401 (public here)
 from recordio.transforms.random_ops import RandomApply, RandomChoice, RandomOrder
-from recordio.transforms.tensor_ops import (
-    Concatenate,
-    Fill,
-    Mask,
-    OneHot,
-    PadEnd,
-    Relational,
-    Slice,
-    Unique,
-)
+from recordio.transforms.tensor_ops import Concatenate, Fill, Mask, OneHot, PadEnd, Relational, Slice, Unique
 
 __all__ = ["Compose", "Concatenate", "Fill", "Mask", "OneHot", "PadEnd", "RandomApply", "RandomChoice", "RandomOrder",
            "Relational", "Slice", "TypeCast", "Unique", "to_numpy_dtype"]
