@@ -33,7 +33,8 @@ def _scalar_like(value: Any, array: np.ndarray, op: str, what: str) -> Any:
                            f"{what} {value!r} and input tensor of dtype {array.dtype}")
     if text_value:
         return value
-    return cast(np.asarray(value), array.dtype)[()]
+    with np.errstate(over="ignore"):       # 1e40 as float32 is inf, as in MindSpore: no warning
+        return cast(np.asarray(value), array.dtype)[()]
 
 
 class Concatenate:
