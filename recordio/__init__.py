@@ -27,6 +27,7 @@ _LAZY = {
     "Callback": "recordio.training",
     "ConcatDataset": "recordio.dataset",
     "DataSink": "recordio.sink.datasink",
+    "DeviceQueue": "recordio.sink.queue",
     "DistributedSampler": "recordio.dataset",
     "FileReader": "recordio.mindrecord.reader",
     "FileWriter": "recordio.mindrecord.writer",

@@ -12,6 +12,8 @@ too, with MindSpore's constructors and messages; ``recordio.mindrecord`` exports
 This module imports nothing from recordio.
 """
 
+from typing import Any
+
 __all__ = [
     "CategoryError",
     "ChecksumError",
@@ -28,6 +30,8 @@ __all__ = [
     "SchemaError",
     "SinkTimeoutError",
     "WorkerError",
+    "check_range",
+    "type_check",
 ]
 
 MINDSPORE_EXCEPTIONS = [
@@ -250,3 +254,19 @@ MRMInitSegmentError = _plain_class("MRMInitSegmentError")
 MRMFetchCandidateFieldsError = _plain_class("MRMFetchCandidateFieldsError")
 MRMReadCategoryInfoError = _plain_class("MRMReadCategoryInfoError")
 MRMFetchDataError = _plain_class("MRMFetchDataError")
+
+
+# -- MindSpore's argument checks (its validators' error types and wording) ------------------------------
+
+def type_check(arg: Any, types: tuple, arg_name: str) -> None:
+    """MindSpore's ``type_check``: a ``TypeError`` in its wording (bool is not an int unless listed)."""
+    if int in types and bool not in types and isinstance(arg, bool) or not isinstance(arg, types):
+        shown = '""' if repr(arg) == repr("") else arg
+        raise TypeError(f"Argument {arg_name} with value {shown} is not of type {list(types)}, but got {type(arg)}.")
+
+
+def check_range(value: Any, low: Any, high: Any, arg_name: str = "") -> None:
+    """MindSpore's ``check_value`` on a closed interval."""
+    if value < low or value > high:
+        name = f"{arg_name} " if arg_name else ""
+        raise ValueError(f"Input {name}is not within the required interval of [{low}, {high}].")

@@ -11,6 +11,8 @@ each flushed when done (see :func:`main`). A job that raises gives ``{"error": "
   reads the dataset with ``mindspore.mindrecord.FileReader`` and/or
   ``mindspore.dataset.MindDataset(shuffle=False)`` and returns
   ``{"FileReader": rows | {"error"}, "MindDataset": rows | {"error"}, "MindDataset_size": n}``.
+* ``{"op": "case", "name": NAME}`` runs ``ms_ops_cases.CASES[NAME]`` on MindSpore; returns
+  ``{"value": result}``.
 * ``{"op": "write", "path", "shard_num", "header_size", "page_size", "schema", "desc",
   "index": None | [names], "calls": [[row, ...], ...], "parallel_writer": bool,
   "append_calls": [[row, ...], ...]}`` writes the calls with MindSpore's ``FileWriter``
@@ -209,7 +211,18 @@ def pipeline_job(job):
     return {"names": data.get_col_names(), "rows": rows, "size": data.get_dataset_size()}
 
 
-JOBS = {"read": read_job, "write": write_job, "pipeline": pipeline_job}
+def case_job(job):
+    """``ms_ops_cases.CASES[name](mindspore.dataset, mindspore.dataset.transforms)``, as plain data."""
+    import mindspore.dataset as ds
+    import mindspore.dataset.transforms as transforms
+
+    import ms_ops_cases
+    if job.get("seed") is not None:
+        ds.config.set_seed(job["seed"])
+    return {"value": to_plain(ms_ops_cases.CASES[job["name"]](ds, transforms))}
+
+
+JOBS = {"read": read_job, "write": write_job, "pipeline": pipeline_job, "case": case_job}
 
 
 def main(argv):

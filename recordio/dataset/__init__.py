@@ -20,15 +20,17 @@ from recordio.dataset.mind_dataset import MindDataset
 from recordio.dataset.mix import MixedDataset, mix
 from recordio.dataset.node import Dataset
 from recordio.dataset.ops import ConcatDataset
+from recordio.dataset.ops import zip_datasets as zip  # noqa: A004 (mindspore.dataset.zip)
 from recordio.dataset.order import Shuffle
+from recordio.dataset.padded import PaddedDataset
 from recordio.dataset.samplers import (DistributedSampler, PKSampler, RandomSampler, Sampler, SequentialSampler,
                                        SubsetRandomSampler, SubsetSampler)
 from recordio.dataset.text import TextFileDataset
 
 __all__ = ["ConcatDataset", "DSCallback", "Dataset", "DistributedSampler", "GeneratorDataset", "HostBatch",
-           "MindDataset", "MixedDataset", "PKSampler", "RandomSampler", "Sampler", "SequentialSampler", "Shuffle",
-           "SubsetRandomSampler", "SubsetSampler", "TextFileDataset", "TorchDataset", "WeightedClassSampler", "callback",
-           "config", "mix"]
+           "MindDataset", "MixedDataset", "PKSampler", "PaddedDataset", "RandomSampler", "Sampler", "SequentialSampler",
+           "Shuffle", "SubsetRandomSampler", "SubsetSampler", "TextFileDataset", "TorchDataset", "WeightedClassSampler",
+           "callback", "config", "mix", "zip"]
 
 
 def __getattr__(name):

@@ -4,6 +4,7 @@
 values and returns one list per output column, as in MindSpore.
 """
 
+import inspect
 import itertools
 import operator
 
@@ -13,7 +14,7 @@ from recordio.dataset.node import Dataset, Item
 from recordio.dataset.values import collate, pad_column, to_op_input
 from recordio.errors import PipelineError
 
-__all__ = ["BatchDataset", "BatchInfo"]
+__all__ = ["BatchDataset", "BatchInfo", "check_batch_size", "check_pad_info"]
 
 
 class BatchInfo:
@@ -30,15 +31,54 @@ class BatchInfo:
         return self._epoch_num
 
 
+def check_batch_size(batch_size):
+    """MindSpore's checks: an int in [1, 2**31 - 1], or a callable of one parameter (a :class:`BatchInfo`)."""
+    if callable(batch_size):
+        if len(inspect.signature(batch_size).parameters) != 1:
+            raise ValueError("callable batch_size should take one parameter (BatchInfo).")
+        return batch_size
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int):
+        raise TypeError(f"batch_size should either be an int or a callable, got {batch_size!r}.")
+    if not 1 <= batch_size <= 2 ** 31 - 1:
+        raise ValueError(f"Input batch_size is not within the required interval of [1, 2147483647], got {batch_size}.")
+    return batch_size
+
+
+def check_pad_info(pad_info):
+    """MindSpore's ``check_pad_info`` on each entry: ``{column: (shape list or None, value) or None}``."""
+    from recordio.errors import check_range, type_check
+    type_check(pad_info, (dict,), "pad_info")
+    for key, value in pad_info.items():
+        type_check(key, (str,), "key in pad_info")
+        if value is None:
+            continue
+        if len(value) != 2:
+            raise ValueError("value of pad_info should be a tuple of size 2.")
+        type_check(value, (tuple,), "value in pad_info")
+        if value[0] is not None:
+            type_check(value[0], (list,), "shape in pad_info")
+            for dim in value[0]:
+                if dim is not None:
+                    type_check(dim, (int,), "dim of shape in pad_info")
+                    check_range(dim, 1, 2 ** 31 - 1, "dim of shape in pad_info")
+        if value[1] is not None:
+            type_check(value[1], (int, float, str, bytes), "pad_value")
+    return dict(pad_info)
+
+
 class BatchDataset(Dataset):
+    """``batch_size`` rows per batch; a callable ``batch_size(BatchInfo)`` gives each batch's size
+    (numbered from 0 in each epoch, as MindSpore's). ``pad_all`` (``padded_batch``): columns not in
+    ``pad_info`` are padded to the batch's largest shape with 0."""
+
     def __init__(self, child, batch_size, drop_remainder, per_batch_map, input_columns, output_columns,
-                 pad_info):
+                 pad_info, pad_all=False):
         super().__init__([child])
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
-            raise ValueError(f"batch_size must be an int > 0, got {batch_size!r}")
+        check_batch_size(batch_size)
         if per_batch_map is not None and not callable(per_batch_map):
             raise TypeError("per_batch_map must be callable")
         self.batch_size = batch_size
+        self.pad_all = pad_all
         self.drop_remainder = bool(drop_remainder)
         self.per_batch_map = per_batch_map
         self.input_columns = [input_columns] if isinstance(input_columns, str) else input_columns
@@ -55,17 +95,26 @@ class BatchDataset(Dataset):
         from recordio.dataset.map_op import merge_names
         return merge_names(names, ins, outs, "batch")
 
+    def _positional(self):
+        """A callable ``batch_size`` or a ``per_batch_map`` sees each batch's number in its epoch, which a
+        resume at a position would restart at 0: those resume by replaying the epoch instead."""
+        if callable(self.batch_size) or self.per_batch_map is not None:
+            return False
+        return self.children[0]._positional()
+
     def _block_rows(self):
         rows = self.children[0]._block_rows()
-        return None if rows is None else rows * self.batch_size
+        return None if rows is None or callable(self.batch_size) else rows * self.batch_size
 
     def _size(self, ctx):
         n = self.children[0]._size(ctx)
-        if n is None:
+        if n is None or callable(self.batch_size):
             return None
         return n // self.batch_size if self.drop_remainder else -(-n // self.batch_size)
 
     def _items(self, ctx, epoch):
+        if callable(self.batch_size):
+            return self._item_batches(ctx, epoch)
         bulk = self.children[0]._epoch_rows(ctx, epoch)
         if bulk is not None:
             return self._bulk_batches(bulk)
@@ -74,7 +123,7 @@ class BatchDataset(Dataset):
     def _bulk_batches(self, bulk):
         """Batches built column-wise straight from a source's row dicts (no Item per row), or read as
         columns where the source can (``EpochRows.read_columns``) and nothing is done per row here."""
-        if bulk.read_columns is not None and self.per_batch_map is None and not self.pad_info:
+        if bulk.read_columns is not None and self.per_batch_map is None and not self.pad_info and not self.pad_all:
             yield from self._column_batches(bulk)
             return
         delivered = 0
@@ -103,13 +152,23 @@ class BatchDataset(Dataset):
         items = self.children[0]._items(ctx, epoch)
         try:
             for number in itertools.count():
-                group = list(itertools.islice(items, self.batch_size))
-                if len(group) < self.batch_size and (self.drop_remainder or not group):
+                size = self._size_of(number, epoch)
+                group = list(itertools.islice(items, size))
+                if len(group) < size and (self.drop_remainder or not group):
                     return
                 lists = {name: [it.cols[name] for it in group] for name in group[0].cols}
                 yield self._make(lists, _row_ids(group), group[0].epoch, group[-1].pos, number)
         finally:
             getattr(items, "close", lambda: None)()
+
+    def _size_of(self, number, epoch):
+        if not callable(self.batch_size):
+            return self.batch_size
+        size = self.batch_size(BatchInfo(number, epoch))
+        if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size <= 0:
+            raise PipelineError(f"batch: the callable batch_size returned {size!r} for batch {number} of epoch "
+                                f"{epoch}, expected an int > 0")
+        return int(size)
 
     def _columns_of(self, lists, first_row, number, epoch):
         if self.per_batch_map is None:
@@ -129,9 +188,14 @@ class BatchDataset(Dataset):
     def _make(self, lists, rows, epoch, pos, number):
         """One batch :class:`Item` from its columns' value lists and its row ids (int64 array)."""
         cols = {}
-        for name, values in self._columns_of(lists, int(rows[0]), number, epoch).items():
-            if name in self.pad_info:
-                shape, value = self.pad_info[name] if self.pad_info[name] is not None else (None, 0)
+        batch = self._columns_of(lists, int(rows[0]), number, epoch)
+        unknown = [name for name in self.pad_info if name not in batch]
+        if unknown:
+            raise PipelineError(f"batch: pad_info names column(s) {unknown} that the batch does not have "
+                                f"(columns {list(batch)})")
+        for name, values in batch.items():
+            if name in self.pad_info or self.pad_all:
+                shape, value = self.pad_info.get(name) or (None, 0)
                 cols[name] = pad_column(name, values, shape, value)
             else:
                 cols[name] = collate(values)

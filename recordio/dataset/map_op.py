@@ -89,11 +89,15 @@ class MapDataset(Dataset):
         if not all(isinstance(cb, DSCallback) for cb in callbacks):
             raise TypeError(f"map: callbacks must be DSCallback objects, got {callbacks!r}")
         self.callbacks = list(callbacks)
-        missing = [c for c in (self.input_columns or []) if c not in child._columns()]
-        if missing:
-            raise PipelineError(f"map: input column(s) {missing} not in the pipeline's columns "
-                                f"{child._columns()}")
         self._columns()                  # output names that clash fail here, not mid-iteration
+
+    def _check_inputs(self):
+        """Input columns the pipeline lacks fail when it is iterated (or sized), as in MindSpore, which
+        builds such a map and fails only when it runs."""
+        names = self.children[0]._columns()
+        missing = [c for c in (self.input_columns or []) if c not in names]
+        if missing:
+            raise PipelineError(f"map: input column(s) {missing} not in the pipeline's columns {names}")
 
     def _block_rows(self):
         return self.children[0]._block_rows()

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from recordio.dataset.more_builders import MoreBuilders
 from recordio.errors import PipelineError
 
 if TYPE_CHECKING:
@@ -65,8 +66,9 @@ def _chained(current, new):
     return new
 
 
-class Dataset:
-    """Base of every pipeline node; the builder methods mirror ``mindspore.dataset.Dataset``."""
+class Dataset(MoreBuilders):
+    """Base of every pipeline node; the builder methods mirror ``mindspore.dataset.Dataset`` (more of
+    them in :class:`~recordio.dataset.more_builders.MoreBuilders`)."""
 
     def __init__(self, children=()):
         self.children = list(children)
@@ -140,6 +142,10 @@ class Dataset:
             if id(node) in seen or (node is not self and len(node._consumers) > 1):
                 raise PipelineError(NOT_A_TREE)
             seen.add(id(node))
+            node._check_inputs()
+
+    def _check_inputs(self):
+        """Checks left to when the pipeline runs (a map's input columns); nothing for most nodes."""
 
     # -- builders ----------------------------------------------------------------------------------
     # Each builder returns the node that consumes this one. They import their node classes lazily:
@@ -164,12 +170,13 @@ class Dataset:
         return MapDataset(self, operations, input_columns, output_columns, num_parallel_workers,
                           python_multiprocessing, offload, callbacks)
 
-    def batch(self, batch_size: int, drop_remainder: bool = False, num_parallel_workers: int | None = None,
+    def batch(self, batch_size: int | Callable, drop_remainder: bool = False, num_parallel_workers: int | None = None,
               per_batch_map: Callable | None = None, input_columns: str | Sequence[str] | None = None,
               output_columns: str | Sequence[str] | None = None, pad_info: dict | None = None,
               python_multiprocessing: bool = False, max_rowsize: Any = None) -> Dataset:
         """Group ``batch_size`` rows into one (numeric columns of one shape are stacked; the others stay
-        lists unless ``pad_info={column: (shape or None, value)}`` pads them).
+        lists unless ``pad_info={column: (shape or None, value)}`` pads them). ``batch_size`` may be a
+        callable ``f(BatchInfo) -> int`` giving each batch's size (MindSpore's).
 
         ``per_batch_map(*column lists, BatchInfo)`` runs in the pipeline thread on each batch;
         ``python_multiprocessing`` and ``max_rowsize`` are accepted for compatibility.
@@ -294,10 +301,13 @@ class Dataset:
         to resume or skip, use the iterator's ``state_dict`` / ``load_state_dict``."""
 
     def get_batch_size(self) -> int:
-        """The batch size of the last ``batch`` of the pipeline (1 without one)."""
+        """The batch size of the last ``batch`` of the pipeline (1 without one; -1 for a callable size,
+        as MindSpore's)."""
         from recordio.dataset.batch_op import BatchDataset
         node = next((n for n in reversed(self._nodes()) if isinstance(n, BatchDataset)), None)
-        return 1 if node is None else node.batch_size
+        if node is None:
+            return 1
+        return -1 if callable(node.batch_size) else node.batch_size
 
     def _first_numpy(self):
         from recordio.dataset.values import to_numpy

@@ -3,13 +3,15 @@ filter, take, skip, zip and concat."""
 
 import itertools
 
+import numpy as np
+
 from recordio.dataset.node import Dataset, Item
-from recordio.dataset.order import epoch_rng
+from recordio.dataset.order import Shuffle, epoch_rng
 from recordio.dataset.values import to_op_input
 from recordio.errors import PipelineError
 
 __all__ = ["ConcatDataset", "FilterDataset", "ProjectDataset", "RenameDataset", "RepeatDataset",
-           "ShuffleDataset", "SkipDataset", "TakeDataset", "ZipDataset"]
+           "ShuffleDataset", "SkipDataset", "TakeDataset", "ZipDataset", "zip_datasets"]
 
 
 def _names(value, what):
@@ -196,8 +198,23 @@ class ZipDataset(Dataset):
             yield Item(cols, items[0].row, items[0].epoch, None)
 
 
+def zip_datasets(datasets):
+    """``mindspore.dataset.zip``: the datasets of a tuple side by side (``ds.zip((a, b))``)."""
+    from recordio.errors import type_check
+    type_check(datasets, (tuple,), "datasets")
+    if len(datasets) <= 1:
+        raise ValueError("Can't zip empty or just one dataset!")
+    for dataset in datasets:
+        if not isinstance(dataset, Dataset):
+            raise TypeError(f"Invalid dataset, expected Dataset object, but got {type(dataset)}!")
+    return ZipDataset(list(datasets))
+
+
 class ConcatDataset(Dataset):
-    """The children one after another; row ids of child ``k`` are offset by ``k << 40``."""
+    """The children one after another; row ids of child ``k`` are offset by ``k << 40``.
+
+    :meth:`use_sampler` shards or shuffles the concatenation as a whole (MindSpore's).
+    """
 
     def _mixes_sources(self):
         return True
@@ -211,15 +228,88 @@ class ConcatDataset(Dataset):
         for d in datasets[1:]:
             if d._columns() != first:
                 raise PipelineError(f"concat: column names differ: {first} vs {d._columns()}")
+        self.split = None            # (num_shards, shard_id) after use_sampler(DistributedSampler)
+        self.interleave = False      # True after use_sampler(RandomSampler)
+
+    def use_sampler(self, sampler):
+        """Shard the concatenation (``DistributedSampler(n, s, shuffle=False)``: row ``k`` of it goes to
+        shard ``k % n``) or interleave the children at random, each in its own order
+        (``RandomSampler()``), as MindSpore's ``ConcatDataset.use_sampler``. A child read through a
+        sampler then reads all its rows in order (its last sampler becomes a ``SequentialSampler``)."""
+        from recordio.dataset.samplers import (
+            DistributedSampler,
+            RandomSampler,
+            SequentialSampler,
+        )
+        if not isinstance(sampler, (DistributedSampler, RandomSampler)):
+            raise TypeError(f"The parameter {sampler} of concat must be DistributedSampler or RandomSampler!")
+        if isinstance(sampler, RandomSampler):
+            if sampler.replacement:
+                raise ValueError("The parameter replacement of RandomSampler must be False!")
+            if sampler.num_samples is not None:
+                raise ValueError("The parameter num_samples of RandomSampler is not support to be set!")
+            for node in self._nodes():
+                if isinstance(node, ConcatDataset):
+                    node.interleave, node.split = True, None
+            return
+        self._check_split(sampler)
+        for child in self.children:
+            if getattr(child, "sampler", None) is not None:
+                child.use_sampler(SequentialSampler())
+        self.split, self.interleave = (sampler.num_shards, sampler.shard_id), False
+
+    def _check_split(self, sampler):
+        from recordio.dataset.batch_op import BatchDataset
+        if sampler.get_shuffle_mode() != Shuffle.FALSE:
+            raise ValueError("The parameter shuffle of DistributedSampler must be False!")
+        if sampler.num_samples is not None:
+            raise ValueError("The parameter num_samples of DistributedSampler is not support to be set!")
+        for child in self.children:
+            if getattr(getattr(child, "sampler", None), "num_samples", None) is not None:
+                raise ValueError(f"The parameter NumSamples of {child} is not support to be set!")
+            if isinstance(child, BatchDataset):
+                raise TypeError(f"The parameter {child} of concat must not be BatchDataset or PaddedBatchDataset!")
 
     def _positional(self):
         return False
 
     def _size(self, ctx):
         sizes = [d._size(ctx) for d in self.children]
-        return None if None in sizes else sum(sizes)
+        if None in sizes:
+            return None
+        return sum(sizes) if self.split is None else len(range(self.split[1], sum(sizes), self.split[0]))
 
     def _items(self, ctx, epoch):
-        for k, d in enumerate(self.children):
-            for it in d._items(ctx, epoch):
-                yield Item(it.cols, it.row + (k << 40), it.epoch, None)
+        parts = [self._offset(k, d._items(ctx, epoch)) for k, d in enumerate(self.children)]
+        if self.interleave:
+            sizes = [d._size(ctx) for d in self.children]
+            items = _interleaved(parts, sizes, epoch_rng(ctx.seed, epoch, ctx.node_uid(self)))
+        else:
+            items = itertools.chain.from_iterable(parts)
+        if self.split is None:
+            yield from items
+            return
+        num, sid = self.split
+        yield from (it for k, it in enumerate(items) if k % num == sid)
+
+    @staticmethod
+    def _offset(k, items):
+        for it in items:
+            yield Item(it.cols, it.row + (k << 40), it.epoch, None)
+
+
+def _interleaved(parts, sizes, rng):
+    """The children's items merged in a random order that keeps each child's own order: the next item
+    comes from a child drawn in proportion to the items it has left (children of unknown size:
+    after the others, in turn)."""
+    left = [0 if n is None else n for n in sizes]
+    while sum(left):
+        k = int(rng.choice(len(left), p=np.asarray(left) / sum(left)))
+        left[k] -= 1
+        item = next(parts[k], None)
+        if item is None:
+            left[k] = 0
+            continue
+        yield item
+    for part in parts:
+        yield from part

@@ -15,6 +15,7 @@ import numpy as np
 
 from recordio.config import get_bytes_form
 from recordio.mindrecord.columns import RowViews, bytes_views
+from recordio.transforms.casting import cast
 
 __all__ = ["collate", "to_numpy", "to_op_input", "to_torch"]
 
@@ -103,13 +104,24 @@ def pad_column(name, values, shape, pad_value):
     largest = np.max([a.shape for a in arrays], axis=0) if ndim else ()
     target = [int(m) if shape is None or shape[i] is None else int(shape[i])
               for i, m in enumerate(largest)] if ndim else []
-    out = np.full((len(arrays), *target), pad_value if pad_value is not None else 0, dtype=arrays[0].dtype)
+    dtype = arrays[0].dtype
+    if dtype.kind in "US":                      # the widest string, so that none is cut
+        dtype = np.result_type(*[a.dtype for a in arrays])
+    out = np.full((len(arrays), *target), _pad_fill(pad_value, dtype), dtype=dtype)
     for i, a in enumerate(arrays):
         if any(s > t for s, t in zip(a.shape, target)):
             raise ValueError(f"pad_info: column {name!r} row of shape {a.shape} is larger than the pad "
                              f"shape {tuple(target)}")
         out[(i,) + tuple(slice(0, s) for s in a.shape)] = a
     return out
+
+
+def _pad_fill(pad_value, dtype):
+    """The pad value as an element of ``dtype``: numbers cast C-style (-1 pads 255 in uint8, as in
+    MindSpore), text as given ("" by default)."""
+    if dtype.kind in "US":
+        return "" if pad_value is None or pad_value == 0 else pad_value
+    return cast(np.asarray(0 if pad_value is None else pad_value), dtype)[()]
 
 
 def _bytes_tensors(values, torch):

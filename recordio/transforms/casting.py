@@ -1,15 +1,12 @@
-"""General transforms: TypeCast and Compose (MindSpore's ``dataset.transforms``)."""
+"""Dtypes and the C-style cast shared by TypeCast, the tensor ops and the offloaded tail."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from recordio.keys import sub_op
-
-__all__ = ["Compose", "TypeCast", "to_numpy_dtype"]
+__all__ = ["INT64_RANGE", "cast", "to_numpy_dtype"]
 
 _TORCH_NAMES = {"float": "float32", "double": "float64", "half": "float16", "long": "int64", "int": "int32",
                 "short": "int16", "bool": "bool_"}
@@ -50,47 +47,3 @@ def cast(array: Any, dtype: np.dtype) -> np.ndarray:
                              neginf=INT64_RANGE[0])
         return np.clip(wide, *INT64_RANGE).astype(np.int64).astype(dtype)
     return array.astype(dtype)
-
-
-class TypeCast:
-    """Cast to ``data_type`` (numpy dtype, torch dtype or name)."""
-
-    def __init__(self, data_type: Any) -> None:
-        self.data_type = to_numpy_dtype(data_type)
-
-    def __call__(self, array):
-        return cast(array, self.data_type)
-
-    def __repr__(self):
-        return f"TypeCast({self.data_type.name})"
-
-
-class Compose:
-    """Run ops in sequence; member ``i`` draws its randomness under its own nested op id.
-
-    An op returning a tuple passes its items as the next op's arguments. A Decode right before a
-    Resize/RandomResizedCrop is fused (decoded at reduced scale), and a Normalize right before
-    HWC2CHW writes channels-first directly; see ``recordio.vision.fusion``.
-    """
-
-    def __init__(self, transforms: Sequence[Callable]) -> None:
-        if not isinstance(transforms, (list, tuple)) or not transforms:
-            raise TypeError(f"transforms must be a non-empty list of callables, got {transforms!r}")
-        for i, op in enumerate(transforms):
-            if not callable(op):
-                raise TypeError(f"transforms[{i}] is not callable: {op!r}")
-        self.transforms = list(transforms)
-        self._ops = self.transforms
-        if any(type(op).__module__.startswith("recordio.vision.") for op in self.transforms):
-            from recordio.vision.fusion import fuse_ops
-            self._ops = fuse_ops(self.transforms)
-
-    def __call__(self, *args):
-        for i, op in enumerate(self._ops):
-            with sub_op(i):
-                result = op(*args)
-            args = result if isinstance(result, tuple) else (result,)
-        return args[0] if len(args) == 1 else args
-
-    def __repr__(self):
-        return f"Compose({self.transforms!r})"
