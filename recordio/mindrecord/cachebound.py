@@ -22,7 +22,7 @@ class Bound:
         if policy not in ("future", "lru"):
             raise ValueError(f"cache policy must be 'future' or 'lru', not {policy!r}")
         self.limit, self.block, self.policy = int(limit), block, policy
-        self.next_use = None                 # (path, block) -> position of its next read, or inf
+        self.next_use = None                 # (path, first, end) -> position of the next read of a block, or inf
         self._runs = {}                      # (path, first block) -> [end block, last use tick]
         self._starts = {}                    # path -> sorted first blocks
         self._held = 0
@@ -59,7 +59,7 @@ class Bound:
     def _rank(self, key):
         """Eviction order: the larger, the sooner evicted."""
         if self.policy == "future" and self.next_use is not None:
-            return (self.next_use(key[0], key[1]), -self._runs[key][1])
+            return (self.next_use(key[0], key[1], self._runs[key][0]), -self._runs[key][1])
         return (0, -self._runs[key][1])
 
     def _victims(self, keep):

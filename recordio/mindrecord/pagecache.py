@@ -32,6 +32,8 @@ import struct
 import threading
 import time
 
+import numpy as np
+
 from recordio.mindrecord.fileio import pwrite_all
 
 __all__ = ["BLOCK", "CachedObject", "cache_info", "clear_cache", "default_cache_dir"]
@@ -58,12 +60,15 @@ class CachedObject:
         url, size, etag: the object, as the dataset was opened.
         store: a :class:`~recordio.mindrecord.remote_store.Store` fetching its bytes.
         on_fetch: called with ``(self, first_block, end_block)`` after blocks were fetched (accounting).
+        check: called with ``(self, start, end)`` after fetched bytes were written and before they are
+            marked present; an exception leaves them unmarked (:mod:`pagecheck`).
     """
 
-    def __init__(self, folder, name, url, size, etag, store, on_fetch=None):
+    def __init__(self, folder, name, url, size, etag, store, on_fetch=None, check=None):
         self.folder, self.name, self.url, self.size, self.etag = folder, name, url, size, etag
         self.store = store
         self.on_fetch = on_fetch
+        self.check = check
         self.path = os.path.join(folder, name)
         self.blocks = (size + BLOCK - 1) // BLOCK
         self._present = os.path.join(folder, _AUX, name + ".present")
@@ -103,6 +108,11 @@ class CachedObject:
         self._fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
         self._pfd = os.open(self._present, os.O_RDWR | os.O_CLOEXEC)
 
+    @property
+    def fd(self):
+        """The descriptor of the local (sparse) file."""
+        return self._fd
+
     def close(self):
         for fd in (self._fd, self._pfd):
             if fd is not None:
@@ -128,6 +138,10 @@ class CachedObject:
         """Runs ``[a, b)`` of blocks not present in the byte range [start, end)."""
         lo, hi = self._span(start, end)
         return _runs(os.pread(self._pfd, hi - lo, lo), lo)
+
+    def marks(self):
+        """The block map: a numpy array of one byte per block (1: present)."""
+        return np.frombuffer(os.pread(self._pfd, self.blocks, 0), dtype=np.uint8)
 
     def present_blocks(self) -> int:
         return self.blocks - sum(b - a for a, b in _runs(os.pread(self._pfd, self.blocks, 0), 0))
@@ -156,6 +170,8 @@ class CachedObject:
             for x, y in _merge(_runs(os.pread(self._pfd, b - a, a), a)):   # what is still missing
                 start, end = x * BLOCK, min(self.size, y * BLOCK)
                 pwrite_all(self._fd, self.store.fetch(self.url, start, end, self.etag), start, self.path)
+                if self.check is not None:
+                    self.check(self, start, end)
                 pwrite_all(self._pfd, b"\x01" * (y - x), x, self._present)
                 if self.on_fetch is not None:
                     self.on_fetch(self, x, y)

@@ -11,12 +11,17 @@ opening / counting     each data file's header (its first 16 KiB, more for a lon
                        each ``.db`` whole; no data page
 reading a row          the blocks (4 KiB) covering its raw record and its blob, adjacent missing
                        blocks in one request
+an epoch (``plan``)    spans of up to 4 MiB over the rows it reads (:mod:`spanplan`), in the order
+                       of first need; a row read before its span was fetched fetches the span
 ``verify``             every object whole (every byte is checked)
 =====================  =======================================================================
+
+Every fetch that completes a page of a dataset with checksums checks it (:mod:`pagecheck`).
 """
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import hashlib
 import os
@@ -25,7 +30,9 @@ from recordio.mindrecord import format as fmt
 from recordio.mindrecord.cachebound import Bound
 from recordio.mindrecord.prefetch import DEPTH, WORKERS, Prefetcher, next_use_of
 from recordio.mindrecord.pagecache import BLOCK, CachedObject, default_cache_dir
+from recordio.mindrecord.pagecheck import PageChecks
 from recordio.mindrecord.remote_store import Store, is_url, url_join
+from recordio.mindrecord.spanplan import plan_spans
 
 __all__ = ["RemoteDataset", "is_url", "local_files", "open_remote"]
 
@@ -43,8 +50,10 @@ class RemoteDataset:
         self._bound = None if cache_limit is None else Bound(cache_limit, BLOCK, cache_policy)
         self._prefetch = None
         self._named: dict = {}              # the reader's path of a file -> its CachedObject
+        self._spans: dict = {}              # the reader's path -> (starts, ends, firsts) of the plan's spans
+        self.checks = PageChecks()
         for obj in objects.values():
-            obj.on_fetch = self._fetched
+            obj.on_fetch, obj.check = self._fetched, self.checks
 
     @property
     def stats(self) -> dict:
@@ -62,6 +71,8 @@ class RemoteDataset:
 
     def read(self, local_path, start, end) -> bytes:
         obj = self.object(local_path)
+        if self._prefetch is not None and obj.missing(start, end):
+            self._demand(local_path, obj, start, end)
         if self._bound is not None:
             self._bound.touched(obj_path(obj), start // BLOCK, (end + BLOCK - 1) // BLOCK)
         return obj.read(start, end)
@@ -84,12 +95,37 @@ class RemoteDataset:
 
     def plan(self, spans, depth=DEPTH, workers=WORKERS):
         """The rows the reader reads next, in order (``(path, start, end)`` per range of a row): fetch them
-        ahead and give the bound their next uses. Replaces the previous plan."""
+        ahead in spans (:mod:`spanplan`) and give the bound their next uses. Replaces the previous plan."""
         self.stop_prefetch()
-        self._prefetch = Prefetcher(self.ensure, spans, depth, workers)
+        pieces = plan_spans(spans, BLOCK, None if self._bound is None else self._bound.limit,
+                            marks=lambda path: self.object(path).marks())
+        by_path: dict = {}
+        for path, a, b, first in sorted(pieces, key=lambda p: (p[0], p[1])):
+            table = by_path.setdefault(path, ([], [], []))
+            for column, value in zip(table, (a, b, first)):
+                column.append(value)
+        self._spans = by_path
+        self._prefetch = Prefetcher(self.ensure, pieces, depth, workers)
         if self._bound is not None:
             self._bound.next_use = next_use_of([[(os.path.realpath(p), a, b) for p, a, b in row] for row in spans],
                                                BLOCK, lambda: self._prefetch.consumed)
+
+    def _demand(self, local_path, obj, start, end):
+        """A row read before its span was fetched: fetch the planned spans covering it (those due within
+        the prefetch depth), not the row alone."""
+        table = self._spans.get(local_path)
+        if table is None:
+            return
+        starts, ends, firsts = table
+        due = self._prefetch.consumed + self._prefetch.depth
+        k = bisect.bisect_right(starts, start) - 1
+        while k >= 0 and ends[k] > start:           # spans of two windows may share a block
+            k -= 1
+        for i in range(max(k, 0), len(starts)):
+            if starts[i] >= end:
+                break
+            if ends[i] > start and firsts[i] < due:
+                obj.ensure(starts[i], ends[i])
 
     def advance(self):
         """One more row was read (paces the prefetch)."""
@@ -113,13 +149,13 @@ class RemoteDataset:
 
     def __getstate__(self):
         state = self.__dict__.copy()
-        state.update(_prefetch=None, _named={})
+        state.update(_prefetch=None, _named={}, _spans={})
         return state
 
     def __setstate__(self, state):
         self.__dict__.update(state)
         for obj in self.objects.values():
-            obj.on_fetch = self._fetched
+            obj.on_fetch, obj.check = self._fetched, self.checks
 
 
 def _folder(cache_dir, folder_url):
