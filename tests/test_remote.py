@@ -579,3 +579,32 @@ def test_a_corrupt_object_fails_an_ordinary_read_naming_the_url_and_bytes(s3, tm
             assert reader[0]["data"] == rows[0]["data"]                 # shard 0 is intact
             with pytest.raises(ChecksumError, match=pattern):
                 _epoch(reader, np.random.default_rng(attempt).permutation(len(rows)))
+
+
+def test_a_torchrun_job_of_two_ranks_reads_s3_through_one_node_cache(s3, tmp_path):
+    """A real ``torchrun --nproc_per_node=2`` job (gloo, CPU) over moto's S3 server: the ranks split the
+    rows from torch.distributed, and sharing one cache folder they fetch about the rows' bytes once."""
+    pytest.importorskip("torch.distributed")
+    first, rows = write_blobs(tmp_path / "ds" / "blobs.mindrecord", n=400)
+    fs = s3.bucket("torchrun")
+    for f in os.listdir(tmp_path / "ds"):
+        fs.put_file(str(tmp_path / "ds" / f), f"torchrun/{f}")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+           os.path.join(root, "tests", "dist_remote.py"), "s3://torchrun/blobs.mindrecord0", s3.endpoint,
+           str(tmp_path / "cache"), str(tmp_path)]
+    env = dict(os.environ, PYTHONPATH=root, OMP_NUM_THREADS="1", AWS_ACCESS_KEY_ID="testing",
+               AWS_SECRET_ACCESS_KEY="testing")
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
+    assert [r["world"] for r in ranks] == [2, 2]
+    assert sorted(ranks[0]["ids"] + ranks[1]["ids"]) == list(range(len(rows)))       # every row once
+    assert abs(len(ranks[0]["ids"]) - len(ranks[1]["ids"])) <= 1
+    needed = _row_blocks(first, range(len(rows)))
+    index = sum(os.path.getsize(tmp_path / "ds" / f) for f in os.listdir(tmp_path / "ds") if f.endswith(".db"))
+    opening = index + 2 * (1 << 14)            # the .db files and headers: fetched by one rank, or by both
+    total = sum(r["bytes"] for r in ranks)
+    # (each file's last block is short: a little under ``needed`` when every block was fetched)
+    assert needed - 2 * 4096 <= total - opening and total - 2 * opening <= 1.05 * needed, (total, opening, needed)
+    assert sum(r["requests"] for r in ranks) < len(rows) / 4
