@@ -71,8 +71,9 @@ class RemoteDataset:
 
     def read(self, local_path, start, end) -> bytes:
         obj = self.object(local_path)
-        if self._prefetch is not None and obj.missing(start, end):
-            self._demand(local_path, obj, start, end)
+        prefetch = self._prefetch
+        if prefetch is not None and obj.missing(start, end):
+            self._demand(prefetch, local_path, obj, start, end)
         if self._bound is not None:
             self._bound.touched(obj_path(obj), start // BLOCK, (end + BLOCK - 1) // BLOCK)
         return obj.read(start, end)
@@ -110,14 +111,14 @@ class RemoteDataset:
             self._bound.next_use = next_use_of([[(os.path.realpath(p), a, b) for p, a, b in row] for row in spans],
                                                BLOCK, lambda: self._prefetch.consumed)
 
-    def _demand(self, local_path, obj, start, end):
+    def _demand(self, prefetch, local_path, obj, start, end):
         """A row read before its span was fetched: fetch the planned spans covering it (those due within
         the prefetch depth), not the row alone."""
         table = self._spans.get(local_path)
         if table is None:
             return
         starts, ends, firsts = table
-        due = self._prefetch.consumed + self._prefetch.depth
+        due = prefetch.consumed + prefetch.depth
         k = bisect.bisect_right(starts, start) - 1
         while k >= 0 and ends[k] > start:           # spans of two windows may share a block
             k -= 1
