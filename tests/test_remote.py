@@ -608,3 +608,42 @@ def test_a_torchrun_job_of_two_ranks_reads_s3_through_one_node_cache(s3, tmp_pat
     # (each file's last block is short: a little under ``needed`` when every block was fetched)
     assert needed - 2 * 4096 <= total - opening and total - 2 * opening <= 1.05 * needed, (total, opening, needed)
     assert sum(r["requests"] for r in ranks) < len(rows) / 4
+
+
+def _rank_rows_bounded(url, cache, rank, world, limit, out):
+    data = recordio.MindDataset(url, shuffle=True, num_shards=world, shard_id=rank, cache_dir=cache,
+                                cache_limit=limit)
+    out.put((rank, [(int(r["id"]), bytes(r["data"])) for r in data.create_dict_iterator(num_epochs=1,
+                                                                                          output_numpy=True)]))
+
+
+def test_cache_limit_bounds_the_node_across_processes(tmp_path):
+    """Two processes of one node share the cache and its bound: together they keep at most about
+    ``cache_limit`` bytes (each kept up to the bound on its own before), and the node's counter matches
+    the block maps."""
+    from recordio.mindrecord.cachebound import HELD_FILE
+    from recordio.mindrecord.pagecache import scan_held
+
+    first, rows = write_blobs(tmp_path / "ds" / "blobs.mindrecord", n=600)
+    limit = int(0.3 * _row_blocks(first, range(len(rows))))
+    ctx = multiprocessing.get_context("spawn")
+    cache = str(tmp_path / "cache")
+    with RangeServer(tmp_path / "ds") as server:
+        out = ctx.Queue()
+        procs = [ctx.Process(target=_rank_rows_bounded,
+                             args=(f"{server.url}/blobs.mindrecord0", cache, r, 2, limit, out)) for r in range(2)]
+        for p in procs:
+            p.start()
+        got = dict(out.get(timeout=180) for _ in procs)
+        for p in procs:
+            p.join(30)
+            assert p.exitcode == 0
+    assert sorted(i for r in got.values() for i, _ in r) == list(range(len(rows)))
+    assert all(data == rows[i]["data"] for r in got.values() for i, data in r)
+    held = scan_held(cache)
+    with open(os.path.join(cache, HELD_FILE), "rb") as f:
+        assert int.from_bytes(f.read(), "little") == held
+    assert 0 < held <= 1.1 * limit, (held, limit)
+    from recordio.mindrecord import clear_cache
+
+    assert clear_cache(cache) > 0 and not os.path.exists(os.path.join(cache, HELD_FILE))

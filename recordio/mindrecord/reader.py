@@ -84,7 +84,7 @@ class FileReader:
             header's page table instead, for datasets whose ``.db`` files are lost.
         storage_options, cache_dir, cache_limit: for a dataset at a URL (``s3://``, ``http(s)://``, ...,
             see docs/howto-remote.md): the fsspec options, the node-local cache folder and its bound in
-            bytes for this reader's fetched blocks (``None``: unbounded).
+            bytes, over every process using the folder (``None``: unbounded).
     """
 
     def __init__(self, file_name: str | os.PathLike | Sequence[str | os.PathLike], num_consumer: int = 4,
