@@ -647,3 +647,26 @@ def test_cache_limit_bounds_the_node_across_processes(tmp_path):
     from recordio.mindrecord import clear_cache
 
     assert clear_cache(cache) > 0 and not os.path.exists(os.path.join(cache, HELD_FILE))
+
+
+def test_plan_spans_covers_every_needed_block_in_aligned_spans_by_first_need():
+    from recordio.mindrecord.spanplan import SPAN, plan_spans
+
+    rng = np.random.default_rng(9)
+    sizes = rng.integers(5_000, 15_000, 1000)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    order = rng.permutation(1000)
+    rows = [[("f", int(starts[i]), int(starts[i] + sizes[i]))] for i in order]
+    for limit, rows_of in ((None, rows), (2 << 20, rows), (None, rows[::2])):
+        pieces = plan_spans(rows_of, 4096, limit)
+        cap = SPAN if limit is None else limit // 4
+        assert [p[3] for p in pieces] == sorted(p[3] for p in pieces)
+        assert all(b - a <= cap and a // SPAN == (b - 1) // SPAN and a % 4096 == 0 for _, a, b, _ in pieces)
+        covered = {k for _, a, b, _ in pieces for k in range(a // 4096, b // 4096)}
+        needed = {k for row in rows_of for _, a, b in row for k in range(a // 4096, (b + 4095) // 4096)}
+        assert needed <= covered and len(covered - needed) <= 0.02 * len(needed)
+        for pos, row in enumerate(rows_of):     # each row's first block comes in a span due by its position
+            (_, a, _), = row
+            assert any(s <= a < e and first <= pos for _, s, e, first in pieces)
+        if limit is None and rows_of is rows:
+            assert len(pieces) == -(-int(sizes.sum()) // SPAN)          # the whole file: one span per 4 MiB
