@@ -33,8 +33,6 @@ import struct
 import threading
 import time
 
-import numpy as np
-
 from recordio.mindrecord.cachebound import HELD_FILE
 from recordio.mindrecord.fileio import pwrite_all
 
@@ -150,6 +148,8 @@ class CachedObject:
 
     def marks(self):
         """The block map: a numpy array of one byte per block (1: present)."""
+        import numpy as np
+
         return np.frombuffer(os.pread(self._pfd, self.blocks, 0), dtype=np.uint8)
 
     def present_blocks(self) -> int:
