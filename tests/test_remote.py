@@ -136,7 +136,7 @@ def test_verify_finds_a_flipped_byte_in_a_remote_object(s3, tmp_path):
 
     with FileReader("s3://flip/blobs.mindrecord1", storage_options=s3.options, cache_dir=tmp_path / "c2",
                     verify=True) as reader:
-        with pytest.raises(ChecksumError, match="blobs.mindrecord1: page 0"):
+        with pytest.raises(ChecksumError, match=r"s3://flip/blobs\.mindrecord1 bytes \d+\.\.\d+: page 0"):
             reader[reader.file_row_counts[0]]                          # the first row of shard 1
     with FileReader(url, storage_options=s3.options, cache_dir=tmp_path / "c2", verify=True) as reader:
         assert reader[0]["data"] == rows[0]["data"]                 # shard 0 is intact
@@ -419,7 +419,9 @@ def test_two_nodes_of_two_processes_read_each_row_once_and_each_node_fetches_a_b
                 for (a, b), (c, d) in zip(spans, spans[1:]):
                     assert b <= c, f"node {node}: {name}: bytes {c}..{min(b, d) - 1} fetched twice"
                 fetched |= {(name, k) for a, b in spans for k in range(a // 4096, (b + 4095) // 4096)}
-            assert fetched <= needed, f"node {node} fetched blocks no row of its own needs: {sorted(fetched - needed)[:5]}"
+            # the spans bridge small gaps between a node's rows: at most 2% more blocks than its rows need
+            assert len(fetched - needed) <= 0.02 * len(needed), f"node {node} fetched {len(fetched - needed)} " \
+                f"blocks no row of its own needs, of {len(needed)}: {sorted(fetched - needed)[:5]}"
             assert len(other - needed) > 0.3 * len(other)        # the other node's rows are mostly elsewhere
     finally:
         for s in servers:
@@ -471,3 +473,200 @@ def test_read_batch_under_a_tight_cache_limit_reads_every_row(tmp_path):
             order = np.random.default_rng(1).permutation(len(rows))
             got = reader.read_batch(order, columns=["data"])["data"]
             assert [bytes(v) for v in got.tolist()] == [rows[i]["data"] for i in order]
+
+
+def _row_blocks(first, ids):
+    """Bytes of the 4 KiB blocks the rows ``ids`` need (raw records and blobs), over all files, with the
+    files' RAW pages (fetched whole when small)."""
+    from recordio.mindrecord.format import RAW, page_offset
+
+    with FileReader(first) as reader:
+        shard, _, locs = reader._where.bulk(np.asarray(ids))
+        blocks = {(k, b) for k, (rs, re_, bs, be) in zip(shard.tolist(), locs.tolist())
+                  for a, e in ((rs, re_), (bs, be)) for b in range(a // 4096, (e + 4095) // 4096)}
+        for k, s in enumerate(reader._shards):
+            for p in (p for p in s.pages if p.kind == RAW):
+                a = page_offset(s.header["header_size"], s.header["page_size"], p.page_id)
+                blocks |= {(k, b) for b in range(a // 4096, (a + p.size + 4095) // 4096)}
+    return 4096 * len(blocks)
+
+
+def test_a_shuffled_epoch_fetches_in_few_large_requests(tmp_path):
+    """A planned epoch fetches spans, not rows: a handful of requests for 600 rows (one per row before)."""
+    first, rows = write_blobs(tmp_path / "ds" / "blobs.mindrecord", n=600)
+    order = np.random.default_rng(2).permutation(len(rows))
+    with RangeServer(tmp_path / "ds") as server:
+        with FileReader(f"{server.url}/blobs.mindrecord0", cache_dir=tmp_path / "cache") as reader:
+            before = dict(reader._remote.stats)
+            assert _epoch(reader, order) == [rows[i]["data"] for i in order]
+            requests = reader._remote.stats["requests"] - before["requests"]
+            fetched = reader._remote.stats["bytes"] - before["bytes"]
+        # two files of about 1 MiB: their pages in at most 4 MiB spans, plus a row read before its span
+        assert requests <= 12, f"{requests} requests for {len(rows)} rows"
+        assert fetched <= 1.05 * _row_blocks(first, order), (fetched, _row_blocks(first, order))
+        # without a plan each row is fetched on its own
+        with FileReader(f"{server.url}/blobs.mindrecord0", cache_dir=tmp_path / "c2") as reader:
+            before = reader._remote.stats["requests"]
+            _epoch(reader, order[:100], plan=False)
+            assert reader._remote.stats["requests"] - before >= 90
+
+
+def _rank_stats(url, cache, rank, world, out):
+    data = recordio.MindDataset(url, shuffle=True, num_shards=world, shard_id=rank, cache_dir=cache)
+    ids = [int(r["id"]) for r in data.create_dict_iterator(num_epochs=1, output_numpy=True)]
+    stats = data.reader._remote.stats
+    out.put((rank, ids, stats["requests"], stats["bytes"]))
+
+
+def test_a_sharded_reader_fetches_about_the_bytes_of_its_own_rows(tmp_path):
+    first, rows = write_blobs(tmp_path / "ds" / "blobs.mindrecord", n=800)
+    ctx = multiprocessing.get_context("spawn")
+    with RangeServer(tmp_path / "ds") as server:
+        out = ctx.Queue()
+        proc = ctx.Process(target=_rank_stats, args=(f"{server.url}/blobs.mindrecord0", str(tmp_path / "cache"),
+                                                     1, 4, out))
+        proc.start()
+        rank, ids, requests, _ = out.get(timeout=120)
+        proc.join(30)
+        spans = [span for name in _data_files(tmp_path / "ds") for span in _spans(server.log, name)]
+    assert len(ids) == len(rows) // 4 and len(set(ids)) == len(ids)
+    needed = _row_blocks(first, ids)
+    fetched = sum(b - a for a, b in spans if a >= 1 << 14)          # past each file's header, read at open
+    assert needed <= fetched <= 1.05 * needed, (fetched, needed)
+    assert requests < 0.8 * len(ids), requests          # rows of one page sharing a span
+
+
+def test_a_cache_limit_fetches_each_needed_block_once_in_an_epoch(tmp_path):
+    """Spans under a bound hold rows due soon: nothing is evicted before it is read (rows of ~40 KB, so
+    that few blocks are shared by two rows that the epoch reads far apart)."""
+    rng = np.random.default_rng(6)
+    rows = [{"id": np.int64(i), "label": np.int32(i % 7),
+             "data": rng.integers(0, 256, int(rng.integers(30_000, 50_000)), dtype=np.uint8).tobytes()}
+            for i in range(160)]
+    os.makedirs(tmp_path / "ds")
+    with FileWriter(str(tmp_path / "ds" / "blobs.mindrecord"), shard_num=2) as w:
+        w.set_page_size(1 << 18)
+        w.add_schema({"id": {"type": "int64"}, "label": {"type": "int32"}, "data": {"type": "bytes"}}, "blobs")
+        w.write_raw_data(rows)
+    first = str(tmp_path / "ds" / "blobs.mindrecord0")
+    order = np.random.default_rng(4).permutation(len(rows))
+    needed = _row_blocks(first, order)
+    with RangeServer(tmp_path / "ds") as server:
+        with FileReader(f"{server.url}/blobs.mindrecord0", cache_dir=tmp_path / "cache",
+                        cache_limit=needed // 4) as reader:
+            before = dict(reader._remote.stats)
+            assert _epoch(reader, order) == [rows[i]["data"] for i in order]
+            fetched = reader._remote.stats["bytes"] - before["bytes"]
+    assert needed <= fetched <= 1.1 * needed, (fetched, needed)
+
+
+def test_a_corrupt_object_fails_an_ordinary_read_naming_the_url_and_bytes(s3, tmp_path):
+    """Pages are checked as they land whole in the cache (an epoch's spans cover them), without verify=True;
+    the bad bytes are never served."""
+    from recordio.errors import ChecksumError
+
+    first, rows = write_blobs(tmp_path / "ds" / "blobs.mindrecord", n=200)
+    fs = s3.bucket("corrupt")
+    data = bytearray((tmp_path / "ds" / "blobs.mindrecord1").read_bytes())
+    data[recordio.describe(first)["header_size"] + 5000] ^= 0x01        # inside page 0 of shard 1
+    for f in os.listdir(tmp_path / "ds"):
+        fs.put_file(str(tmp_path / "ds" / f), f"corrupt/{f}")
+    fs.pipe_file("corrupt/blobs.mindrecord1", bytes(data))
+    url = "s3://corrupt/blobs.mindrecord0"
+    pattern = r"s3://corrupt/blobs\.mindrecord1 bytes \d+\.\.\d+: page 0 \(rows 0\.\.\d+\) does not match its checksum"
+    for attempt in range(2):                 # the second reader finds nothing of the bad page in the cache
+        with FileReader(url, storage_options=s3.options, cache_dir=tmp_path / "cache") as reader:
+            assert reader[0]["data"] == rows[0]["data"]                 # shard 0 is intact
+            with pytest.raises(ChecksumError, match=pattern):
+                _epoch(reader, np.random.default_rng(attempt).permutation(len(rows)))
+
+
+def test_a_torchrun_job_of_two_ranks_reads_s3_through_one_node_cache(s3, tmp_path):
+    """A real ``torchrun --nproc_per_node=2`` job (gloo, CPU) over moto's S3 server: the ranks split the
+    rows from torch.distributed, and sharing one cache folder they fetch about the rows' bytes once."""
+    pytest.importorskip("torch.distributed")
+    first, rows = write_blobs(tmp_path / "ds" / "blobs.mindrecord", n=400)
+    fs = s3.bucket("torchrun")
+    for f in os.listdir(tmp_path / "ds"):
+        fs.put_file(str(tmp_path / "ds" / f), f"torchrun/{f}")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+           os.path.join(root, "tests", "dist_remote.py"), "s3://torchrun/blobs.mindrecord0", s3.endpoint,
+           str(tmp_path / "cache"), str(tmp_path)]
+    env = dict(os.environ, PYTHONPATH=root, OMP_NUM_THREADS="1", AWS_ACCESS_KEY_ID="testing",
+               AWS_SECRET_ACCESS_KEY="testing")
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
+    assert [r["world"] for r in ranks] == [2, 2]
+    assert sorted(ranks[0]["ids"] + ranks[1]["ids"]) == list(range(len(rows)))       # every row once
+    assert abs(len(ranks[0]["ids"]) - len(ranks[1]["ids"])) <= 1
+    needed = _row_blocks(first, range(len(rows)))
+    index = sum(os.path.getsize(tmp_path / "ds" / f) for f in os.listdir(tmp_path / "ds") if f.endswith(".db"))
+    opening = index + 2 * (1 << 14)            # the .db files and headers: fetched by one rank, or by both
+    total = sum(r["bytes"] for r in ranks)
+    # (each file's last block is short: a little under ``needed`` when every block was fetched)
+    assert needed - 2 * 4096 <= total - opening and total - 2 * opening <= 1.05 * needed, (total, opening, needed)
+    assert sum(r["requests"] for r in ranks) < len(rows) / 4
+
+
+def _rank_rows_bounded(url, cache, rank, world, limit, out):
+    data = recordio.MindDataset(url, shuffle=True, num_shards=world, shard_id=rank, cache_dir=cache,
+                                cache_limit=limit)
+    out.put((rank, [(int(r["id"]), bytes(r["data"])) for r in data.create_dict_iterator(num_epochs=1,
+                                                                                          output_numpy=True)]))
+
+
+def test_cache_limit_bounds_the_node_across_processes(tmp_path):
+    """Two processes of one node share the cache and its bound: together they keep at most about
+    ``cache_limit`` bytes (each kept up to the bound on its own before), and the node's counter matches
+    the block maps."""
+    from recordio.mindrecord.cachebound import HELD_FILE
+    from recordio.mindrecord.pagecache import scan_held
+
+    first, rows = write_blobs(tmp_path / "ds" / "blobs.mindrecord", n=600)
+    limit = int(0.3 * _row_blocks(first, range(len(rows))))
+    ctx = multiprocessing.get_context("spawn")
+    cache = str(tmp_path / "cache")
+    with RangeServer(tmp_path / "ds") as server:
+        out = ctx.Queue()
+        procs = [ctx.Process(target=_rank_rows_bounded,
+                             args=(f"{server.url}/blobs.mindrecord0", cache, r, 2, limit, out)) for r in range(2)]
+        for p in procs:
+            p.start()
+        got = dict(out.get(timeout=180) for _ in procs)
+        for p in procs:
+            p.join(30)
+            assert p.exitcode == 0
+    assert sorted(i for r in got.values() for i, _ in r) == list(range(len(rows)))
+    assert all(data == rows[i]["data"] for r in got.values() for i, data in r)
+    held = scan_held(cache)
+    with open(os.path.join(cache, HELD_FILE), "rb") as f:
+        assert int.from_bytes(f.read(), "little") == held
+    assert 0 < held <= 1.1 * limit, (held, limit)
+    from recordio.mindrecord import clear_cache
+
+    assert clear_cache(cache) > 0 and not os.path.exists(os.path.join(cache, HELD_FILE))
+
+
+def test_plan_spans_covers_every_needed_block_in_aligned_spans_by_first_need():
+    from recordio.mindrecord.spanplan import SPAN, plan_spans
+
+    rng = np.random.default_rng(9)
+    sizes = rng.integers(5_000, 15_000, 1000)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    order = rng.permutation(1000)
+    rows = [[("f", int(starts[i]), int(starts[i] + sizes[i]))] for i in order]
+    for limit, rows_of in ((None, rows), (2 << 20, rows), (None, rows[::2])):
+        pieces = plan_spans(rows_of, 4096, limit)
+        cap = SPAN if limit is None else limit // 4
+        assert [p[3] for p in pieces] == sorted(p[3] for p in pieces)
+        assert all(b - a <= cap and a // SPAN == (b - 1) // SPAN and a % 4096 == 0 for _, a, b, _ in pieces)
+        covered = {k for _, a, b, _ in pieces for k in range(a // 4096, b // 4096)}
+        needed = {k for row in rows_of for _, a, b in row for k in range(a // 4096, (b + 4095) // 4096)}
+        assert needed <= covered and len(covered - needed) <= 0.02 * len(needed)
+        for pos, row in enumerate(rows_of):     # each row's first block comes in a span due by its position
+            (_, a, _), = row
+            assert any(s <= a < e and first <= pos for _, s, e, first in pieces)
+        if limit is None and rows_of is rows:
+            assert len(pieces) == -(-int(sizes.sum()) // SPAN)          # the whole file: one span per 4 MiB

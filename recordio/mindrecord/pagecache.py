@@ -22,6 +22,7 @@ refused by the store).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import errno
@@ -32,6 +33,7 @@ import struct
 import threading
 import time
 
+from recordio.mindrecord.cachebound import HELD_FILE
 from recordio.mindrecord.fileio import pwrite_all
 
 __all__ = ["BLOCK", "CachedObject", "cache_info", "clear_cache", "default_cache_dir"]
@@ -40,6 +42,7 @@ BLOCK = 4096
 MERGE_GAP = 0             # present blocks between two missing runs fetched again to save a request (0: a block is
                           # never fetched twice while cached)
 _AUX = ".recordio-cache"
+_FLIP = bytes.maketrans(b"\x00\x01", b"\x01\x00")
 _PUNCH = 0x02 | 0x01      # FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE
 
 
@@ -58,12 +61,18 @@ class CachedObject:
         url, size, etag: the object, as the dataset was opened.
         store: a :class:`~recordio.mindrecord.remote_store.Store` fetching its bytes.
         on_fetch: called with ``(self, first_block, end_block)`` after blocks were fetched (accounting).
+        check: called with ``(self, start, end)`` after fetched bytes were written and before they are
+            marked present; an exception leaves them unmarked (:mod:`pagecheck`).
+        count: a :class:`~recordio.mindrecord.cachebound.NodeCount` told of every block marked present
+            or cleared (data files; ``None`` for the ``.db`` files).
     """
 
-    def __init__(self, folder, name, url, size, etag, store, on_fetch=None):
+    def __init__(self, folder, name, url, size, etag, store, on_fetch=None, check=None, count=None):
         self.folder, self.name, self.url, self.size, self.etag = folder, name, url, size, etag
         self.store = store
         self.on_fetch = on_fetch
+        self.check = check
+        self.count = count
         self.path = os.path.join(folder, name)
         self.blocks = (size + BLOCK - 1) // BLOCK
         self._present = os.path.join(folder, _AUX, name + ".present")
@@ -89,6 +98,7 @@ class CachedObject:
 
     def _create(self, want):
         """A fresh entry: new sparse file and map, renamed into place (readers of the old keep theirs)."""
+        old = _count_present(self._present) if self.count is not None else 0
         for path, size in ((self.path, self.size), (self._present, self.blocks)):
             tmp = f"{path}.{os.getpid()}.tmp"
             with open(tmp, "wb") as f:
@@ -98,10 +108,17 @@ class CachedObject:
         with open(tmp, "w") as f:
             json.dump(want, f)
         os.replace(tmp, self._meta)
+        if old:
+            self.count.add(-old * BLOCK)
 
     def _open(self):
         self._fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
         self._pfd = os.open(self._present, os.O_RDWR | os.O_CLOEXEC)
+
+    @property
+    def fd(self):
+        """The descriptor of the local (sparse) file."""
+        return self._fd
 
     def close(self):
         for fd in (self._fd, self._pfd):
@@ -128,6 +145,12 @@ class CachedObject:
         """Runs ``[a, b)`` of blocks not present in the byte range [start, end)."""
         lo, hi = self._span(start, end)
         return _runs(os.pread(self._pfd, hi - lo, lo), lo)
+
+    def marks(self):
+        """The block map: a numpy array of one byte per block (1: present)."""
+        import numpy as np
+
+        return np.frombuffer(os.pread(self._pfd, self.blocks, 0), dtype=np.uint8)
 
     def present_blocks(self) -> int:
         return self.blocks - sum(b - a for a, b in _runs(os.pread(self._pfd, self.blocks, 0), 0))
@@ -156,7 +179,11 @@ class CachedObject:
             for x, y in _merge(_runs(os.pread(self._pfd, b - a, a), a)):   # what is still missing
                 start, end = x * BLOCK, min(self.size, y * BLOCK)
                 pwrite_all(self._fd, self.store.fetch(self.url, start, end, self.etag), start, self.path)
+                if self.check is not None:
+                    self.check(self, start, end)
                 pwrite_all(self._pfd, b"\x01" * (y - x), x, self._present)
+                if self.count is not None:
+                    self.count.add((y - x) * BLOCK)
                 if self.on_fetch is not None:
                     self.on_fetch(self, x, y)
         finally:
@@ -174,10 +201,17 @@ class CachedObject:
         """Forget blocks [a, b): marks cleared first, then the bytes released (a hole punched)."""
         _lock(self._pfd, fcntl.F_WRLCK, a, b - a)
         try:
+            held = os.pread(self._pfd, b - a, a).count(b"\x01")
             pwrite_all(self._pfd, b"\x00" * (b - a), a, self._present)
             _punch(self._fd, a * BLOCK, min(self.size, b * BLOCK) - a * BLOCK)
+            if held and self.count is not None:
+                self.count.add(-held * BLOCK)
         finally:
             _lock(self._pfd, fcntl.F_UNLCK, a, b - a)
+
+    def present_runs(self) -> list[tuple[int, int]]:
+        """Runs ``[a, b)`` of blocks present."""
+        return _runs(os.pread(self._pfd, self.blocks, 0).translate(_FLIP), 0)
 
 
 _OFD_SETLKW = getattr(fcntl, "F_OFD_SETLKW", 38)      # Linux's open-file-description locks
@@ -232,6 +266,25 @@ def _merge(runs, gap=MERGE_GAP):
         else:
             out.append((a, b))
     return out
+
+
+def _count_present(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read().count(b"\x01")
+    except OSError:
+        return 0
+
+
+def scan_held(root) -> int:
+    """Bytes of the data files' blocks present in the cache folder ``root`` (by their maps)."""
+    held = 0
+    for folder in os.listdir(root) if os.path.isdir(root) else []:
+        aux = os.path.join(root, folder, _AUX)
+        for name in os.listdir(aux) if os.path.isdir(aux) else []:
+            if name.endswith(".present") and not name.endswith(".db.present"):
+                held += _count_present(os.path.join(aux, name)) * BLOCK
+    return held
 
 
 def _read_json(path):
@@ -292,4 +345,6 @@ def clear_cache(cache_dir: str | None = None) -> int:
     for folder in os.listdir(root) if os.path.isdir(root) else []:
         if os.path.isdir(os.path.join(root, folder, _AUX)):
             shutil.rmtree(os.path.join(root, folder), ignore_errors=True)
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(os.path.join(root, HELD_FILE))
     return n

@@ -1,11 +1,13 @@
-"""Prefetch: fetch the rows a reader will read next, in the order it will read them.
+"""Prefetch: fetch what a reader will read next, in the order it will read it.
 
 The pipeline knows each epoch's order before it starts (the sampler's permutation, this rank's
-share of it). :class:`Prefetcher` walks that order ``depth`` rows ahead of the reader with a bounded
-pool of ``workers`` threads, each making the blocks of one row present in the node cache; the reader
-then finds them there. A fetch that fails in the background is left to the reader, which fetches the
-row itself and raises the error where the row is read. The same order gives the cache bound each
-block's next use (:mod:`cachebound`), so eviction drops what is needed last.
+share of it); :mod:`spanplan` turns it into requests (spans of up to a few MiB, each with the
+position of the first row needing it). :class:`Prefetcher` issues them in that order, each once its
+first row is within ``depth`` rows of the reader, with a bounded pool of ``workers`` threads making
+the span's blocks present in the node cache; the reader then finds them there. A fetch that fails in
+the background is left to the reader, which fetches again and raises the error where the row is
+read. The same order gives the cache bound each block's next use (:mod:`cachebound`), so eviction
+drops what is needed last.
 """
 
 from __future__ import annotations
@@ -30,22 +32,26 @@ def next_use_of(spans, block, position):
             for b in range(start // block, (end + block - 1) // block):
                 uses[(path, b)].append(i)
 
-    def next_use(path, first):
-        seen = uses.get((path, first))
-        if not seen:
-            return float("inf")
-        j = bisect.bisect_left(seen, position())
-        return seen[j] if j < len(seen) else float("inf")
+    def next_use(path, first, end=None):
+        """The next read of block ``first`` (of any block in [first, end) when ``end`` is given)."""
+        at, best = position(), float("inf")
+        for b in range(first, first + 1 if end is None else end):
+            seen = uses.get((path, b))
+            if seen:
+                j = bisect.bisect_left(seen, at)
+                if j < len(seen) and seen[j] < best:
+                    best = seen[j]
+        return best
 
     return next_use
 
 
 class Prefetcher:
-    """Fetch ``spans`` (rows of ``(path, start, end)``) through ``ensure(path, start, end)``, at most
-    ``depth`` rows ahead of :meth:`advance`'s count, ``workers`` requests at a time."""
+    """Fetch ``pieces`` (``(path, start, end, first)``, ordered by ``first``) through ``ensure(path, start,
+    end)``, each once ``first`` is less than :meth:`advance`'s count plus ``depth``, ``workers`` at a time."""
 
-    def __init__(self, ensure, spans, depth=DEPTH, workers=WORKERS):
-        self._ensure, self._spans = ensure, spans
+    def __init__(self, ensure, pieces, depth=DEPTH, workers=WORKERS):
+        self._ensure, self._pieces = ensure, pieces
         self.depth, self.workers = depth, workers
         self.consumed = 0
         self._stop = False
@@ -58,25 +64,24 @@ class Prefetcher:
             self.consumed += n
             self._cond.notify_all()
 
-    def _row(self, row):
-        for path, start, end in row:
-            if self._stop:
-                return
-            try:
-                self._ensure(path, start, end)
-            except Exception:          # the reader fetches the row again and raises where it is read
-                return
+    def _piece(self, path, start, end):
+        if self._stop:
+            return
+        try:
+            self._ensure(path, start, end)
+        except Exception:          # the reader fetches again and raises where the row is read
+            return
 
     def _run(self):
         with concurrent.futures.ThreadPoolExecutor(self.workers, thread_name_prefix="recordio-fetch") as pool:
             pending = set()
-            for i, row in enumerate(self._spans):
+            for path, start, end, first in self._pieces:
                 with self._cond:
-                    while not self._stop and i >= self.consumed + self.depth:
+                    while not self._stop and first >= self.consumed + self.depth:
                         self._cond.wait(0.05)
                 if self._stop:
                     break
-                pending.add(pool.submit(self._row, row))
+                pending.add(pool.submit(self._piece, path, start, end))
                 if len(pending) >= 2 * self.workers:
                     _, pending = concurrent.futures.wait(pending, return_when=concurrent.futures.FIRST_COMPLETED)
 

@@ -84,7 +84,7 @@ class FileReader:
             header's page table instead, for datasets whose ``.db`` files are lost.
         storage_options, cache_dir, cache_limit: for a dataset at a URL (``s3://``, ``http(s)://``, ...,
             see docs/howto-remote.md): the fsspec options, the node-local cache folder and its bound in
-            bytes for this reader's fetched blocks (``None``: unbounded).
+            bytes, over every process using the folder (``None``: unbounded).
     """
 
     def __init__(self, file_name: str | os.PathLike | Sequence[str | os.PathLike], num_consumer: int = 4,
@@ -141,6 +141,11 @@ class FileReader:
             for shard in shards:
                 shard.checksums = shard.source.read_checksums()      # one row per page: only to verify
             _require_checksums(shards)
+        if self._remote is not None:            # every fetched page is checked (docs/howto-remote.md)
+            for shard in shards:
+                sums = shard.checksums if verify else shard.source.read_checksums()
+                self._remote.checks.add(shard.path, shard.header["header_size"], shard.header["page_size"],
+                                        shard.size, sums)
 
     def _open_checked(self, k):
         """A descriptor of shard ``k``'s file, refused if the path now names another file (the dataset

@@ -11,40 +11,54 @@ opening / counting     each data file's header (its first 16 KiB, more for a lon
                        each ``.db`` whole; no data page
 reading a row          the blocks (4 KiB) covering its raw record and its blob, adjacent missing
                        blocks in one request
+an epoch (``plan``)    spans of up to 4 MiB over the rows it reads (:mod:`spanplan`), in the order
+                       of first need; a row read before its span was fetched fetches the span
 ``verify``             every object whole (every byte is checked)
 =====================  =======================================================================
+
+Every fetch that completes a page of a dataset with checksums checks it (:mod:`pagecheck`).
 """
 
 from __future__ import annotations
 
+import bisect
+import concurrent.futures
 import contextlib
 import hashlib
 import os
 from recordio.errors import MissingFileError
 from recordio.mindrecord import format as fmt
-from recordio.mindrecord.cachebound import Bound
+from recordio.mindrecord.cachebound import Bound, NodeCount
 from recordio.mindrecord.prefetch import DEPTH, WORKERS, Prefetcher, next_use_of
-from recordio.mindrecord.pagecache import BLOCK, CachedObject, default_cache_dir
+from recordio.mindrecord.pagecache import BLOCK, CachedObject, default_cache_dir, scan_held
+from recordio.mindrecord.pagecheck import PageChecks
 from recordio.mindrecord.remote_store import Store, is_url, url_join
 
 __all__ = ["RemoteDataset", "is_url", "local_files", "open_remote"]
 
+OPEN_WORKERS = 16             # objects opened at a time (a HEAD and a header read each, and the .db)
 _FIRST_READ = 1 << 14          # the smallest header_size: a first header read never reaches a page
 
 
 class RemoteDataset:
     """The cached image of a remote dataset: ``local`` is what to open (one path, or a list)."""
 
-    def __init__(self, urls, local, objects, store, cache_limit=None, cache_policy="future"):
+    def __init__(self, urls, local, objects, store, cache_limit=None, cache_policy="future", count=None):
         self.urls = urls
         self.local = local
         self.objects = objects              # local path -> CachedObject
         self.store = store
-        self._bound = None if cache_limit is None else Bound(cache_limit, BLOCK, cache_policy)
+        self._bound = None if cache_limit is None else Bound(cache_limit, BLOCK, cache_policy, count)
+        if self._bound is not None:         # blocks already cached (other readers, other jobs) are evictable
+            for obj in objects.values():
+                for a, b in obj.present_runs():
+                    self._bound.fetched(obj_path(obj), a, b, check=False)
         self._prefetch = None
         self._named: dict = {}              # the reader's path of a file -> its CachedObject
+        self._spans: dict = {}              # the reader's path -> (starts, ends, firsts) of the plan's spans
+        self.checks = PageChecks()
         for obj in objects.values():
-            obj.on_fetch = self._fetched
+            obj.on_fetch, obj.check = self._fetched, self.checks
 
     @property
     def stats(self) -> dict:
@@ -62,6 +76,9 @@ class RemoteDataset:
 
     def read(self, local_path, start, end) -> bytes:
         obj = self.object(local_path)
+        prefetch = self._prefetch
+        if prefetch is not None and obj.missing(start, end):
+            self._demand(prefetch, local_path, obj, start, end)
         if self._bound is not None:
             self._bound.touched(obj_path(obj), start // BLOCK, (end + BLOCK - 1) // BLOCK)
         return obj.read(start, end)
@@ -84,12 +101,39 @@ class RemoteDataset:
 
     def plan(self, spans, depth=DEPTH, workers=WORKERS):
         """The rows the reader reads next, in order (``(path, start, end)`` per range of a row): fetch them
-        ahead and give the bound their next uses. Replaces the previous plan."""
+        ahead in spans (:mod:`spanplan`) and give the bound their next uses. Replaces the previous plan."""
+        from recordio.mindrecord.spanplan import plan_spans       # numpy: not needed to count rows
+
         self.stop_prefetch()
-        self._prefetch = Prefetcher(self.ensure, spans, depth, workers)
+        pieces = plan_spans(spans, BLOCK, None if self._bound is None else self._bound.limit,
+                            marks=lambda path: self.object(path).marks())
+        by_path: dict = {}
+        for path, a, b, first in sorted(pieces, key=lambda p: (p[0], p[1])):
+            table = by_path.setdefault(path, ([], [], []))
+            for column, value in zip(table, (a, b, first)):
+                column.append(value)
+        self._spans = by_path
+        self._prefetch = Prefetcher(self.ensure, pieces, depth, workers)
         if self._bound is not None:
             self._bound.next_use = next_use_of([[(os.path.realpath(p), a, b) for p, a, b in row] for row in spans],
                                                BLOCK, lambda: self._prefetch.consumed)
+
+    def _demand(self, prefetch, local_path, obj, start, end):
+        """A row read before its span was fetched: fetch the planned spans covering it (those due within
+        the prefetch depth), not the row alone."""
+        table = self._spans.get(local_path)
+        if table is None:
+            return
+        starts, ends, firsts = table
+        due = prefetch.consumed + prefetch.depth
+        k = bisect.bisect_right(starts, start) - 1
+        while k >= 0 and ends[k] > start:           # spans of two windows may share a block
+            k -= 1
+        for i in range(max(k, 0), len(starts)):
+            if starts[i] >= end:
+                break
+            if ends[i] > start and firsts[i] < due:
+                obj.ensure(starts[i], ends[i])
 
     def advance(self):
         """One more row was read (paces the prefetch)."""
@@ -113,13 +157,13 @@ class RemoteDataset:
 
     def __getstate__(self):
         state = self.__dict__.copy()
-        state.update(_prefetch=None, _named={})
+        state.update(_prefetch=None, _named={}, _spans={})
         return state
 
     def __setstate__(self, state):
         self.__dict__.update(state)
         for obj in self.objects.values():
-            obj.on_fetch = self._fetched
+            obj.on_fetch, obj.check = self._fetched, self.checks
 
 
 def _folder(cache_dir, folder_url):
@@ -128,7 +172,7 @@ def _folder(cache_dir, folder_url):
     return os.path.join(cache_dir, f"{tail[:40]}-{key}")
 
 
-def _cached(store, cache_dir, url, whole=False):
+def _cached(store, cache_dir, url, whole=False, count=None):
     try:
         size, etag = store.identity(url)
     except FileNotFoundError:
@@ -136,7 +180,7 @@ def _cached(store, cache_dir, url, whole=False):
                 "uploaded yet" if url.endswith(".db") else "a data file of the dataset")
         raise MissingFileError(f"{url}: no such object ({what})") from None
     name = fmt.check_file_name(url.rsplit("/", 1)[-1], url)
-    obj = CachedObject(_folder(cache_dir, url.rsplit("/", 1)[0]), name, url, size, etag, store)
+    obj = CachedObject(_folder(cache_dir, url.rsplit("/", 1)[0]), name, url, size, etag, store, count=count)
     if whole:
         obj.ensure(0, size)
     return obj
@@ -151,32 +195,40 @@ def _header_names(obj):
     return fmt.FileHeader.read(obj.path).header["shard_addresses"]
 
 
+def _opened(store, cache_dir, url, count, index):
+    """``(cache entry, shard names of its header)`` of the data file at ``url``: its header fetched,
+    and its ``.db`` whole when ``index``."""
+    obj = _cached(store, cache_dir, url, count=count)
+    names = _header_names(obj)
+    if index:
+        _cached(store, cache_dir, url + ".db", whole=True).close()
+    return obj, names
+
+
 def open_remote(file_name, cache_dir=None, cache_limit=None, storage_options=None, index=True,
                 cache_policy="future") -> RemoteDataset:
     """The cached image of the dataset at the URL ``file_name`` (any shard; its siblings come from its
-    header) or at a list of URLs (exactly those): headers and ``.db`` files fetched, pages not."""
+    header) or at a list of URLs (exactly those): headers and ``.db`` files fetched (``OPEN_WORKERS``
+    objects at a time), pages not."""
     store = Store(storage_options)
     cache_dir = os.path.abspath(os.fspath(cache_dir or default_cache_dir()))
     urls = [file_name] if isinstance(file_name, str) else list(file_name)
-    objects = {}
-    for url in urls:
-        obj = _cached(store, cache_dir, url)
-        objects[obj_path(obj)] = obj
-        names = _header_names(obj)
+    os.makedirs(cache_dir, exist_ok=True)
+    count = NodeCount(cache_dir, scan_held)
+    count.value()                           # the node's counter, made from the maps on first use
+    with concurrent.futures.ThreadPoolExecutor(OPEN_WORKERS, thread_name_prefix="recordio-open") as pool:
         if isinstance(file_name, str):
-            for name in names:
-                sibling = url_join(url, fmt.check_file_name(os.path.basename(name), url))
-                if sibling != url and sibling not in {o.url for o in objects.values()}:
-                    s = _cached(store, cache_dir, sibling)
-                    objects[obj_path(s)] = s
-                    _header_names(s)
-    if index:
-        for obj in list(objects.values()):
-            db = _cached(store, cache_dir, obj.url + ".db", whole=True)
-            db.close()
+            first, names = _opened(store, cache_dir, file_name, count, index)
+            siblings = [url_join(file_name, fmt.check_file_name(os.path.basename(n), file_name)) for n in names]
+            siblings = [u for u in dict.fromkeys(siblings) if u != file_name]
+            found = [first] + [obj for obj, _ in pool.map(lambda u: _opened(store, cache_dir, u, count, index),
+                                                          siblings)]
+        else:
+            found = [obj for obj, _ in pool.map(lambda u: _opened(store, cache_dir, u, count, index), urls)]
+    objects = {obj_path(obj): obj for obj in found}
     local = objects[obj_path(next(iter(objects.values())))].path if isinstance(file_name, str) \
         else [o.path for o in objects.values()]
-    return RemoteDataset(urls, local, objects, store, cache_limit, cache_policy)
+    return RemoteDataset(urls, local, objects, store, cache_limit, cache_policy, count)
 
 
 def obj_path(obj):
