@@ -68,7 +68,7 @@ class _Ring:
         os.ftruncate(self.fd, HEAD + capacity)
         self.map = mmap.mmap(self.fd, HEAD + capacity)
         self.flags = np.frombuffer(self.map, dtype=np.uint8, count=HEAD)
-        self.held = collections.deque()          # (sequence, reserved bytes) in reservation order
+        self.held: collections.deque[tuple[int, int]] = collections.deque()   # (sequence, bytes reserved)
         self.produced = 0                         # bytes reserved so far, skips included
         self.freed = 0
         self.sequence = 0

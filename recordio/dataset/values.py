@@ -9,6 +9,7 @@
 """
 
 import operator
+from typing import Any
 import sys
 
 import numpy as np
@@ -137,6 +138,9 @@ class TensorRows(list):
     DataLoader worker's batch) sends the buffer once, not a storage per value."""
 
     __slots__ = ("buffer", "sizes", "items")
+    buffer: Any
+    sizes: list
+    items: tuple
 
     @classmethod
     def of(cls, buffer, sizes):

@@ -347,6 +347,8 @@ class RowViews(list):
     moves a batch moves the buffer once (pickling it sends the buffer and the sizes)."""
 
     __slots__ = ("buffer", "sizes")
+    buffer: np.ndarray
+    sizes: list[int]
 
     @classmethod
     def of(cls, buffer: np.ndarray, sizes: list[int]) -> RowViews:
