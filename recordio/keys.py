@@ -33,11 +33,10 @@ are random but reproducible per process.
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import functools
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -231,24 +230,30 @@ _OP: contextvars.ContextVar[int | None] = contextvars.ContextVar("recordio_op_ke
 _EAGER = itertools.count()
 
 
-@contextlib.contextmanager
-def row_scope(seed: int, epoch: int, row: int) -> Iterator[None]:
+class _Scope:
+    """Sets a context variable for a ``with`` block (a class, not a generator: the pipeline enters
+    one per row and op)."""
+
+    __slots__ = ("_var", "_value", "_token")
+
+    def __init__(self, var, value):
+        self._var, self._value = var, value
+
+    def __enter__(self) -> None:
+        self._token = self._var.set(self._value)
+
+    def __exit__(self, *exc) -> None:
+        self._var.reset(self._token)
+
+
+def row_scope(seed: int, epoch: int, row: int) -> _Scope:
     """Run the ops of one row under ``(seed, epoch, row)``; used by the pipeline."""
-    token = _ROW.set((int(seed), int(epoch), int(row)))
-    try:
-        yield
-    finally:
-        _ROW.reset(token)
+    return _Scope(_ROW, (int(seed), int(epoch), int(row)))
 
 
-@contextlib.contextmanager
-def op_scope(uid: int) -> Iterator[None]:
+def op_scope(uid: int) -> _Scope:
     """Run one op under the op id ``uid``; used by the pipeline and by Compose."""
-    token = _OP.set(int(uid))
-    try:
-        yield
-    finally:
-        _OP.reset(token)
+    return _Scope(_OP, int(uid))
 
 
 def sub_op(index: int) -> Any:

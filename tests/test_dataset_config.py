@@ -46,7 +46,7 @@ def test_default_workers_apply_to_map():
     from recordio.dataset.map_op import MapDataset
 
     seen = _threads_of_map(lambda x: time.sleep(0.001) or x, 3)
-    workers = {name for row, name in seen.items() if row >= MapDataset.PROBE_ROWS}
+    workers = {name for row, name in seen.items() if row >= 2 * MapDataset.PROBE_ROWS}   # two costly chunks
     assert all(name.startswith("recordio-map") for name in workers) and len(workers) >= 2
 
 
@@ -54,3 +54,19 @@ def test_cheap_ops_run_in_the_consuming_thread():
     """An op cheaper than a hand-off to a worker thread stays in the pipeline's own thread."""
     seen = _threads_of_map(lambda x: x, 3)
     assert len(set(seen.values())) == 1 and not any(n.startswith("recordio-map") for n in seen.values())
+
+
+def test_a_slow_first_call_alone_does_not_send_a_cheap_op_to_workers():
+    """One costly probe chunk (a first call's warm-up) is not enough to leave the pipeline's thread."""
+    import time
+
+    calls = []
+
+    def warm_then_cheap(x):
+        calls.append(x)
+        if len(calls) == 1:
+            time.sleep(0.01)                              # e.g. a lazy import on the first call
+        return x
+
+    seen = _threads_of_map(warm_then_cheap, 3)
+    assert not any(name.startswith("recordio-map") for name in seen.values())

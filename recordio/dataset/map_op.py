@@ -34,12 +34,15 @@ def _op_name(op):
     return getattr(op, "__name__", type(op).__name__)
 
 
-def apply_ops(ops, uid, seed, values, row, epoch):
-    """Run ``ops`` in sequence on one row's input values under the row's keys."""
+def apply_ops(ops, uid, seed, values, row, epoch, uids=None):
+    """Run ``ops`` in sequence on one row's input values under the row's keys (``uids``: the ops'
+    ids, ``derive_uid(uid, j)``, when the caller has them)."""
     first_row = int(row) if not hasattr(row, "__len__") else int(row[0])
+    if uids is None:
+        uids = [derive_uid(uid, j) for j in range(len(ops))]
     with row_scope(seed, epoch, first_row):
         for j, op in enumerate(ops):
-            with op_scope(derive_uid(uid, j)):
+            with op_scope(uids[j]):
                 try:
                     out = op(*values)
                 except Exception as e:
@@ -53,15 +56,17 @@ def apply_ops(ops, uid, seed, values, row, epoch):
 
 def run_chunk(ops, uid, seed, chunk):
     """A worker's job: a list of ``(input values, row, epoch)``."""
-    return [apply_ops(ops, uid, seed, values, row, epoch) for values, row, epoch in chunk]
+    uids = [derive_uid(uid, j) for j in range(len(ops))]
+    return [apply_ops(ops, uid, seed, values, row, epoch, uids) for values, row, epoch in chunk]
 
 
 class MapDataset(Dataset):
     """One ``map``. With worker threads, its operations run where they pay: rows run in the pipeline's
     own thread, timed a chunk at a time (the first of :data:`PROBE_ROWS` rows), as long as the
     operations cost less than :data:`INLINE_BELOW_S` a row (``TypeCast``, ``Rescale``, small Python
-    callables: handing rows to a worker thread costs more than they do); from the first chunk that
-    costs more, the rows go to the ``num_parallel_workers`` threads in small chunks. Values are the
+    callables: handing rows to a worker thread costs more than they do); from the second chunk in a
+    row that costs more (one is not enough: a first call may pay a warm-up), the rows go to the
+    ``num_parallel_workers`` threads in small chunks. Values are the
     same either way (the keys of a row do not depend on where it runs). ``python_multiprocessing=True``
     always runs them in the worker processes (asked for isolation, not only speed)."""
 
@@ -136,16 +141,20 @@ class MapDataset(Dataset):
         if pooled and not probing:
             runner = ctx.runner(self, fn, workers, self.python_multiprocessing, 2 * workers)
         elif probing:
+            costly = 0
             for inputs in source:               # inline while the ops stay cheap
                 start = time.perf_counter()
                 results = fn(inputs)
                 cheap = (time.perf_counter() - start) / len(inputs) < self.INLINE_BELOW_S
+                costly = 0 if cheap else costly + 1
                 yield from self._merged(results, sent, ins, outs, spec.uid, hooks)
-                if not cheap:                   # worth a hand-off to the workers from here on
+                if costly == 2:                 # two costly chunks in a row (not a first call's warm-up):
+                    # worth a hand-off to the workers from here on
                     size[0] = chunk
                     runner = ctx.runner(self, fn, workers, self.python_multiprocessing, 2 * workers)
                     break
-                size[0] = min(2 * size[0], self.CHUNK_INLINE)
+                if cheap:
+                    size[0] = min(2 * size[0], self.CHUNK_INLINE)
         for results in runner.imap(source):
             yield from self._merged(results, sent, ins, outs, spec.uid, hooks)
         if hooks is not None:
@@ -161,11 +170,11 @@ class MapDataset(Dataset):
             group.append(item)
             if len(group) >= size[0]:
                 sent.append(group)
-                yield [(tuple(to_op_input(it.cols[c]) for c in ins), it.row, it.epoch) for it in group]
+                yield _inputs(group, ins)
                 group = []
         if group:
             sent.append(group)
-            yield [(tuple(to_op_input(it.cols[c]) for c in ins), it.row, it.epoch) for it in group]
+            yield _inputs(group, ins)
 
     @staticmethod
     def _merged(results, sent, ins, outs, uid, hooks):
@@ -180,6 +189,14 @@ class MapDataset(Dataset):
             values = tuple(item.cols[c] for c in ins)
             yield Item(merge_values(item.cols, ins, outs, values, -1, item.row), item.row, item.epoch,
                        item.pos)
+
+
+def _inputs(group, ins):
+    """The ops' inputs of each item of ``group``: ``(input values, row, epoch)``."""
+    if len(ins) == 1:
+        name = ins[0]
+        return [((to_op_input(it.cols[name]),), it.row, it.epoch) for it in group]
+    return [(tuple([to_op_input(it.cols[c]) for c in ins]), it.row, it.epoch) for it in group]
 
 
 def merge_names(names, ins, outs, op="map"):
@@ -206,6 +223,11 @@ def merge_values(cols, ins, outs, values, uid, row):
     if len(values) != len(outs):
         raise PipelineError(f"map #{uid}: the operations returned {len(values)} value(s) for row {row}, "
                             f"expected {len(outs)} (output_columns={outs})")
+    if len(ins) == len(outs) and all(a == b for a, b in zip(ins, outs)):
+        new = cols.copy()                # values replaced in place: the order stays
+        for name, value in zip(outs, values):
+            new[name] = value
+        return new
     new = dict(zip(outs, values))
     if len(ins) == len(outs):
         renamed = dict(zip(ins, outs))
