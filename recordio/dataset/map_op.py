@@ -8,6 +8,7 @@ numpy (``op(*values)``) and return one value or a tuple. Op ``j`` of the map run
 
 import collections
 import functools
+import sys
 import time
 
 from recordio import config
@@ -51,7 +52,9 @@ def apply_ops(ops, uid, seed, values, row, epoch, uids=None):
                     e.recordio_row = first_row
                     raise
             values = out if isinstance(out, tuple) else (out,)
-    return tuple(map(from_pil, values))
+    if "PIL.Image" in sys.modules:               # PIL images (MindSpore's Python vision path) as arrays
+        return tuple(map(from_pil, values))
+    return values
 
 
 def run_chunk(ops, uid, seed, chunk):
@@ -178,8 +181,10 @@ class MapDataset(Dataset):
 
     @staticmethod
     def _merged(results, sent, ins, outs, uid, hooks):
+        in_place = list(ins) == list(outs)
         for item, values in zip(sent.popleft(), results):
-            out = Item(merge_values(item.cols, ins, outs, values, uid, item.row), item.row, item.epoch, item.pos)
+            out = Item(merge_values(item.cols, ins, outs, values, uid, item.row, in_place), item.row, item.epoch,
+                       item.pos)
             if hooks is not None:
                 hooks.step_end()
             yield out
@@ -218,12 +223,15 @@ def merge_names(names, ins, outs, op="map"):
     return list(outs) + kept
 
 
-def merge_values(cols, ins, outs, values, uid, row):
-    """A row's columns after a map, in :func:`merge_names` order."""
+def merge_values(cols, ins, outs, values, uid, row, in_place=None):
+    """A row's columns after a map, in :func:`merge_names` order (``in_place``: whether ``outs`` are
+    ``ins``, when the caller knows)."""
     if len(values) != len(outs):
         raise PipelineError(f"map #{uid}: the operations returned {len(values)} value(s) for row {row}, "
                             f"expected {len(outs)} (output_columns={outs})")
-    if len(ins) == len(outs) and all(a == b for a, b in zip(ins, outs)):
+    if in_place is None:
+        in_place = list(ins) == list(outs)
+    if in_place:
         new = cols.copy()                # values replaced in place: the order stays
         for name, value in zip(outs, values):
             new[name] = value
