@@ -70,3 +70,31 @@ def test_a_slow_first_call_alone_does_not_send_a_cheap_op_to_workers():
 
     seen = _threads_of_map(warm_then_cheap, 3)
     assert not any(name.startswith("recordio-map") for name in seen.values())
+
+
+def test_ops_that_draw_no_keys_run_without_key_scopes_and_keep_their_errors():
+    """``TypeCast`` (``uses_keys = False``) runs without the row's key scopes: the same values, and a
+    failure still names the map, the op and the row."""
+    import numpy as np
+
+    from recordio import keys
+    from recordio.transforms import TypeCast
+
+    scopes = []
+
+    class Keyless:
+        uses_keys = False
+
+        def __call__(self, x):
+            scopes.append(keys._ROW.get())                  # the row scope, None when not set
+            if int(x) == 7:
+                raise ValueError("row seven")
+            return x
+
+    ds = GeneratorDataset([(np.int32(i),) for i in range(10)], "x", shuffle=False)
+    got = [r["x"] for r in ds.map(TypeCast(np.int64), "x").create_dict_iterator(num_epochs=1, output_numpy=True)]
+    assert [int(v) for v in got] == list(range(10)) and all(v.dtype == np.int64 for v in got)
+    with pytest.raises(ValueError, match="row seven") as info:
+        list(ds.map(Keyless(), "x").create_dict_iterator(num_epochs=1, output_numpy=True))
+    assert info.value.recordio_row == 7 and any("operation 0" in n and "row 7" in n for n in info.value.__notes__)
+    assert scopes and all(s is None for s in scopes)

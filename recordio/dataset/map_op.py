@@ -58,9 +58,25 @@ def apply_ops(ops, uid, seed, values, row, epoch, uids=None):
 
 
 def run_chunk(ops, uid, seed, chunk):
-    """A worker's job: a list of ``(input values, row, epoch)``."""
+    """A worker's job: a list of ``(input values, row, epoch)``. Ops that declare ``uses_keys = False``
+    (they draw no randomness) run without the row's key scopes."""
+    if all(getattr(op, "uses_keys", True) is False for op in ops):
+        return [_apply_keyless(ops, uid, values, row, epoch) for values, row, epoch in chunk]
     uids = [derive_uid(uid, j) for j in range(len(ops))]
     return [apply_ops(ops, uid, seed, values, row, epoch, uids) for values, row, epoch in chunk]
+
+
+def _apply_keyless(ops, uid, values, row, epoch):
+    for j, op in enumerate(ops):
+        try:
+            out = op(*values)
+        except Exception as e:
+            first_row = int(row) if not hasattr(row, "__len__") else int(row[0])
+            e.add_note(f"recordio: in map #{uid}, operation {j} ({_op_name(op)}), row {first_row}, epoch {epoch}")
+            e.recordio_row = first_row
+            raise
+        values = out if isinstance(out, tuple) else (out,)
+    return values
 
 
 class MapDataset(Dataset):

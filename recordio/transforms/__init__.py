@@ -18,6 +18,8 @@ __all__ = ["Compose", "Concatenate", "Fill", "Mask", "OneHot", "PadEnd", "Random
 class TypeCast:
     """Cast to ``data_type`` (numpy dtype, torch dtype or name)."""
 
+    uses_keys = False        # draws no randomness: the pipeline runs it without setting row keys
+
     def __init__(self, data_type: Any) -> None:
         self.data_type = to_numpy_dtype(data_type)
 
