@@ -65,14 +65,14 @@ def _hue(img, factor):
 
 def color_adjust(img, factors, order, enabled):
     """Brightness, contrast, saturation, hue by ``factors``, in ``order`` (MindSpore's PIL
-    ``random_color_adjust``; an adjustment whose range is the identity is skipped)."""
+    ``random_color_adjust``: all four run, so a hue of 0 still makes its lossy 8-bit HSV round trip)."""
     from PIL import ImageEnhance
 
     steps = (lambda im, f: ImageEnhance.Brightness(im).enhance(f),
              lambda im, f: ImageEnhance.Contrast(im).enhance(f),
              lambda im, f: ImageEnhance.Color(im).enhance(f),
              _hue)
+    del enabled                             # MindSpore's PIL path runs even identity adjustments
     for k in order:
-        if enabled[k]:
-            img = steps[k](img, float(factors[k]))
+        img = steps[k](img, float(factors[k]))
     return img
