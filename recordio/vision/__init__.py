@@ -12,10 +12,10 @@ from recordio.vision.adjust import AutoContrast, Equalize, Invert, RandomColor, 
 from recordio.vision.color import Normalize, RandomColorAdjust, RandomSharpness, Rescale
 from recordio.vision.decode import Decode, RandomCropDecodeResize
 from recordio.vision.fusion import fuse_decode
+from recordio.vision.geometry import (HWC2CHW, Border, CenterCrop, Inter, RandomCrop, RandomHorizontalFlip,
+                                      RandomResizedCrop, RandomVerticalFlip, Resize, SliceMode, SlicePatches)
 from recordio.vision.mixing import CutMixBatch, ImageBatchFormat, UniformAugment
 from recordio.vision.pil import Grayscale, RandomGrayscale, ToPIL, ToTensor
-from recordio.vision.geometry import (Border, CenterCrop, HWC2CHW, Inter, RandomCrop, RandomHorizontalFlip,
-                                      RandomResizedCrop, RandomVerticalFlip, Resize, SliceMode, SlicePatches)
 from recordio.vision.tensor_ops import FiveCrop, LinearTransformation, RandomErasing, TenCrop, ToType
 from recordio.vision.warp import Pad, RandomAffine, RandomPerspective, RandomResize, RandomRotation
 

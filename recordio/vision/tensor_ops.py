@@ -41,7 +41,7 @@ def five_crop(op, img, size):
     h, w = size
     if h > height or w > width:
         raise ValueError(f"{op}: crop size {size} is larger than the image {(height, width)}")
-    ch, cw = int(round((height - h) / 2.0)), int(round((width - w) / 2.0))
+    ch, cw = round((height - h) / 2.0), round((width - w) / 2.0)
     boxes = ((0, 0), (0, width - w), (height - h, 0), (height - h, width - w), (ch, cw))
     if pil.is_pil(img):
         return tuple(pil_ops.crop(img, y, x, h, w) for y, x in boxes)
@@ -125,8 +125,8 @@ class RandomErasing:
         for k in range(self.max_attempts):
             area = keys.uniform(3 * k + 1, *self.scale)[0] * height * width
             aspect = keys.uniform(3 * k + 2, *self.ratio)[0]
-            w = int(round(math.sqrt(area * aspect)))
-            h = int(round(w / aspect))
+            w = round(math.sqrt(area * aspect))
+            h = round(w / aspect)
             if h < height and w < width:
                 i = int(keys.integers(3 * k + 3, 0, height - h + 1)[0])
                 j = int(np.floor(keys.uniform(3 * k + 3, 0.0, 1.0, 1)[0] * (width - w + 1)))
