@@ -65,7 +65,7 @@ class RandomColorAdjust:
     def __call__(self, img):
         if pil.is_pil(img):                 # MindSpore's PIL path: Pillow's ImageEnhance, same draws
             params = self.draw(current_keys())
-            return pil_ops.color_adjust(img, params["factors"][0], params["order"][0], self.enabled)
+            return pil_ops.color_adjust(img, params["factors"][0], params["order"][0])
         img = color_input("RandomColorAdjust", img)
         params = self.draw(current_keys())
         return adjust_all(img, params["factors"][0], params["order"][0], self.enabled)

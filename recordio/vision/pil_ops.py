@@ -63,7 +63,7 @@ def _hue(img, factor):
     return Image.merge("HSV", (Image.fromarray(shifted.astype(np.uint8), "L"), s, v)).convert(img.mode)
 
 
-def color_adjust(img, factors, order, enabled):
+def color_adjust(img, factors, order):
     """Brightness, contrast, saturation, hue by ``factors``, in ``order`` (MindSpore's PIL
     ``random_color_adjust``: all four run, so a hue of 0 still makes its lossy 8-bit HSV round trip)."""
     from PIL import ImageEnhance
@@ -72,7 +72,6 @@ def color_adjust(img, factors, order, enabled):
              lambda im, f: ImageEnhance.Contrast(im).enhance(f),
              lambda im, f: ImageEnhance.Color(im).enhance(f),
              _hue)
-    del enabled                             # MindSpore's PIL path runs even identity adjustments
     for k in order:
         img = steps[k](img, float(factors[k]))
     return img
