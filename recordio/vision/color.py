@@ -17,6 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from recordio.keys import current_keys
+from recordio.vision import pil, pil_ops
 from recordio.vision._checks import check_factor, check_image, check_number, check_range
 from recordio.vision.color_kernels import adjust_all, adjust_sharpness
 
@@ -62,6 +63,9 @@ class RandomColorAdjust:
         return {"factors": factors, "order": order}
 
     def __call__(self, img):
+        if pil.is_pil(img):                 # MindSpore's PIL path: Pillow's ImageEnhance, same draws
+            params = self.draw(current_keys())
+            return pil_ops.color_adjust(img, params["factors"][0], params["order"][0])
         img = color_input("RandomColorAdjust", img)
         params = self.draw(current_keys())
         return adjust_all(img, params["factors"][0], params["order"][0], self.enabled)
@@ -81,6 +85,8 @@ class RandomSharpness:
         return {"degree": keys.uniform(0, *self.degrees)}
 
     def __call__(self, img):
+        if pil.is_pil(img):                 # MindSpore's PIL path: Pillow's ImageEnhance.Sharpness
+            return pil_ops.sharpness(img, float(self.draw(current_keys())["degree"][0]))
         img = check_image("RandomSharpness", img, ranks=(2, 3))
         img = img if img.dtype in (np.uint8, np.float32) else img.astype(F32)
         return adjust_sharpness(img, self.draw(current_keys())["degree"][0])

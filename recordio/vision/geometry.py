@@ -11,7 +11,7 @@ from recordio.keys import current_keys
 from recordio.vision._checks import check_image, check_number, check_prob, check_size, pair
 from recordio.vision._geometry import (Border, Inter, RandomAreaCrop, SliceMode, check_enum, resize,
                                        shorter_side_size)
-from recordio.vision import pil
+from recordio.vision import pil, pil_ops
 from recordio.vision.decode import EncodedImage, decode_region
 
 __all__ = ["Border", "CenterCrop", "HWC2CHW", "Inter", "RandomCrop", "RandomHorizontalFlip",
@@ -47,6 +47,9 @@ class RandomResizedCrop(RandomAreaCrop):
     def __call__(self, img):
         if isinstance(img, EncodedImage):
             return decode_region(img, self.region, self.interpolation)
+        if pil.is_pil(img):                 # MindSpore's PIL path: Pillow's crop and resize
+            (y, x, h, w), size = self.region(img.size[1], img.size[0])
+            return pil.resize(pil_ops.crop(img, y, x, h, w), size, self.interpolation)
         img = check_image("RandomResizedCrop", img)
         (y, x, h, w), size = self.region(*img.shape[:2])
         return resize(img[y:y + h, x:x + w], *size, self.interpolation)
@@ -98,6 +101,8 @@ class RandomCrop:
         self.padding_mode = check_enum("padding_mode", padding_mode, Border)
 
     def __call__(self, img):
+        if pil.is_pil(img):
+            return self._pil(img)
         img = check_image("RandomCrop", img)
         left, top, right, bottom = self.padding
         img = pad(img, top, bottom, left, right, self.padding_mode, self.fill_value)
@@ -105,13 +110,28 @@ class RandomCrop:
         if self.pad_if_needed:
             dh, dw = max(0, h - img.shape[0]), max(0, w - img.shape[1])
             img = pad(img, dh, dh, dw, dw, self.padding_mode, self.fill_value)
-        if img.shape[0] < h or img.shape[1] < w:
-            raise ValueError(f"RandomCrop: crop size {self.size} is larger than the (padded) image "
-                             f"{img.shape[:2]}; use pad_if_needed=True or padding")
-        keys = current_keys()
-        y = int(keys.integers(0, 0, img.shape[0] - h + 1)[0])
-        x = int(keys.integers(1, 0, img.shape[1] - w + 1)[0])
+        y, x = self._corner(*img.shape[:2])
         return img[y:y + h, x:x + w].copy()
+
+    def _corner(self, height, width):
+        h, w = self.size
+        if height < h or width < w:
+            raise ValueError(f"RandomCrop: crop size {self.size} is larger than the (padded) image "
+                             f"{(height, width)}; use pad_if_needed=True or padding")
+        keys = current_keys()
+        return int(keys.integers(0, 0, height - h + 1)[0]), int(keys.integers(1, 0, width - w + 1)[0])
+
+    def _pil(self, img):
+        """MindSpore's PIL path: Pillow padding (the same sizes), the same keyed corner."""
+        fill = self.fill_value if isinstance(self.fill_value, tuple) else (self.fill_value,) * 3
+        img = pil_ops.pad(img, *self.padding, self.padding_mode, fill)
+        h, w = self.size
+        if self.pad_if_needed and img.size[0] < w:
+            img = pil_ops.pad(img, w - img.size[0], 0, w - img.size[0], 0, self.padding_mode, fill)
+        if self.pad_if_needed and img.size[1] < h:
+            img = pil_ops.pad(img, 0, h - img.size[1], 0, h - img.size[1], self.padding_mode, fill)
+        y, x = self._corner(img.size[1], img.size[0])
+        return pil_ops.crop(img, y, x, h, w)
 
     def __repr__(self):
         return f"RandomCrop(size={self.size}, padding={self.padding}, pad_if_needed={self.pad_if_needed})"
@@ -158,6 +178,8 @@ class _RandomFlip:
         return {"flip": keys.bernoulli(0, self.prob)}
 
     def __call__(self, img):
+        if pil.is_pil(img):
+            return pil_ops.flip(img, self.axis) if self.draw(current_keys())["flip"][0] else img
         img = check_image(type(self).__name__, img)
         if self.draw(current_keys())["flip"][0]:
             return flip(img, self.axis)

@@ -21,7 +21,8 @@ from recordio.keys import current_keys
 from recordio.vision._checks import check_prob
 from recordio.vision._geometry import Inter
 
-__all__ = ["Grayscale", "RandomGrayscale", "ToTensor", "center_crop", "decode", "is_pil", "resize"]
+__all__ = ["Grayscale", "RandomGrayscale", "ToPIL", "ToTensor", "as_array", "center_crop", "decode", "is_pil",
+           "pil_filter", "resize", "to_pil"]
 
 
 def is_pil(value):
@@ -44,12 +45,55 @@ def decode(buf, op="Decode"):
         raise FormatError(f"{op}: failed to decode the image with Pillow ({len(buf)} bytes): {exc}") from None
 
 
-def _filter(interpolation):
+def pil_filter(interpolation, op="Resize"):
+    """Pillow's resampling filter for an :class:`Inter` mode (MindSpore's ``Inter.to_python_type``)."""
     Image = _image()
     filters = {Inter.NEAREST: Image.NEAREST, Inter.LINEAR: Image.BILINEAR, Inter.CUBIC: Image.BICUBIC}
     if interpolation not in filters:
-        raise TypeError(f"Resize: interpolation {interpolation} is not supported with PIL input")
+        raise TypeError(f"{op}: interpolation {interpolation} is not supported with PIL input")
     return filters[interpolation]
+
+
+_filter = pil_filter
+
+
+def as_array(img):
+    """A PIL image as a numpy array (MindSpore's C ops convert their PIL input so); arrays pass."""
+    return np.asarray(img) if is_pil(img) else img
+
+
+def to_pil(img, op="ToPIL"):
+    """A numpy <H,W> or <H,W,C> image as a PIL image (MindSpore's ``to_pil`` rules); PIL passes."""
+    if is_pil(img):
+        return img
+    if not isinstance(img, np.ndarray):
+        raise TypeError(f"{op}: the input image should be a numpy.ndarray or a PIL image, found {type(img).__name__}")
+    if img.ndim not in (2, 3):
+        raise ValueError(f"{op}: the image should have 2 or 3 dimensions, found shape {img.shape}")
+    img = img[:, :, None] if img.ndim == 2 else img
+    if img.shape[-1] > 4:
+        raise ValueError(f"{op}: the image should have at most 4 channels, found shape {img.shape}")
+    if img.shape[-1] == 1:
+        if img.dtype not in _ONE_CHANNEL:
+            raise TypeError(f"{op}: dtype {img.dtype} is not supported for an image <H,W> or <H,W,1>")
+        img = img[:, :, 0]
+    elif img.dtype != np.uint8:
+        raise TypeError(f"{op}: dtype {img.dtype} is not supported for an image <H,W,2/3/4> (uint8 only)")
+    return _image().fromarray(img)
+
+
+_ONE_CHANNEL = {np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.uint8, np.uint16, np.uint32,
+                                      np.float32, np.float64)}
+
+
+class ToPIL:
+    """A numpy image (uint8 <H,W,C>, or any common type for one channel) to a PIL image."""
+
+    def __call__(self, img):
+        return to_pil(img)
+
+    def __repr__(self):
+        return "ToPIL()"
 
 
 def resize(img, size, interpolation):
