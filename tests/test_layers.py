@@ -22,12 +22,12 @@ ALLOWED = {
     "keys": GROUND,
     "common": GROUND,
     "mindrecord": GROUND | {"keys"},
-    "vision": GROUND | {"keys"},
-    "transforms": GROUND | {"keys", "vision"},
-    "offload": GROUND | {"keys", "vision", "transforms"},
-    "dataset": GROUND | {"keys", "mindrecord", "vision", "transforms", "offload"},
-    "sink": GROUND | {"keys", "dataset", "offload"},
-    "training": GROUND | {"keys", "dataset", "offload", "sink"},
+    "vision": GROUND | {"keys", "common"},
+    "transforms": GROUND | {"keys", "common", "vision"},
+    "offload": GROUND | {"keys", "common", "vision", "transforms"},
+    "dataset": GROUND | {"keys", "common", "mindrecord", "vision", "transforms", "offload"},
+    "sink": GROUND | {"keys", "common", "dataset", "offload"},
+    "training": GROUND | {"keys", "common", "dataset", "offload", "sink"},
     "ray": GROUND | {"keys", "mindrecord"},                  # the Ray Data bridge (imports ray)
 }
 NEVER = {"converters", "tools"}

@@ -16,7 +16,7 @@ import numpy as np
 
 from recordio.config import get_bytes_form
 from recordio.mindrecord.columns import RowViews, bytes_views
-from recordio.transforms.casting import cast
+from recordio.common.casting import cast
 
 __all__ = ["collate", "to_numpy", "to_op_input", "to_torch"]
 

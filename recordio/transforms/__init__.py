@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from recordio.keys import sub_op
-from recordio.transforms.casting import INT64_RANGE, cast, to_numpy_dtype  # noqa: F401 (public here)
+from recordio.common.casting import INT64_RANGE, cast, to_numpy_dtype  # noqa: F401 (public here)
 from recordio.transforms.random_ops import RandomApply, RandomChoice, RandomOrder
 from recordio.transforms.tensor_ops import Concatenate, Fill, Mask, OneHot, PadEnd, Relational, Slice, Unique
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from recordio.errors import check_range, type_check
-from recordio.transforms.casting import cast, to_numpy_dtype
+from recordio.common.casting import cast, to_numpy_dtype
 
 __all__ = ["Concatenate", "Fill", "Mask", "OneHot", "PadEnd", "Relational", "Slice", "Unique"]
 

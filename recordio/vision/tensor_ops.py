@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from recordio.keys import current_keys
-from recordio.transforms import TypeCast
+from recordio.common.casting import cast, to_numpy_dtype
 from recordio.vision import pil, pil_ops
 from recordio.vision._checks import check_number, check_prob, check_size, pair
 
@@ -188,17 +188,19 @@ class LinearTransformation:
         return f"LinearTransformation(transformation_matrix={self.transformation_matrix.shape}, mean_vector=...)"
 
 
-class ToType(TypeCast):
+class ToType:
     """Cast to ``data_type`` (MindSpore's ``vision.ToType``, the same as ``transforms.TypeCast``);
     a PIL image is converted to an array first."""
+
+    uses_keys = False        # draws no randomness
 
     def __init__(self, data_type: Any) -> None:
         if isinstance(data_type, numbers.Number):
             raise TypeError(f"data_type must be a numpy or MindSpore type, got {data_type!r}")
-        super().__init__(data_type)
+        self.data_type = to_numpy_dtype(data_type)
 
     def __call__(self, array):
-        return super().__call__(pil.as_array(array))
+        return cast(pil.as_array(array), self.data_type)
 
     def __repr__(self):
         return f"ToType({self.data_type.name})"
