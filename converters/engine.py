@@ -181,14 +181,13 @@ def convert(source, destination, *, shard_num=None, workers=None, engine="proces
         raise ValueError(f"{source.kind}: the source has no input to convert")
     shard_num = min(_positive("shard_num", workers if shard_num is None else shard_num), len(units))
     target = recordio.write_target(destination, shard_num, overwrite=overwrite, storage_options=storage_options)
-    summary = _convert_local(source, target.path, shard_num, workers, engine, skip_bad,
+    summary = _convert_local(source, units, target.path, shard_num, workers, engine, skip_bad,
                              overwrite or target.remote, quiet)
     target.publish()
     return dataclasses.replace(summary, destination=destination, files=target.files())
 
 
-def _convert_local(source, destination, shard_num, workers, engine, skip_bad, overwrite, quiet):
-    units = source.units()
+def _convert_local(source, units, destination, shard_num, workers, engine, skip_bad, overwrite, quiet):
     recordio.FileWriter(destination, shard_num=shard_num, overwrite=overwrite)   # checks name and target
     job = Job(source, destination, shard_num, skip_bad, getattr(source, "chunk_rows", 256))
     started = time.perf_counter()
