@@ -552,21 +552,42 @@ static int get_ranges(PyObject *data, PyObject *starts, PyObject *ends, Ranges *
     return 0;
 }
 
+/* The element count a part's header declares, or -1 when the part is too short to hold that many
+ * (a count the part cannot hold is never allocated). */
+static int64_t header_count(const uint8_t *p, int64_t len)
+{
+    if (len < 4)
+        return -1;
+    int64_t n = (int64_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3]);
+    return 4 + (n + 3) / 4 + n <= len ? n : -1;
+}
+
+/* The (data, starts, ends, out) arguments of a *_ranges call: the ranges checked and `out` taken
+ * (native int32/int64 when `ints`, else any writable contiguous buffer); -1 with an error set. */
+static int ranges_args(PyObject *args, const char *format, Ranges *r, Py_buffer *out, int ints)
+{
+    PyObject *data, *starts, *ends, *target;
+    if (!PyArg_ParseTuple(args, format, &data, &starts, &ends, &target))
+        return -1;
+    if (get_ranges(data, starts, ends, r) < 0)
+        return -1;
+    int got = ints ? get_ints(target, out, 1)
+                   : PyObject_GetBuffer(target, out, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE);
+    if (got < 0) {
+        release_ranges(r);
+        return -1;
+    }
+    return 0;
+}
+
 /* measure_ranges(data, starts, ends, counts): counts[i] (int64) = the element count the header of
  * part i declares, -1 when the part is too short to hold them (decode_ranges checks the rest). */
 static PyObject *py_measure_ranges(PyObject *self, PyObject *args)
 {
-    PyObject *data, *starts, *ends, *target;
-    if (!PyArg_ParseTuple(args, "OOOO:measure_ranges", &data, &starts, &ends, &target))
-        return NULL;
     Ranges r;
-    if (get_ranges(data, starts, ends, &r) < 0)
-        return NULL;
     Py_buffer out;
-    if (PyObject_GetBuffer(target, &out, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
-        release_ranges(&r);
+    if (ranges_args(args, "OOOO:measure_ranges", &r, &out, 0) < 0)
         return NULL;
-    }
     if (out.len != r.count * 8) {
         PyErr_SetString(PyExc_ValueError, "counts must be an int64 array with one item a range");
         PyBuffer_Release(&out);
@@ -576,13 +597,8 @@ static PyObject *py_measure_ranges(PyObject *self, PyObject *args)
     const uint8_t *base = (const uint8_t *)r.data.buf;
     const int64_t *a = (const int64_t *)r.starts.buf, *b = (const int64_t *)r.ends.buf;
     int64_t *counts = (int64_t *)out.buf;
-    for (Py_ssize_t i = 0; i < r.count; i++) {     /* a count the part cannot hold is -1: never allocated */
-        const uint8_t *p = base + a[i];
-        int64_t len = b[i] - a[i];
-        int64_t n = len < 4 ? -1 : (int64_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) |
-                                             ((uint32_t)p[2] << 8) | p[3]);
-        counts[i] = n >= 0 && 4 + (n + 3) / 4 + n <= len ? n : -1;
-    }
+    for (Py_ssize_t i = 0; i < r.count; i++)
+        counts[i] = header_count(base + a[i], b[i] - a[i]);
     PyBuffer_Release(&out);
     release_ranges(&r);
     Py_RETURN_NONE;
@@ -592,17 +608,10 @@ static PyObject *py_measure_ranges(PyObject *self, PyObject *args)
  * counts summing to out's length); -1 when all went well, else the index of the first that did not. */
 static PyObject *py_decode_ranges(PyObject *self, PyObject *args)
 {
-    PyObject *data, *starts, *ends, *target;
-    if (!PyArg_ParseTuple(args, "OOOO:decode_ranges", &data, &starts, &ends, &target))
-        return NULL;
     Ranges r;
-    if (get_ranges(data, starts, ends, &r) < 0)
-        return NULL;
     Py_buffer out;
-    if (get_ints(target, &out, 1) < 0) {
-        release_ranges(&r);
+    if (ranges_args(args, "OOOO:decode_ranges", &r, &out, 1) < 0)
         return NULL;
-    }
     const uint8_t *base = (const uint8_t *)r.data.buf;
     const int64_t *a = (const int64_t *)r.starts.buf, *b = (const int64_t *)r.ends.buf;
     Py_ssize_t bad = -1, at = 0, room = out.len / out.itemsize;
@@ -611,9 +620,8 @@ static PyObject *py_decode_ranges(PyObject *self, PyObject *args)
     for (Py_ssize_t i = 0; i < r.count && bad < 0; i++) {      /* measure's checks, in one pass */
         const uint8_t *p = base + a[i], *stop = NULL;
         Py_ssize_t len = (Py_ssize_t)(b[i] - a[i]);
-        int64_t n = len < 4 ? -1 : (int64_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) |
-                                             ((uint32_t)p[2] << 8) | p[3]);
-        if (n < 0 || n > room - at || 4 + (n + 3) / 4 + n > len ||
+        int64_t n = header_count(p, len);
+        if (n < 0 || n > room - at ||
                 decode_to(p, len, n, (char *)out.buf + at * itemsize, itemsize, &stop) != 0 || stop != p + len)
             bad = i;
         else
@@ -631,17 +639,10 @@ static PyObject *py_decode_ranges(PyObject *self, PyObject *args)
  * buffer of exactly their total length). */
 static PyObject *py_copy_ranges(PyObject *self, PyObject *args)
 {
-    PyObject *data, *starts, *ends, *target;
-    if (!PyArg_ParseTuple(args, "OOOO:copy_ranges", &data, &starts, &ends, &target))
-        return NULL;
     Ranges r;
-    if (get_ranges(data, starts, ends, &r) < 0)
-        return NULL;
     Py_buffer out;
-    if (PyObject_GetBuffer(target, &out, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
-        release_ranges(&r);
+    if (ranges_args(args, "OOOO:copy_ranges", &r, &out, 0) < 0)
         return NULL;
-    }
     const uint8_t *base = (const uint8_t *)r.data.buf;
     const int64_t *a = (const int64_t *)r.starts.buf, *b = (const int64_t *)r.ends.buf;
     int64_t total = 0;
