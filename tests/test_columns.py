@@ -124,9 +124,21 @@ def _all_types(path, n=300, equal_bytes=False, seed=0, shards=3):
     return rows
 
 
+def _record_reader(monkeypatch, which):
+    """Raw records read by the compiled reader only, or by the msgpack stream only (its fallback)."""
+    if which == "compiled":
+        if columns.codec.BACKEND != "c":
+            pytest.skip("the compiled codec is not built")
+        monkeypatch.setattr(columns, "_records", _no_fallback)
+    else:
+        monkeypatch.setattr(columns.codec, "read_records", lambda *args: None)
+
+
+@pytest.mark.parametrize("records", ["compiled", "msgpack"])
 @pytest.mark.parametrize("equal_bytes", [False, True])
-def test_every_schema_type(tmp_path, equal_bytes, monkeypatch):
+def test_every_schema_type(tmp_path, equal_bytes, records, monkeypatch):
     monkeypatch.setattr(columns, "_rowwise", _no_fallback)        # well-formed data: the fast path only
+    _record_reader(monkeypatch, records)
     path = str(tmp_path / "t.mindrecord")
     _all_types(path, equal_bytes=equal_bytes)
     with FileReader(path + "0") as reader:
@@ -144,9 +156,11 @@ def test_every_schema_type(tmp_path, equal_bytes, monkeypatch):
         assert one["ints"].shape == (1, reader[10]["ints"].size)          # one row: stacked
 
 
-def test_fixed_size_blobs_at_a_stride(tmp_path, monkeypatch):
+@pytest.mark.parametrize("records", ["compiled", "msgpack"])
+def test_fixed_size_blobs_at_a_stride(tmp_path, records, monkeypatch):
     """Equal-size blobs, many pages: strided copies in order, row by row when shuffled."""
     monkeypatch.setattr(columns, "_rowwise", _no_fallback)
+    _record_reader(monkeypatch, records)
     path = str(tmp_path / "c.mindrecord")
     rng = np.random.default_rng(1)
     writer = FileWriter(path, 2)

@@ -173,6 +173,26 @@ def decompress_ranges(buf, starts, ends, dtype):
         view.release()
 
 
+def read_records(buf, starts, ends, fields):
+    """Raw records ``buf[starts[i]:ends[i]]`` read into columns by the compiled reader: ``fields`` are
+    ``(name, kind)`` pairs, one for each of the schema's raw fields (a record must be a map of exactly
+    those keys); kind ``"i"`` gives an int64 array, ``"f"`` a float64 array, ``"s"`` a list of ``str``,
+    ``"-"`` nothing (the value is stepped over). A dict of the columns asked for; None without the
+    compiled module or when a record is not what it reads (the caller then decodes with msgpack)."""
+    if _codec is None:
+        return None
+    n = len(starts)
+    outs = tuple(np.empty(n, np.int64) if k == "i" else np.empty(n, np.float64) if k == "f"
+                 else [None] * n if k == "s" else None for _, k in fields)
+    bad = _codec.decode_records(buf, np.ascontiguousarray(starts, dtype=np.int64),
+                                np.ascontiguousarray(ends, dtype=np.int64),
+                                tuple(name.encode() for name, _ in fields),
+                                "".join(k for _, k in fields).encode(), outs)
+    if bad >= 0:
+        return None
+    return {name: out for (name, k), out in zip(fields, outs) if k != "-"}
+
+
 def copy_ranges(buf, starts, ends, out):
     """Copy the byte ranges ``buf[starts[i]:ends[i]]`` one after another into ``out`` (a writable
     buffer of their total length); False (nothing copied) without the compiled module."""

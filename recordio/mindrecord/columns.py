@@ -2,10 +2,10 @@
 
 :func:`read_columns` is what :meth:`FileReader.read_batch <recordio.mindrecord.reader.FileReader.read_batch>`
 and the pipeline's ``batch`` run. Rows are located in bulk (``Locations.bulk``); the raw records of a
-batch are decoded by one msgpack call (the records, prefixed with a msgpack array header, are one
-msgpack array); blob fields are cut at their big-endian length prefixes with numpy and gathered from
-the mapped pages: parts of equal size by one numpy take over a window view of the map. Every value
-is copied out of the maps, so nothing returned keeps a map open.
+batch are read into columns by the compiled record reader (``codec.read_records``; without it, by
+one streaming msgpack unpacker over the records); blob fields are cut at their big-endian length
+prefixes with numpy and gathered from the mapped pages: parts of equal size by one numpy take over a
+window view of the map. Every value is copied out of the maps, so nothing returned keeps a map open.
 
 Anything the fast path does not expect (a record that is not a map of the schema's fields, a value
 of another type, a blob part that does not fit) sends the batch through the row-wise decoder
@@ -188,9 +188,16 @@ def _fast(schema, fields, buf, locs, bytes_form):
     blob = [f for f in fields if f.is_blob]
     out = {}
     if raw:
-        records = _records(buf, locs[:, 0], locs[:, 1], len(schema.raw_fields))
-        for f in raw:
-            out[f.name] = _raw_column(f, records)
+        wanted = {f.name for f in raw}
+        kinds = [(name, _KINDS[schema.fields[name].type] if name in wanted else "-") for name in schema.raw_fields]
+        columns = codec.read_records(buf, locs[:, 0], locs[:, 1], kinds)
+        if columns is not None:
+            for f in raw:
+                out[f.name] = _typed(f, columns[f.name])
+        else:
+            records = _records(buf, locs[:, 0], locs[:, 1], len(schema.raw_fields))
+            for f in raw:
+                out[f.name] = _raw_column(f, records)
     if blob:
         parts = _blob_parts(buf, locs[:, 2], locs[:, 3], len(schema.blob_fields))
         for f in blob:
@@ -221,6 +228,18 @@ def _records(buf, starts, ends, nfields):
     if set(map(type, records)) != {dict} or set(map(len, records)) != {nfields}:
         raise _Slow
     return records
+
+
+_KINDS = {"int32": "i", "int64": "i", "float32": "f", "float64": "f", "string": "s"}
+
+
+def _typed(field, values):
+    """A raw column the compiled reader gave (int64 / float64 array, list of str) in the field's type."""
+    if field.type in INT_RANGE:
+        low, high = INT_RANGE[field.type]
+        if values.min() < low or values.max() > high:
+            raise _Slow
+    return values if field.type == "string" else values.astype(field.dtype, copy=False)
 
 
 def _raw_column(field, records):
