@@ -51,9 +51,11 @@ def test_default_workers_apply_to_map():
 
 
 def test_cheap_ops_run_in_the_consuming_thread():
-    """An op cheaper than a hand-off to a worker thread stays in the pipeline's own thread."""
+    """An op cheaper than a hand-off to a worker thread stays in the thread running the pipeline (the
+    producer thread, or the consumer's own once the pipeline runs there)."""
+    import threading
     seen = _threads_of_map(lambda x: x, 3)
-    assert len(set(seen.values())) == 1 and not any(n.startswith("recordio-map") for n in seen.values())
+    assert set(seen.values()) <= {"recordio-pipeline", threading.current_thread().name}, set(seen.values())
 
 
 def test_a_slow_first_call_alone_does_not_send_a_cheap_op_to_workers():

@@ -7,6 +7,7 @@ from recordio.dataset import MindDataset, Shuffle
 from recordio.dataset.order import ORDER_VERSION, global_order
 from recordio.dataset.permutation import KeyedPermutation, Padded, Picked
 from recordio.errors import PipelineError
+from recordio.mindrecord import codec
 
 
 def _is_permutation(values, n):
@@ -52,6 +53,30 @@ def test_any_position_reads_as_the_whole_epoch():
     assert list(Padded(p, 3))[-4:] == [int(whole[-1]), n, n + 1, n + 2]
     with pytest.raises(IndexError):
         p[n]
+
+
+def test_order_version_2_rows_are_pinned():
+    """Saved states of order version 2 resume into these rows: the network may not change under them."""
+    assert KeyedPermutation(1000, 42)[0:8].tolist() == [5, 560, 86, 987, 949, 579, 825, 3]
+    big = KeyedPermutation(10**12 + 39, 7)
+    assert big[np.array([0, 1, 10**12 - 1])].tolist() == [516342751263, 910958345888, 263217168788]
+
+
+@pytest.mark.skipif(codec.BACKEND != "c", reason="the compiled codec is not built")
+def test_compiled_network_equals_the_numpy_reference(monkeypatch):
+    rng = np.random.default_rng(5)
+    cases = [(n, int(rng.integers(0, 2**63))) for n in [2, 3, 4, 5, 17, 1000, 65_537, 2**31 + 11, 2**40 - 3]]
+    cases.append((2**62 + 1, 2**64 - 1))
+    got = {}
+    for n, key in cases:
+        positions = np.unique(np.concatenate([np.arange(min(n, 2000)), rng.integers(0, n, 2000), [n - 1]]))
+        got[n, key] = (positions, KeyedPermutation(n, key).at(positions))
+    monkeypatch.setattr(codec, "_codec", None)
+    for (n, key), (positions, rows) in got.items():
+        assert np.array_equal(rows, KeyedPermutation(n, key).at(positions)), n
+    with pytest.raises(ValueError, match="outside"):
+        monkeypatch.undo()
+        codec._codec.permute(np.array([5]), np.empty(1, np.int64), 5, 2, (1, 2))
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,9 @@
 The producer starts on the first ``next`` (not when the iterator is made), runs the pipeline's
 epochs into a queue of ``config.get_prefetch_size()`` outputs and stops when the consumer closes
 the iterator, breaks out of a loop and drops it (garbage collection), or the interpreter exits.
-Errors raised in the pipeline reach the consumer as the same exception.
+Errors raised in the pipeline reach the consumer as the same exception. A consumer that does next
+to nothing between outputs gets them from the pipeline run in its own thread instead, until its
+own work between outputs grows (``_Producer``: a thread only where it overlaps something).
 """
 
 import atexit
@@ -11,6 +13,7 @@ import functools
 import itertools
 import queue
 import threading
+import time
 import typing
 import weakref
 
@@ -40,53 +43,31 @@ class HostBatch(typing.NamedTuple):
 
 
 class _Producer:
-    def __init__(self, root, ctx, epochs, skip, prefetch):
-        self.finish = None             # applied to each item's columns in this thread (conversion)
+    """Runs the pipeline's messages (one generator, driven by one thread at a time): in a producer
+    thread that prefetches into a bounded queue, or in the consumer's own thread (``inline``: one
+    output per ``next``; for a DataLoader worker, whose process is the parallelism).
+
+    ``adaptive``: start threaded, and run inline while the consumer does next to nothing between
+    outputs (under :data:`OWN_S` each, and mostly waiting: a thread overlaps nothing then, and costs
+    two thread switches an output); go back to a thread once the consumer's own work between outputs
+    is worth overlapping (over twice that: a training step). The outputs and their order are the same
+    either way; only who runs the generator changes, at an output boundary.
+    """
+
+    WINDOW = 32          # outputs measured before a switch is considered
+    OWN_S = 100e-6       # the consumer's mean time between outputs under which a thread cannot pay
+    IDLE = 0.1           # ... and its share of the consumer's waits for the thread's outputs
+
+    def __init__(self, root, ctx, epochs, skip, prefetch, inline=False, adaptive=False):
+        self.finish = None             # applied to each item's columns where the item is made (conversion)
+        self._messages = self._run(root, ctx, epochs, skip)
+        self._prefetch = prefetch
         self.queue = StopQueue(prefetch)
         self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, args=(root, ctx, epochs, skip), daemon=True,
-                                       name="recordio-pipeline")
-
-    def _put(self, msg):
-        return self.queue.put_unless(self.stop, msg)
-
-    def _epoch(self, root, ctx, epoch, skip):
-        items = root._items(ctx, epoch)
-        try:
-            for item in itertools.islice(items, skip, None):
-                if self.finish is not None:
-                    item.cols = self.finish(item.cols)
-                if not self._put(("item", epoch, item)):
-                    return False
-        finally:
-            getattr(items, "close", lambda: None)()
-        return self._put(("end", epoch, None))
-
-    def _run(self, root, ctx, epochs, skip):
-        try:
-            for k, epoch in enumerate(epochs):
-                if not self._epoch(root, ctx, epoch, skip if k == 0 else 0):
-                    return
-            self._put(("done", None, None))
-        except BaseException as e:  # noqa: BLE001 - carried to the consumer and re-raised there
-            self._put(("error", None, e))
-        finally:
-            ctx.close()
-
-    def close(self):
-        self.stop.set()
-        if self.thread.is_alive():
-            self.thread.join(timeout=30)
-
-
-class _Inline:
-    """The pipeline run in the consumer's own thread, one output per ``next``: for a DataLoader
-    worker, whose process is the parallelism (a producer thread there only contends for the GIL
-    with the worker's loop and its queue's feeder thread)."""
-
-    def __init__(self, root, ctx, epochs, skip):
-        self.finish = None
-        self._messages = self._run(root, ctx, epochs, skip)
+        self._pause = threading.Event()
+        self.thread = None
+        self.inline, self.adaptive = inline, adaptive and not inline
+        self._reset_clock()
 
     def _run(self, root, ctx, epochs, skip):
         try:
@@ -106,21 +87,85 @@ class _Inline:
         finally:
             ctx.close()
 
-    def next(self):
-        return next(self._messages, ("done", None, None))
+    def _drive(self):
+        """The producer thread: messages into the queue until the end, a stop or a pause."""
+        try:
+            while not self._pause.is_set():
+                msg = next(self._messages, ("done", None, None))
+                if not self.queue.put_unless(self.stop, msg) or msg[0] in ("done", "error"):
+                    return
+            self.queue.put_unless(self.stop, ("paused", None, None))
+        except BaseException as e:  # noqa: BLE001 - carried to the consumer and re-raised there
+            self.queue.put_unless(self.stop, ("error", None, e))
+
+    def _start_thread(self):
+        self._pause.clear()
+        self.thread = threading.Thread(target=self._drive, daemon=True, name="recordio-pipeline")
+        self.inline = False
+        self.thread.start()
+
+    def _reset_clock(self):
+        self._count, self._own, self._spent, self._since = 0, 0.0, 0.0, None
+
+    def next(self, block=True):
+        """The next message; None when ``block`` is False and none is ready (threaded)."""
+        now = time.perf_counter()
+        own = 0.0 if self._since is None else now - self._since      # the consumer's time since the last
+        if self.inline:
+            msg = next(self._messages, ("done", None, None))
+        else:
+            if self.thread is None:
+                self._start_thread()
+            msg = self._get(block)
+            if msg is None:
+                return None
+            if msg[0] == "paused":                 # the thread stopped at an output boundary: go on here
+                self.thread.join()
+                self.inline = True
+                self._reset_clock()
+                return self.next(block)
+        done = time.perf_counter()
+        if self.adaptive and msg[0] == "item":
+            self._count += 1
+            self._own += own
+            self._spent += done - now
+            self._since = done
+            if self._count >= self.WINDOW:
+                mean = self._own / self._count
+                if (not self.inline and not self._pause.is_set() and mean < self.OWN_S
+                        and self._own < self.IDLE * self._spent):
+                    self._pause.set()              # the thread finishes what it holds, then hands over
+                elif self.inline and mean > 2 * self.OWN_S:
+                    self._start_thread()
+                self._reset_clock()
+        return msg
+
+    def _get(self, block):
+        while block or self.thread.is_alive() or not self.queue.empty():
+            try:
+                return self.queue.get(timeout=POLL_S)
+            except queue.Empty:
+                if not self.thread.is_alive() and self.queue.empty():
+                    return ("done", None, None)
+        return None
 
     def close(self):
-        self._messages.close()
+        self.stop.set()
+        if self.thread is not None and self.thread.is_alive():
+            self.thread.join(timeout=30)
+        if self.thread is None or not self.thread.is_alive():
+            self._messages.close()
 
 
 class ItemStream:
     """Items of ``num_epochs`` epochs (``None``/-1: endless); ``StopIteration`` ends each epoch."""
 
     def __init__(self, root, num_epochs=1, shards=None, world=None, first_epoch=None, track=True, block=1,
-                 inline=False):
+                 inline=False, adaptive=True):
         """``track=False``: an internal pass (sizes, shapes, save) that neither takes a loaded state
         nor becomes the pipeline's ``state_dict()``; ``inline=True``: run the pipeline in the
-        consumer's thread (:class:`_Inline`), not in a producer thread."""
+        consumer's thread, never in a producer thread; ``adaptive``: a producer thread only while
+        the consumer works between outputs (:class:`_Producer`)."""
         plan = build_plan(root)
         state = (track and root._pending_state) or initial_state(config.get_seed())
         if track:
@@ -141,8 +186,8 @@ class ItemStream:
                                 f"(saved under {state.get('shards')}, now {self.shards})")
         last = None if num_epochs in (None, -1) else num_epochs
         epochs = itertools.count(self.epoch) if last is None else range(self.epoch, last)
-        self._producer = _Inline(root, ctx, epochs, skip) if inline else \
-            _Producer(root, ctx, epochs, skip, config.get_prefetch_size())
+        self._producer = _Producer(root, ctx, epochs, skip, config.get_prefetch_size(), inline=inline,
+                                   adaptive=adaptive)
         self._pending = None
         self._started = False
         self._finished = False
@@ -155,20 +200,8 @@ class ItemStream:
         if self._pending is not None:
             msg, self._pending = self._pending, None
             return msg
-        producer = self._producer
-        if isinstance(producer, _Inline):
-            self._started = True
-            return producer.next()
-        if not self._started:
-            self._started = True
-            producer.thread.start()
-        while block or producer.thread.is_alive() or not producer.queue.empty():
-            try:
-                return producer.queue.get(timeout=POLL_S)
-            except queue.Empty:
-                if not producer.thread.is_alive() and producer.queue.empty():
-                    return ("done", None, None)
-        return None
+        self._started = True
+        return self._producer.next(block)
 
     def __iter__(self):
         return self

@@ -5,7 +5,8 @@
 over ``2 * half`` bits (the smallest even width holding ``n - 1``, so the domain is below ``4 n``),
 each round function a SplitMix64 finaliser of the half-block and a round key; a value that lands
 outside ``[0, n)`` is enciphered again (cycle walking) until it lands inside, which keeps the map
-a bijection on ``[0, n)``. Everything is vectorised over numpy arrays of positions.
+a bijection on ``[0, n)``. Everything is vectorised over numpy arrays of positions; the compiled
+codec module runs the same network in C (``_codec.permute``, without the GIL) where it is built.
 
 Positions are looked up in any order and any number at a time, so an epoch can resume at any
 position, shards can take every ``W``-th one and workers blocks of them, with no table per process.
@@ -18,6 +19,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from recordio.keys import hash_words
+from recordio.mindrecord import codec
 
 __all__ = ["KeyedPermutation", "LazyIds", "Padded", "Picked", "Positions", "ROUNDS", "pick"]
 
@@ -98,6 +100,11 @@ class KeyedPermutation(_Lazy):
         x = np.asarray(positions, dtype=np.int64)
         if self.n <= 1:
             return x.copy()
+        if codec._codec is not None:
+            out = np.empty(x.shape, np.int64)
+            codec._codec.permute(np.ascontiguousarray(x).reshape(-1), out.reshape(-1), self.n, self.half,
+                                 tuple(int(k) for k in self._keys))
+            return out
         y = self._encipher(x.astype(np.uint64))
         outside = np.flatnonzero(y >= np.uint64(self.n))
         while outside.size:                      # cycle walking: at most a few rounds, domain < 4 n

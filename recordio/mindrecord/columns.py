@@ -5,7 +5,7 @@ and the pipeline's ``batch`` run. Rows are located in bulk (``Locations.bulk``);
 batch are read into columns by the compiled record reader (``codec.read_records``; without it, by
 one streaming msgpack unpacker over the records); blob fields are cut at their big-endian length
 prefixes with numpy and gathered from the mapped pages: parts of equal size by one numpy take over a
-window view of the map. Every value is copied out of the maps, so nothing returned keeps a map open.
+window view of the map (one memcpy a row where the codec is compiled). Every value is copied out of the maps, so nothing returned keeps a map open.
 
 Anything the fast path does not expect (a record that is not a map of the schema's fields, a value
 of another type, a blob part that does not fit) sends the batch through the row-wise decoder
@@ -418,10 +418,14 @@ def _concat(buf, starts, ends):
 
 
 def _gather2d(buf, starts, size):
-    """An ``(n, size)`` uint8 copy of the ``size`` bytes at each of ``starts`` in ``buf``: one numpy
-    take over a window view of the buffer (row ``s`` of the view is ``buf[s:s + size]``)."""
+    """An ``(n, size)`` uint8 copy of the ``size`` bytes at each of ``starts`` in ``buf``: one memcpy a
+    row without the GIL (``codec.copy_ranges``), else one numpy take over a window view of the buffer
+    (row ``s`` of the view is ``buf[s:s + size]``)."""
     if size == 0:
         return np.zeros((len(starts), 0), np.uint8)
+    out = np.empty((len(starts), size), np.uint8)
+    if codec.copy_ranges(buf, starts, starts + size, out):
+        return out
     data = windows = np.frombuffer(buf, dtype=np.uint8)
     try:
         windows = np.lib.stride_tricks.as_strided(data, (len(data) - size + 1, size), (1, 1), writeable=False)

@@ -1,0 +1,85 @@
+"""The iterator's producer: a thread while the consumer works between outputs, the consumer's own
+thread while it does not. Which thread runs the pipeline changes nothing of what comes out."""
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from recordio.dataset import GeneratorDataset
+from recordio.dataset.iterators import _Producer
+
+
+def _pipeline(n, where):
+    """Rows 0..n-1 whose map records the thread that ran it for each row."""
+    def record(x):
+        where[int(x)] = threading.current_thread().name
+        return x
+    return GeneratorDataset([(np.int64(i),) for i in range(n)], "x", shuffle=False).map(record, "x")
+
+
+def test_an_idle_consumer_gets_the_pipeline_in_its_own_thread():
+    where = {}
+    got = [int(r["x"]) for r in _pipeline(2000, where).create_dict_iterator(num_epochs=1, output_numpy=True)]
+    assert got == list(range(2000))
+    me = threading.current_thread().name
+    assert where[0] == "recordio-pipeline"                  # it starts threaded
+    here = sum(where[i] == me for i in range(200, 2000))    # and moves here once measured
+    assert here > 1500, here                                # (a busy machine may stretch a window)
+
+
+def test_a_busy_consumer_keeps_or_gets_back_the_producer_thread():
+    where = {}
+    it = _pipeline(300, where).create_dict_iterator(num_epochs=1, output_numpy=True)
+    got = []
+    for k, row in enumerate(it):
+        got.append(int(row["x"]))
+        if k >= 100:
+            time.sleep(0.002)                  # a training step, after a stretch of doing nothing
+    assert got == list(range(300))
+    me = threading.current_thread().name
+    assert any(where[i] == me for i in range(40, 120))                        # it moved here
+    back = 100 + 2 * _Producer.WINDOW + 64                     # two windows, then the map chunk in hand
+    assert all(where[i] == "recordio-pipeline" for i in range(back, 300))
+
+
+def test_resume_across_a_switch_is_exact():
+    ds = GeneratorDataset([(np.int64(i),) for i in range(500)], "x", shuffle=True)
+    it = ds.create_dict_iterator(num_epochs=2, output_numpy=True)
+    first = [int(next(it)["x"]) for _ in range(300)]          # past a switch to this thread
+    state = it.state_dict()
+    rest = [int(r["x"]) for r in it]
+    again = GeneratorDataset([(np.int64(i),) for i in range(500)], "x", shuffle=True)
+    again.load_state_dict(state)
+    assert [int(r["x"]) for r in again.create_dict_iterator(num_epochs=2, output_numpy=True)] == rest
+    assert sorted(first + rest[:200]) == list(range(500))
+
+
+@pytest.mark.parametrize("after", [5, 100])
+def test_breaking_out_stops_the_pipeline(after):
+    where = {}
+    it = _pipeline(10_000, where).create_dict_iterator(num_epochs=1, output_numpy=True)
+    for k, _ in enumerate(it):
+        if k == after:
+            break
+    it.close()
+    seen = len(where)
+    time.sleep(0.2)
+    assert len(where) == seen and seen < 10_000
+    assert not any(t.name == "recordio-pipeline" and t.is_alive() for t in threading.enumerate()
+                   if t is not threading.current_thread() and getattr(t, "_target", None) is not None
+                   and getattr(t._target, "__self__", None) is it._stream._producer)
+
+
+def test_an_error_reaches_the_consumer_in_either_thread():
+    def boom(x):
+        if int(x) == 250:
+            raise ValueError("row 250 is bad")
+        return x
+    ds = GeneratorDataset([(np.int64(i),) for i in range(400)], "x", shuffle=False).map(boom, "x")
+    got = []
+    with pytest.raises(ValueError, match="row 250"):
+        for row in ds.create_dict_iterator(num_epochs=1, output_numpy=True):
+            got.append(int(row["x"]))
+    assert got == list(range(len(got))) and len(got) <= 250      # map chunks: rows before the error
