@@ -104,7 +104,7 @@ static inline int64_t load_elem(const uint8_t *p, int width, int wide)
  * top byte above them; OWN4 is 0xFF on the element's own bytes (the rest becomes its sign). */
 static uint8_t SHUFFLE4[256][16];
 static uint8_t OWN4[256][16];
-static int use_ssse3;
+static int use_ssse3, use_avx2;
 
 static void init_simd_tables(void)
 {
@@ -121,8 +121,39 @@ static void init_simd_tables(void)
         }
     }
     __builtin_cpu_init();
-    const char *simd = getenv("RECORDIO_CODEC_SIMD");        /* "0": the portable loops (tests) */
-    use_ssse3 = __builtin_cpu_supports("ssse3") && !(simd != NULL && simd[0] == '0');
+    const char *simd = getenv("RECORDIO_CODEC_SIMD");  /* "0": the portable loops; "1": SSSE3 at most (tests) */
+    int most = simd != NULL && (simd[0] == '0' || simd[0] == '1') ? simd[0] - '0' : 2;
+    use_ssse3 = most >= 1 && __builtin_cpu_supports("ssse3");
+    use_avx2 = most >= 2 && use_ssse3 && __builtin_cpu_supports("avx2");
+}
+
+/* decode32_ssse3 two groups at a time: the two groups' bytes in the two 128-bit lanes, one shuffle
+ * and one blend for 8 elements. Runs while 32 bytes remain (a group holds at most 16). */
+__attribute__((target("avx2")))
+static int64_t decode32_avx2(const uint8_t *map, int64_t full, const uint8_t **pe, const uint8_t *end,
+                             int32_t *out)
+{
+    const uint8_t *e = *pe;
+    const __m256i zero = _mm256_setzero_si256();
+    int64_t i = 0;
+    for (; i + 1 < full && end - e >= 32; i += 2) {
+        unsigned b0 = map[i], b1 = map[i + 1];
+        if (LAYOUT4_32[b0] == 0 || LAYOUT4_32[b1] == 0)
+            break;
+        const uint8_t *e1 = e + WIDTHS4[b0];
+        __m256i x = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)e)),
+                                            _mm_loadu_si128((const __m128i *)e1), 1);
+        __m256i shuffle = _mm256_inserti128_si256(
+            _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)SHUFFLE4[b0])),
+            _mm_loadu_si128((const __m128i *)SHUFFLE4[b1]), 1);
+        __m256i own = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)OWN4[b0])),
+                                              _mm_loadu_si128((const __m128i *)OWN4[b1]), 1);
+        __m256i y = _mm256_shuffle_epi8(x, shuffle);
+        _mm256_storeu_si256((__m256i *)(out + 4 * i), _mm256_blendv_epi8(_mm256_cmpgt_epi8(zero, y), y, own));
+        e = e1 + WIDTHS4[b1];
+    }
+    *pe = e;
+    return i;
 }
 
 /* Decode whole groups of 4 (no 8-byte element) while 16 bytes remain; returns the groups done and
@@ -150,7 +181,7 @@ static int64_t decode32_ssse3(const uint8_t *map, int64_t full, const uint8_t **
 }
 #else
 #define HAVE_SSSE3 0
-static const int use_ssse3 = 0;
+static const int use_ssse3 = 0, use_avx2 = 0;
 static void init_simd_tables(void) {}
 #endif
 
@@ -216,8 +247,10 @@ static int decode_to(const uint8_t *p, Py_ssize_t len, int64_t n, void *out, int
         }
     } else {
 #if HAVE_SSSE3
+        if (use_avx2)
+            i = decode32_avx2(map, full, &e, end, o32);
         if (use_ssse3)
-            i = decode32_ssse3(map, full, &e, end, o32);
+            i += decode32_ssse3(map + i, full - i, &e, end, o32 + 4 * i);
 #endif
         for (; i < full && end - e >= 32; i++) {
             unsigned b = map[i];
@@ -1048,7 +1081,7 @@ PyMODINIT_FUNC PyInit__codec(void)
     init_tables();
     init_simd_tables();
     PyObject *m = PyModule_Create(&module);
-    if (m != NULL && PyModule_AddIntConstant(m, "SIMD", use_ssse3) < 0)
+    if (m != NULL && PyModule_AddIntConstant(m, "SIMD", use_avx2 ? 2 : use_ssse3) < 0)
         Py_CLEAR(m);
     return m;
 }

@@ -6,7 +6,7 @@ import numpy as np
 
 Buffer = bytes | bytearray | memoryview
 
-SIMD: int  # 1 when the SSSE3 decoding loop runs (RECORDIO_CODEC_SIMD=0 switches it off)
+SIMD: int  # 2: the AVX2 decoding loop runs, 1: SSSE3, 0: none (RECORDIO_CODEC_SIMD=0/1 caps it)
 
 def measure(part: Buffer) -> int: ...
 def measure_many(parts: Sequence[Buffer]) -> list[int]: ...

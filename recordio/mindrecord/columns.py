@@ -147,7 +147,7 @@ def _gather_rows(reader, shard, locs, need_raw, need_blob):
     after another, with the locations in that copy."""
     first = int(shard[0])
     remote = reader._remote
-    if remote is None and (shard == first).all():
+    if remote is None and (len(reader._shards) == 1 or (shard == first).all()):
         return reader._maps.get(first) or reader._map(first), locs
     parts, out, at = [], np.empty_like(locs), 0
     for i, (k, (rs, re_, bs, be)) in enumerate(zip(shard.tolist(), locs.tolist())):
@@ -289,6 +289,14 @@ def _blob_parts(buf, starts, ends, nblob):
 
 
 def _blob_column(field, buf, starts, ends, bytes_form):
+    if field.compressed:
+        try:
+            flat = codec.decompress_ranges(buf, starts, ends, field.dtype)
+        except FormatError:
+            raise _Slow from None
+        if isinstance(flat, list):
+            return flat if field.shape == (-1,) else [_shaped(field, a) for a in flat]
+        return flat if field.shape == (-1,) else _shaped_rows(field, flat)
     sizes = ends - starts
     equal = bool((sizes == sizes[0]).all())
     if field.shape is None:
@@ -300,14 +308,6 @@ def _blob_column(field, buf, starts, ends, bytes_form):
         if bytes_form == "arrays":
             return RowViews.of(_concat(buf, starts, ends), sizes.tolist())
         return BytesColumn(_concat(buf, starts, ends), np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64))
-    if field.compressed:
-        try:
-            flat = codec.decompress_ranges(buf, starts, ends, field.dtype)
-        except FormatError:
-            raise _Slow from None
-        if isinstance(flat, list):
-            return flat if field.shape == (-1,) else [_shaped(field, a) for a in flat]
-        return _shaped_rows(field, flat)
     item = field.dtype.itemsize
     if (sizes % item).any():
         raise _Slow

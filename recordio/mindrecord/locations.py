@@ -366,6 +366,7 @@ class Locations:
         nblocks = int(self.block_base[-1])
         self._whole = self.pool.slots >= nblocks
         self._ready = bytearray(nblocks)            # stays zero when the pool evicts
+        self._ready_np = np.frombuffer(self._ready, np.uint8)
         self._flat = self.pool.data.reshape(-1, 4)
 
     def prime(self):
@@ -439,13 +440,15 @@ class Locations:
         fetched once (from the cache, or loaded and checked), whatever the number of rows.
         """
         rows = np.asarray(rows, dtype=np.int64).reshape(-1)
+        if len(self.counts) == 1 and self._whole and len(rows) and self._ready_np[rows // self.block].all():
+            return np.zeros(len(rows), np.int64), rows, self._flat[rows]    # one shard, every block here
         shard = np.searchsorted(self.starts, rows, side="right") - 1
         local = rows - self.starts[shard]
         blocks = self.block_base[shard] + local // self.block
         out = np.empty((len(rows), 4), dtype=np.int64)
         if not len(rows):
             return shard, local, out
-        if self._whole and np.frombuffer(self._ready, np.uint8)[blocks].all():   # every block already here
+        if self._whole and self._ready_np[blocks].all():   # every block already here
             return shard, local, self._flat[blocks * self.block + (local % self.block)]
         order = np.argsort(blocks, kind="stable")
         sorted_blocks = blocks[order]
@@ -463,7 +466,7 @@ class Locations:
 
     def __getstate__(self):
         state = self.__dict__.copy()
-        state["pool"] = state["_flat"] = None   # a forked copy finds the pool by its token; a spawned one
+        state["pool"] = state["_flat"] = state["_ready_np"] = None   # a forked copy finds the pool by its token; a spawned one
                                                 # makes its own
         state["_open"] = collections.OrderedDict()
         state["_open_lock"] = None
@@ -476,5 +479,6 @@ class Locations:
         self.pool, self.token = pool_for(int(self.block_base[-1]), self.block, self.token)
         if shared:                   # the blocks this copy's origin saw are in the shared pool
             self._flat = self.pool.data.reshape(-1, 4)
+            self._ready_np = np.frombuffer(self._ready, np.uint8)
         else:
             self._fast()
