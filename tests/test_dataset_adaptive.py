@@ -83,3 +83,15 @@ def test_an_error_reaches_the_consumer_in_either_thread():
         for row in ds.create_dict_iterator(num_epochs=1, output_numpy=True):
             got.append(int(row["x"]))
     assert got == list(range(len(got))) and len(got) <= 250      # map chunks: rows before the error
+
+
+def test_the_next_iterator_starts_where_the_last_ended():
+    where = {}
+    ds = _pipeline(2000, where)
+    for _ in ds.create_dict_iterator(num_epochs=1, output_numpy=True):
+        pass
+    me = threading.current_thread().name
+    assert where[1999] == me
+    where.clear()
+    assert [int(r["x"]) for r in ds.create_dict_iterator(num_epochs=1, output_numpy=True)] == list(range(2000))
+    assert where[0] == me                                   # no thread to start and measure again

@@ -51,14 +51,15 @@ class _Producer:
     outputs (under :data:`OWN_S` each, and mostly waiting: a thread overlaps nothing then, and costs
     two thread switches an output); go back to a thread once the consumer's own work between outputs
     is worth overlapping (over twice that: a training step). The outputs and their order are the same
-    either way; only who runs the generator changes, at an output boundary.
+    either way; only who runs the generator changes, at an output boundary. ``start_inline``: begin
+    in the consumer's thread (the previous iterator of the pipeline ended there).
     """
 
-    WINDOW = 32          # outputs measured before a switch is considered
+    WINDOW = 16          # outputs measured before a switch is considered
     OWN_S = 100e-6       # the consumer's mean time between outputs under which a thread cannot pay
     IDLE = 0.1           # ... and its share of the consumer's waits for the thread's outputs
 
-    def __init__(self, root, ctx, epochs, skip, prefetch, inline=False, adaptive=False):
+    def __init__(self, root, ctx, epochs, skip, prefetch, inline=False, adaptive=False, start_inline=False):
         self.finish = None             # applied to each item's columns where the item is made (conversion)
         self._messages = self._run(root, ctx, epochs, skip)
         self._prefetch = prefetch
@@ -66,7 +67,8 @@ class _Producer:
         self.stop = threading.Event()
         self._pause = threading.Event()
         self.thread = None
-        self.inline, self.adaptive = inline, adaptive and not inline
+        self.adaptive = adaptive and not inline
+        self.inline = inline or (self.adaptive and start_inline)
         self._reset_clock()
 
     def _run(self, root, ctx, epochs, skip):
@@ -187,7 +189,7 @@ class ItemStream:
         last = None if num_epochs in (None, -1) else num_epochs
         epochs = itertools.count(self.epoch) if last is None else range(self.epoch, last)
         self._producer = _Producer(root, ctx, epochs, skip, config.get_prefetch_size(), inline=inline,
-                                   adaptive=adaptive)
+                                   adaptive=adaptive, start_inline=track and getattr(root, "_ran_inline", False))
         self._pending = None
         self._started = False
         self._finished = False
@@ -217,6 +219,7 @@ class ItemStream:
             return payload
         if kind == "end":
             self.epoch, self.delivered, self.source = epoch + 1, 0, None
+            self._remember_mode()
             raise StopIteration
         self.close()
         if kind == "error":
@@ -243,8 +246,15 @@ class ItemStream:
             root = self._root()
             if root is not None:
                 root._final_state = self.state_dict()
+            self._remember_mode()
         self._finished = True
         self._producer.close()
+
+    def _remember_mode(self):
+        """Where the next iterator of this pipeline starts: in the thread this one ended in."""
+        root = self._root()
+        if root is not None and self._producer.adaptive:
+            root._ran_inline = self._producer.inline
 
     def __del__(self):
         try:

@@ -76,6 +76,7 @@ class Dataset(MoreBuilders):
         self._state = None
         self._pending_state = None
         self._final_state = None
+        self._ran_inline = False            # the last iterator ended running the pipeline inline
         for child in self.children:
             child._consumers.add(self)
 
