@@ -131,6 +131,56 @@ def test_shm_round_trip_sends_arrays_out_of_band(tmp_path):
     assert np.array_equal(back["a"], big) and back["b"] == "text" and not os.path.exists(path)
 
 
+def test_result_slots_are_reused_and_loads_are_copies(tmp_path, monkeypatch):
+    monkeypatch.setattr(shm, "_KEPT", {})
+    slots = shm.Slots(str(tmp_path / "rio-slots-"))
+    first = slots.take()
+    small = [np.full((3, 4), 7, np.float32), "label"]
+    back = slots.load(*shm.dump_slot(small, first), first)
+    assert np.array_equal(back[0], small[0]) and back[1] == "label" and back[0].flags.writeable
+    again = slots.take()
+    assert again == first                                     # freed on load, handed out again
+    big = {"image": np.arange(3 << 20, dtype=np.uint8), "n": 5}   # grows the file past its first MiB
+    kind, path = shm.dump_slot(big, again)
+    assert kind == "slot" and os.path.getsize(path) >= (3 << 20)
+    got = slots.load(kind, path, again)
+    assert np.array_equal(got["image"], big["image"]) and got["n"] == 5
+    assert np.array_equal(back[0], small[0])                  # an earlier load is its own copy
+    third = slots.take()
+    kind, path = shm.dump_slot(small, third)                   # smaller again: the same file, kept map
+    assert slots.load(kind, path, third)[1] == "label"
+    slots.close()
+
+
+def test_a_slot_that_cannot_be_reserved_falls_back_to_a_one_off_file(tmp_path, monkeypatch):
+    import errno
+
+    def full(fd, offset, size):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(shm, "_KEPT", {})
+    monkeypatch.setattr(os, "posix_fallocate", full)
+    slots = shm.Slots(shm.prefix_for("slot-test"))
+    slot = slots.take()
+    kind, path = shm.dump_slot([np.ones(10)], slot)
+    assert kind == "file" and path != slot and os.path.exists(path)
+    assert np.array_equal(slots.load(kind, path, slot)[0], np.ones(10)) and not os.path.exists(path)
+    assert slots.take() == slot
+    slots.close()
+    shm.sweep(shm.prefix_for("slot-test"))
+
+
+def test_process_map_results_of_changing_sizes_come_back_exact():
+    from recordio.dataset import GeneratorDataset
+    rows = [(np.int64(i),) for i in range(300)]
+    ds = GeneratorDataset(rows, "x", shuffle=False).map(
+        lambda x: np.full(int(x) * 997 % 5000, int(x), np.int32), "x", num_parallel_workers=2,
+        python_multiprocessing=True)
+    for k, row in enumerate(ds.create_dict_iterator(num_epochs=1, output_numpy=True)):
+        assert row["x"].shape == (k * 997 % 5000,) and (row["x"] == k).all()
+    assert k == 299
+    assert not my_shm_files()
+
+
 def rss_anon_mb():
     with open("/proc/self/status") as f:
         for line in f:

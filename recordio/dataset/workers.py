@@ -8,7 +8,7 @@ type, with the worker's traceback (threads: the original traceback; processes: a
 as :class:`WorkerError` instead of being waited on.
 
 Process workers are forked (the stage's function, lambdas included, is inherited, not pickled);
-inputs and outputs cross through :mod:`recordio.dataset.shm`.
+inputs and outputs cross through :mod:`recordio.dataset.shm` (results through reused slot files).
 """
 
 import collections
@@ -86,13 +86,13 @@ def _init_worker(fn):
     _WORKER_FN = fn
 
 
-def _run_task(path_in, path_out):
+def _run_task(path_in, slot):
     try:
         result = _WORKER_FN(shm.load(path_in))
     except Exception as e:
         _check_picklable(e)
         raise
-    return shm.dump(result, path_out)
+    return shm.dump_slot(result, slot)
 
 
 def _check_picklable(error):
@@ -121,6 +121,8 @@ class ProcessRunner(_PooledRunner):
         self.name = name
         self.prefix = shm.prefix_for(next(_TOKENS))
         self.count = itertools.count()
+        self.slots = shm.Slots(self.prefix)      # results come back through reused files
+        self._slot_of: dict = {}
 
     def _submit(self, chunk):
         if self.pool is None:
@@ -131,17 +133,24 @@ class ProcessRunner(_PooledRunner):
                                                initializer=_init_worker, initargs=(self.fn,))
         n = next(self.count)
         path_in = shm.dump(chunk, f"{self.prefix}{n}-in")
+        slot = self.slots.take()
         try:
-            return self.pool.submit(_run_task, path_in, f"{self.prefix}{n}-out")
+            future = self.pool.submit(_run_task, path_in, slot)
         except cf.process.BrokenProcessPool as e:      # a worker died before this chunk was handed out
             raise self._died(e) from e
+        self._slot_of[future] = slot
+        return future
 
     def _result(self, future):
+        slot = self._slot_of.pop(future)
         try:
-            path_out = future.result()
+            kind, path = future.result()
         except cf.process.BrokenProcessPool as e:
             raise self._died(e) from e
-        return shm.load(path_out)
+        except BaseException:
+            self.slots.give(slot)
+            raise
+        return self.slots.load(kind, path, slot)
 
     def _died(self, error):
         codes = [p.exitcode for p in (self.pool._processes or {}).values()] if self.pool else []
@@ -152,6 +161,7 @@ class ProcessRunner(_PooledRunner):
         if self.pool is not None:
             self.pool.shutdown(wait=True, cancel_futures=True)
             self.pool = None
+        self.slots.close()
         shm.sweep(self.prefix)
 
 
