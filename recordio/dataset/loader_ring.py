@@ -28,6 +28,7 @@ ring the receiving process maps once); a ring leaves it when its worker moves to
 from __future__ import annotations
 
 import collections
+import math
 import mmap
 import os
 import secrets
@@ -238,7 +239,7 @@ def _rebuild(key, number, fd, length, sequence, first, nbytes, columns):
         at, dtype, shape = parts
         at -= first
         if kind == "tensor":
-            n = dtype.itemsize * int(np.prod(shape))
+            n = dtype.itemsize * math.prod(shape)
             out[name] = base[at:at + n].view(dtype).view(shape)
         else:
             n = dtype.itemsize * sum(shape)
