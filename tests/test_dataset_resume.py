@@ -212,3 +212,22 @@ def test_internal_passes_leave_the_state_alone(dataset):
     fresh.get_dataset_size()
     rest = outputs(fresh.create_dict_iterator(num_epochs=1, output_numpy=True))
     assert len(rest) == 6
+
+
+@pytest.mark.parametrize("num_shards", [1, 2])
+@pytest.mark.parametrize("num_samples", [7, 11, N])
+@pytest.mark.parametrize("cut", [1, 5])
+def test_a_resumed_epoch_with_num_samples_ends_where_the_epoch_ends(dataset, num_shards, num_samples, cut):
+    """num_samples caps each shard's epoch; a resumed epoch reads the rest of it, not past it."""
+    for shard_id in range(num_shards):
+        def make():
+            return MindDataset(dataset, columns_list=["id"], shuffle=True, num_samples=num_samples,
+                               num_shards=num_shards, shard_id=shard_id)
+        full = [int(r["id"]) for r in make().create_dict_iterator(num_epochs=1, output_numpy=True)]
+        assert len(full) == min(num_samples, -(-N // num_shards))
+        it = make().create_dict_iterator(num_epochs=1, output_numpy=True)
+        head = [int(next(it)["id"]) for _ in range(cut)]
+        again = make()
+        again.load_state_dict(it.state_dict())
+        rest = [int(r["id"]) for r in again.create_dict_iterator(num_epochs=1, output_numpy=True)]
+        assert head + rest == full

@@ -46,6 +46,8 @@ class GeneratorDataset(SampledSource):
         column_types, schema, max_rowsize: accepted for compatibility; values keep their types.
     """
 
+    _thread_bound = True          # the user's source: started in a thread, it stays there
+
     def __init__(self, source: Any, column_names: str | Sequence[str] | None = None, column_types: Any = None,
                  schema: Any = None, num_samples: int | None = None, num_parallel_workers: int = 1,
                  shuffle: bool | Shuffle | None = None, sampler: Sampler | None = None,

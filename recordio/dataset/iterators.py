@@ -62,7 +62,6 @@ class _Producer:
     def __init__(self, root, ctx, epochs, skip, prefetch, inline=False, adaptive=False, start_inline=False):
         self.finish = None             # applied to each item's columns where the item is made (conversion)
         self._messages = self._run(root, ctx, epochs, skip)
-        self._prefetch = prefetch
         self.queue = StopQueue(prefetch)
         self.stop = threading.Event()
         self._pause = threading.Event()
@@ -188,6 +187,7 @@ class ItemStream:
                                 f"(saved under {state.get('shards')}, now {self.shards})")
         last = None if num_epochs in (None, -1) else num_epochs
         epochs = itertools.count(self.epoch) if last is None else range(self.epoch, last)
+        adaptive = adaptive and not any(node._thread_bound for node in root._nodes())
         self._producer = _Producer(root, ctx, epochs, skip, config.get_prefetch_size(), inline=inline,
                                    adaptive=adaptive, start_inline=track and getattr(root, "_ran_inline", False))
         self._pending = None

@@ -70,6 +70,10 @@ class Dataset(MoreBuilders):
     """Base of every pipeline node; the builder methods mirror ``mindspore.dataset.Dataset`` (more of
     them in :class:`~recordio.dataset.more_builders.MoreBuilders`)."""
 
+    #: the node runs user code that may hold thread-bound resources (a generator source): the
+    #: iterator then keeps the whole pipeline in one thread (no switch to the consumer's thread)
+    _thread_bound = False
+
     def __init__(self, children=()):
         self.children = list(children)
         self._consumers = weakref.WeakSet()

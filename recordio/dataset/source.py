@@ -133,7 +133,12 @@ class SampledSource(Dataset):
             return EpochRows(epoch, iter(()), np.zeros(0, np.int64), 0, 1, 0)
         ids = self.sampler.order(self._num_rows(), ctx.seed, epoch, self)
         num, sid = self._rank_split(ctx)
-        positions = self._shard_positions(len(ids), num, sid, start, ctx.same_split)
+        total = len(ids)
+        if self.sampler.num_samples and self._positional():
+            # each shard reads at most num_samples: the epoch is the first num * num_samples positions,
+            # so a resumed epoch ends where the uninterrupted one ends
+            total = min(total, num * self.sampler.num_samples)
+        positions = self._shard_positions(total, num, sid, start, ctx.same_split)
         if self.sampler.num_samples:
             positions = positions[:self.sampler.num_samples]
         index = None

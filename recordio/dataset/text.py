@@ -50,6 +50,8 @@ class TextFileDataset(GeneratorDataset):
     its workers interleave files); ``num_shards``/``shard_id``/``num_samples`` as for the other
     sources; ``cache`` is not supported."""
 
+    _thread_bound = False         # lines of files: any thread may read on
+
     def __init__(self, dataset_files, num_samples=None, num_parallel_workers=None, shuffle=Shuffle.GLOBAL,
                  num_shards=None, shard_id=None, cache=None):
         if cache is not None:
