@@ -190,8 +190,8 @@ class Slots:
                 self._maps[path] = held
             data = np.frombuffer(held[1], dtype=np.uint8)
             try:
-                n_stream, n_bufs = _HEAD.unpack_from(data, 0)
-                sizes = struct.unpack_from(f"<{n_bufs}Q", data, _HEAD.size)
+                n_stream, n_bufs = _HEAD.unpack_from(held[1], 0)
+                sizes = struct.unpack_from(f"<{n_bufs}Q", held[1], _HEAD.size)
                 at = _HEAD.size + 8 * n_bufs
                 stream = data[at:at + n_stream].tobytes()
                 at += n_stream
