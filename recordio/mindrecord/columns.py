@@ -4,8 +4,9 @@
 and the pipeline's ``batch`` run. Rows are located in bulk (``Locations.bulk``); the raw records of a
 batch are read into columns by the compiled record reader (``codec.read_records``; without it, by
 one streaming msgpack unpacker over the records); blob fields are cut at their big-endian length
-prefixes with numpy and gathered from the mapped pages: parts of equal size by one numpy take over a
-window view of the map (one memcpy a row where the codec is compiled). Every value is copied out of the maps, so nothing returned keeps a map open.
+prefixes with numpy and gathered from the mapped pages: parts of equal size by one memcpy a row
+(compiled codec) or one numpy take over a window view of the map. Every value is copied out of the
+maps, so nothing returned keeps a map open.
 
 Anything the fast path does not expect (a record that is not a map of the schema's fields, a value
 of another type, a blob part that does not fit) sends the batch through the row-wise decoder
@@ -189,7 +190,8 @@ def _fast(schema, fields, buf, locs, bytes_form):
     out = {}
     if raw:
         wanted = {f.name for f in raw}
-        kinds = [(name, _KINDS[schema.fields[name].type] if name in wanted else "-") for name in schema.raw_fields]
+        kinds = [(name, _KINDS[schema.fields[name].type] if name in wanted else "-")
+                 for name in schema.raw_fields]
         columns = codec.read_records(buf, locs[:, 0], locs[:, 1], kinds)
         if columns is not None:
             for f in raw:

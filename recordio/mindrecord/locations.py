@@ -466,8 +466,8 @@ class Locations:
 
     def __getstate__(self):
         state = self.__dict__.copy()
-        state["pool"] = state["_flat"] = state["_ready_np"] = None   # a forked copy finds the pool by its token; a spawned one
-                                                # makes its own
+        # a forked copy finds the pool by its token; a spawned one makes its own
+        state["pool"] = state["_flat"] = state["_ready_np"] = None
         state["_open"] = collections.OrderedDict()
         state["_open_lock"] = None
         return state
