@@ -43,14 +43,19 @@ def _fallback(prefix):
     return os.path.join(FALLBACK_DIR, os.path.basename(prefix))
 
 
-def dump(obj, path):
-    """Write ``obj`` to ``path``; numpy buffers go out of band. Returns the path written, which is
-    in the temporary folder instead when ``/dev/shm`` is full (small in containers)."""
+def _parts(obj):
+    """The pieces of a file for ``obj``: header, buffer sizes, pickle stream, the buffers."""
     buffers = []
     stream = pickle.dumps(obj, protocol=5, buffer_callback=buffers.append)
     raws = [b.raw() for b in buffers]
-    parts = [_HEAD.pack(len(stream), len(raws)), struct.pack(f"<{len(raws)}Q", *[r.nbytes for r in raws]),
-             stream, *raws]
+    return [_HEAD.pack(len(stream), len(raws)), struct.pack(f"<{len(raws)}Q", *[r.nbytes for r in raws]),
+            stream, *raws]
+
+
+def dump(obj, path):
+    """Write ``obj`` to ``path``; numpy buffers go out of band. Returns the path written, which is
+    in the temporary folder instead when ``/dev/shm`` is full (small in containers)."""
+    parts = _parts(obj)
     try:
         _write(path, parts)
     except OSError as e:
@@ -107,14 +112,6 @@ def sweep(prefix):
 
 _SLOT_ROUND = 1 << 20                # slot files grow in whole MiB
 _KEPT: dict = {}                     # path -> (size, mmap): the slots this worker process has written
-
-
-def _parts(obj):
-    buffers = []
-    stream = pickle.dumps(obj, protocol=5, buffer_callback=buffers.append)
-    raws = [b.raw() for b in buffers]
-    return [_HEAD.pack(len(stream), len(raws)), struct.pack(f"<{len(raws)}Q", *[r.nbytes for r in raws]),
-            stream, *raws]
 
 
 def dump_slot(obj, path):
