@@ -8,7 +8,8 @@ Measured in one run, on the same files:
 * ``torch.utils.data.DataLoader(reader, batch_size=256)`` over the same rows (map-style dataset);
 * ``FileReader.read_batch`` in batches of 256 in the pipeline's own first-epoch order (the raw
   batched read the pipeline's batch path is measured against), ``TorchDataset`` + ``DataLoader``
-  with 2 workers, and every figure also as a fraction of the flat read of the same payload bytes;
+  with 2 workers and with none, and every figure also as a fraction of the flat read of the same
+  payload bytes;
 * a TypeCast map per column of six ``int32 [-1]`` columns, each with 2 workers, then ``batch(32)``
   (the shape of NLP data scripts: cheap ops whose cost is the hand-off), beside MindSpore's same pipeline;
 * MindSpore 2.10's ``MindDataset(...).batch(256)`` when ``--mindspore-python`` names a Python that
@@ -274,6 +275,7 @@ def run(args):
     batched = _best_rate(_raw_batches(path, None), repeats)
     batched_ordered = _best_rate(_raw_batches(path, False), repeats)
     torch_loader = _best_rate(_torch_loader(path, 2), repeats)
+    torch_inline = _best_rate(_torch_loader(path, 0), repeats)
     typecast_path = os.path.join(folder, "typecast.mindrecord")
     _write_typecast(typecast_path, min(opts["rows"], 20_000))
     typecast = _best_rate(_typecast_pipeline(typecast_path), repeats)
@@ -302,6 +304,8 @@ def run(args):
         _row("TorchDataset + DataLoader(workers=2) / raw read_batch", torch_loader, "rows/s", batched,
              "target ratio >= 0.6"),
         _row("TorchDataset + DataLoader(workers=2) / flat limit", torch_loader, "rows/s", limit, ""),
+        _row("TorchDataset + DataLoader(workers=2) / workers=0", torch_loader, "rows/s", torch_inline,
+             "what 2 worker processes give over none on this machine"),
     ]
 
 
