@@ -153,8 +153,28 @@ def _torch_loader(path, workers):
                                          persistent_workers=workers > 0)
 
     def run():
-        return sum(len(b["label"]) for b in loader)
+        workers_before = _workers_cpu(loader)
+        main_before = time.process_time()
+        rows = sum(len(b["label"]) for b in loader)
+        batches = max(1, -(-rows // BATCH))
+        run.cpu_us = (1e6 * (time.process_time() - main_before) / batches,
+                      1e6 * (_workers_cpu(loader) - workers_before) / batches)
+        return rows
     return run
+
+
+def _workers_cpu(loader):
+    """CPU seconds used so far by the loader's worker processes (Linux ``/proc``; 0 without workers)."""
+    iterator = getattr(loader, "_iterator", None)
+    total = 0.0
+    for worker in getattr(iterator, "_workers", []) if iterator is not None else []:
+        try:
+            with open(f"/proc/{worker.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, ValueError, IndexError):
+            pass
+    return total
 
 
 def _pipeline(path, shuffle):
@@ -274,7 +294,9 @@ def run(args):
     limit = _best_rate(_flat(path, opts["rows"]), repeats)
     batched = _best_rate(_raw_batches(path, None), repeats)
     batched_ordered = _best_rate(_raw_batches(path, False), repeats)
-    torch_loader = _best_rate(_torch_loader(path, 2), repeats)
+    two_workers = _torch_loader(path, 2)
+    torch_loader = _best_rate(two_workers, repeats)
+    main_us, workers_us = two_workers.cpu_us            # of the last pass
     torch_inline = _best_rate(_torch_loader(path, 0), repeats)
     typecast_path = os.path.join(folder, "typecast.mindrecord")
     _write_typecast(typecast_path, min(opts["rows"], 20_000))
@@ -306,6 +328,10 @@ def run(args):
         _row("TorchDataset + DataLoader(workers=2) / flat limit", torch_loader, "rows/s", limit, ""),
         _row("TorchDataset + DataLoader(workers=2) / workers=0", torch_loader, "rows/s", torch_inline,
              "what 2 worker processes give over none on this machine"),
+        _row("TorchDataset + DataLoader(workers=2): CPU a batch, main process", main_us, "us", None,
+             "last pass; /proc"),
+        _row("TorchDataset + DataLoader(workers=2): CPU a batch, workers", workers_us, "us", None,
+             "last pass, both workers; /proc"),
     ]
 
 
