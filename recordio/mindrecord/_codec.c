@@ -127,8 +127,9 @@ static void init_simd_tables(void)
     use_avx2 = most >= 2 && use_ssse3 && __builtin_cpu_supports("avx2");
 }
 
-/* The SSSE3 loop (decode32_ssse3) two groups at a time: the two groups' bytes in the two 128-bit lanes, one shuffle
- * and one blend for 8 elements. Runs while 32 bytes remain (a group holds at most 16). */
+/* The SSSE3 loop (decode32_ssse3) two groups at a time: the two groups' bytes in the two 128-bit
+ * lanes, one shuffle and one blend for 8 elements. Runs while 32 bytes remain (a group holds at most
+ * 16). */
 __attribute__((target("avx2")))
 static int64_t decode32_avx2(const uint8_t *map, int64_t full, const uint8_t **pe, const uint8_t *end,
                              int32_t *out)
