@@ -7,9 +7,6 @@ same formulas to nearest); hue within 16 LSB (MindSpore's 8-bit HSV round trip i
 exact float); resize within 1 LSB; Normalize/Rescale within 1e-4; decode within 2 LSB on average.
 """
 
-import os
-import pathlib
-import subprocess
 
 import cv2
 import numpy as np
@@ -17,6 +14,7 @@ import pytest
 
 from recordio import transforms, vision
 from recordio.keys import op_scope, row_scope
+from ms_vision_script import oracle_image, run_script
 
 pytestmark = pytest.mark.mindspore
 
@@ -65,22 +63,9 @@ np.savez(sys.argv[2], **out)
 
 @pytest.fixture(scope="module")
 def mindspore(tmp_path_factory):
-    python = os.environ.get("RECORDIO_MINDSPORE_PYTHON")
-    if not python:
-        pytest.skip("RECORDIO_MINDSPORE_PYTHON is not set (no MindSpore 2.10 virtualenv)")
-    folder = tmp_path_factory.mktemp("ms_vision")
-    rng = np.random.default_rng(0)
-    img = cv2.resize(rng.integers(0, 256, (5, 6, 3), dtype=np.uint8), (45, 37), interpolation=cv2.INTER_CUBIC)
-    img = cv2.add(img, rng.integers(0, 30, img.shape, dtype=np.uint8))
+    img = oracle_image(np.random.default_rng(0))
     jpeg = np.frombuffer(cv2.imencode(".jpg", cv2.resize(img, (320, 240)))[1].tobytes(), np.uint8)
-    np.savez(folder / "in.npz", img=img, jpeg=jpeg)
-    (folder / "ms_vision.py").write_text(SCRIPT)
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", GLOG_v="3", PYTHONPATH="")
-    done = subprocess.run([python, str(folder / "ms_vision.py"), str(folder / "in.npz"), str(folder / "out.npz")],
-                          capture_output=True, text=True, timeout=300, env=env)
-    if done.returncode != 0:
-        pytest.skip(f"MindSpore could not run the vision ops: {done.stderr.strip().splitlines()[-1:]}")
-    return img, jpeg, dict(np.load(folder / "out.npz"))
+    return img, jpeg, run_script(tmp_path_factory.mktemp("ms_vision"), SCRIPT, {"img": img, "jpeg": jpeg})
 
 
 def ours(op, img):

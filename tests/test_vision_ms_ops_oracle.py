@@ -14,8 +14,6 @@ the four candidates.
 """
 
 import itertools
-import os
-import subprocess
 
 import cv2
 import numpy as np
@@ -24,6 +22,7 @@ from PIL import Image
 
 from recordio import vision
 from recordio.keys import op_scope, row_scope
+from ms_vision_script import oracle_image, run_script
 from recordio.vision import pil_ops
 
 pytestmark = pytest.mark.mindspore
@@ -94,22 +93,10 @@ np.savez(sys.argv[2], **out)
 
 @pytest.fixture(scope="module")
 def mindspore(tmp_path_factory):
-    python = os.environ.get("RECORDIO_MINDSPORE_PYTHON")
-    if not python:
-        pytest.skip("RECORDIO_MINDSPORE_PYTHON is not set (no MindSpore 2.10 virtualenv)")
-    folder = tmp_path_factory.mktemp("ms_vision_ops")
     rng = np.random.default_rng(0)
-    img = cv2.resize(rng.integers(0, 256, (5, 6, 3), dtype=np.uint8), (45, 37), interpolation=cv2.INTER_CUBIC)
-    img = cv2.add(img, rng.integers(0, 30, img.shape, dtype=np.uint8))
-    data = {"img": img, "chw": rng.random((3, 4, 5)).astype(np.float32), "mat": rng.standard_normal((60, 60))}
-    np.savez(folder / "in.npz", **data)
-    (folder / "ms_ops.py").write_text(SCRIPT)
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", GLOG_v="3", PYTHONPATH="")
-    done = subprocess.run([python, str(folder / "ms_ops.py"), str(folder / "in.npz"), str(folder / "out.npz")],
-                          check=False, capture_output=True, text=True, timeout=300, env=env)
-    if done.returncode != 0:
-        pytest.skip(f"MindSpore could not run the vision ops: {done.stderr.strip().splitlines()[-1:]}")
-    return data, dict(np.load(folder / "out.npz"))
+    data = {"img": oracle_image(rng), "chw": rng.random((3, 4, 5)).astype(np.float32),
+            "mat": rng.standard_normal((60, 60))}
+    return data, run_script(tmp_path_factory.mktemp("ms_vision_ops"), SCRIPT, data)
 
 
 SOURCES = ("rgb", "grey", "pil")
