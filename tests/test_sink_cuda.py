@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from recordio import GeneratorDataset, vision
+from recordio.sink.backends import CudaBackend
 from recordio.sink.datasink import DataSink
 
 pytestmark = pytest.mark.gpu
@@ -56,6 +57,35 @@ def test_a_lagging_consumer_stream_reads_intact_batches(depth, static_slots):
             sums.append(batch["x"].sum(dim=(1, 2)))
             del batch
     consumer.synchronize()
+    got = torch.cat(sums).cpu()
+    want = torch.arange(64, dtype=torch.float32) * 64 * 1024
+    torch.testing.assert_close(got, want)
+
+
+class SlowSideStream(CudaBackend):
+    """Each copy to the device waits behind a sleep kernel on the side stream, so the side stream
+    lags far behind the host thread that fills the pinned slots."""
+
+    def to_device(self, host_tensor):
+        torch.cuda._sleep(2_000_000)
+        return super().to_device(host_tensor)
+
+    def copy_into(self, dst, src):
+        torch.cuda._sleep(2_000_000)
+        super().copy_into(dst, src)
+
+
+@pytest.mark.parametrize("static_slots", [False, True], ids=["fresh", "static"])
+@pytest.mark.parametrize("depth", [1, 2, 4])
+def test_a_lagging_side_stream_hands_out_complete_batches(depth, static_slots):
+    """The side stream lags and the consumer reads each batch at once: without the consumer's
+    wait on the ready event it would read before the copy ran, and without the host's wait on a
+    slot's copy-done event the next batch would overwrite pinned memory a queued copy still reads."""
+    sums = []
+    with DataSink(blocks(), device=SlowSideStream("cuda"), prefetch_depth=depth,
+                  static_slots=static_slots) as sink:
+        for batch in sink:
+            sums.append(batch["x"].sum(dim=(1, 2)))
     got = torch.cat(sums).cpu()
     want = torch.arange(64, dtype=torch.float32) * 64 * 1024
     torch.testing.assert_close(got, want)
