@@ -22,6 +22,8 @@ step() {        # step NAME SECONDS COMMAND...: run with a limit, log to $OUT/NA
     tail -n "${TAIL:-25}" "$OUT/$name.log"
 }
 
+python3 -c "import recordio.tools" 2>/dev/null || "$PY" -m pip install -q --no-deps --no-build-isolation --no-index -e . >"$OUT/install.log" 2>&1
+
 step env 60 bash -c "nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv; nproc; \
   $PY -c 'import sys, torch, numpy, cv2; print(sys.version); print(\"torch\", torch.__version__, \"cuda\", \
 torch.version.cuda, torch.cuda.get_device_name(0), \"numpy\", numpy.__version__, \"cv2\", cv2.__version__)'"

@@ -20,16 +20,25 @@ __all__ = ["adjust", "blur_sum", "device_const", "finish", "flip", "grey", "per_
 
 F32 = torch.float32
 GREY_WEIGHTS = (9798, 19235, 3735)          # as recordio.vision.color_kernels
-_CONSTANTS: dict = {}                        # (bytes, shape, dtype, device) -> device tensor
+_CONSTANTS: dict = {}                        # (bytes, shape, dtype, device) or (number, dtype, device) -> tensor
+_NUMPY_DTYPES = {torch.float32: np.float32, torch.float64: np.float64, torch.int32: np.int32,
+                 torch.int64: np.int64, torch.uint8: np.uint8}
 
 
 def device_const(value, device, dtype=F32):
     """``value`` (a number or an array) as a tensor on ``device``, made once and cached."""
-    arr = np.asarray(value, dtype=torch.empty(0, dtype=dtype).numpy().dtype)
+    scalar = isinstance(value, (int, float))
+    if scalar:                                  # the common case, without building an array first
+        tensor = _CONSTANTS.get((value, dtype, str(device)))
+        if tensor is not None:
+            return tensor
+    arr = np.asarray(value, dtype=_NUMPY_DTYPES[dtype])
     key = (arr.tobytes(), arr.shape, dtype, str(device))
     tensor = _CONSTANTS.get(key)
     if tensor is None:
         tensor = _CONSTANTS[key] = torch.from_numpy(arr.copy()).to(device)
+    if scalar:
+        _CONSTANTS[(value, dtype, str(device))] = tensor
     return tensor
 
 
@@ -58,10 +67,9 @@ def finish(out, is_uint8):
 
 def grey(x):
     """Per-pixel grey (B, H, W) as float32: OpenCV's fixed-point rounding for uint8 input."""
-    if x.dtype == torch.uint8:
-        c = x.to(torch.int32)
-        w = GREY_WEIGHTS
-        return ((c[..., 0] * w[0] + c[..., 1] * w[1] + c[..., 2] * w[2] + 16384) >> 15).to(F32)
+    if x.dtype == torch.uint8:             # exact integer sums: one multiply and one reduction
+        weights = device_const(GREY_WEIGHTS, x.device, torch.int32)
+        return (((x.to(torch.int32) * weights).sum(-1, dtype=torch.int32) + 16384) >> 15).to(F32)
     x = x.to(F32)
     return x[..., 0] * _const(0.299, x) + x[..., 1] * _const(0.587, x) + x[..., 2] * _const(0.114, x)
 
@@ -101,13 +109,15 @@ def frac(y):
 
 
 def hue_sector(r, g, b):
+    """Hue in sixths (0..6), chroma and value. The red/green/blue cases select with ``where``: the
+    same values as summing the masked terms (each masked-out term is a signed zero), fewer kernels."""
     maxc = torch.maximum(torch.maximum(r, g), b)
     cr = maxc - torch.minimum(torch.minimum(r, g), b)
     is_r = maxc == r
-    is_g = (maxc == g) & ~is_r
-    is_b = ~(is_r | is_g)
-    num = is_r * (g - b) + is_g * (b - r) + is_b * (r - g)
-    return num / cr.clamp_min(TINY) + (is_g * 2.0 + is_b * 4.0), cr, maxc
+    is_g = maxc == g                            # where red is not the maximum
+    num = torch.where(is_r, g - b, torch.where(is_g, b - r, r - g))
+    offset = torch.where(is_r, _const(0.0, r), torch.where(is_g, _const(2.0, r), _const(4.0, r)))
+    return num / cr.clamp_min(TINY) + offset, cr, maxc
 
 
 def hsv_to_rgb(h, cr, v):
@@ -131,22 +141,72 @@ def hue(x, a):
 ADJUST = (brightness, contrast, saturation, hue)
 
 
+def _adjust_plan(factors, order, enabled):
+    """The host side of :func:`adjust`: at each position the rows are regrouped by the adjustment they
+    apply there, so that every step works on a contiguous slice of the batch.
+
+    Returns ``(gathers, steps, params)``: ``gathers`` the row indices of each regrouping (the last one
+    restores the batch order), ``steps`` per position ``(gather or None, [(kind, start, stop), ...])``
+    and ``params`` the factors of every step's rows, concatenated in step order."""
+    n = len(order)
+    layout = np.arange(n)                       # layout[j]: the sample held in row j
+    where = np.arange(n)                        # where[i]: the row holding sample i
+    gathers, steps, params = [], [], []
+    for pos in range(4):
+        kinds = order[:, pos]
+        active = [k for k in range(4) if enabled[k] and (kinds == k).any()]
+        if not active:
+            continue
+        perm = np.argsort(kinds, kind="stable")
+        gather = None
+        if not np.array_equal(perm, layout):
+            gather = len(gathers)
+            gathers.append(where[perm])
+            layout = perm
+            where = np.empty(n, np.int64)
+            where[layout] = np.arange(n)
+        bounds = np.searchsorted(kinds[layout], np.arange(5))
+        groups = [(k, int(bounds[k]), int(bounds[k + 1])) for k in active]
+        for k, start, stop in groups:
+            params.append(factors[layout[start:stop], k])
+        steps.append((gather, groups))
+    restore = None
+    if not np.array_equal(layout, np.arange(n)):
+        restore = len(gathers)
+        gathers.append(where)
+    return gathers, steps, params, restore
+
+
 def adjust(x, factors, order, enabled):
     """RandomColorAdjust on a batch: sample i applies its enabled adjustments in ``order[i]``.
 
-    ``factors`` (B, 4) and ``order`` (B, 4) are numpy arrays; each step runs once per adjustment on
-    the sub-batch that has it at that position (16 sub-batch calls, about 4 full-batch ops of work).
+    ``factors`` (B, 4) and ``order`` (B, 4) are numpy arrays. At each of the 4 positions the batch is
+    regrouped by adjustment (one gather), each adjustment runs once on its contiguous slice, and a
+    last gather restores the order: about 4 full-batch ops of work, and the row indices and factors
+    of the whole batch go to the device in one copy each.
     """
-    out = x.clone()                       # the caller's batch is never modified
-    for pos in range(4):
-        for k in range(4):
-            chosen = (order[:, pos] == k).nonzero()[0] if enabled[k] else ()
-            if len(chosen) == 0:
-                continue
-            index = to_device(chosen, x.device)
-            sub = out.index_select(0, index)
-            a = per_sample(factors[chosen, k], sub)
-            out.index_copy_(0, index, ADJUST[k](sub, a).to(out.dtype))
+    n = len(order)
+    gathers, steps, params, restore = _adjust_plan(np.asarray(factors), np.asarray(order), enabled)
+    if not steps:
+        return x.clone()                  # the caller's batch is never modified
+    rows = to_device(np.concatenate(gathers), x.device, torch.int64) if gathers else None
+    fac = to_device(np.concatenate(params).astype(np.float32), x.device)
+    out, offset = None, 0
+    for gather, groups in steps:
+        if gather is not None:
+            out = (x if out is None else out).index_select(0, rows[gather * n:(gather + 1) * n])
+        elif out is None:
+            out = x.clone()
+        for k, start, stop in groups:
+            a = fac[offset:offset + stop - start].view(-1, *[1] * (x.dim() - 1))
+            offset += stop - start
+            if start == 0 and stop == n:
+                out = ADJUST[k](out, a).to(out.dtype)
+            else:
+                part = out[start:stop]
+                part.copy_(ADJUST[k](part, a))
+    if restore is not None:
+        out = out.index_select(0, rows[restore * n:(restore + 1) * n])
     return out
 
 
