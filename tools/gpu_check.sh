@@ -22,7 +22,7 @@ step() {        # step NAME SECONDS COMMAND...: run with a limit, log to $OUT/NA
     tail -n "${TAIL:-25}" "$OUT/$name.log"
 }
 
-python3 -c "import recordio.tools" 2>/dev/null || "$PY" -m pip install -q --no-deps --no-build-isolation --no-index -e . >"$OUT/install.log" 2>&1
+"$PY" -c "import recordio.tools" 2>/dev/null || "$PY" -m pip install -q --no-deps --no-build-isolation --no-index -e . >"$OUT/install.log" 2>&1
 
 step env 60 bash -c "nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv; nproc; \
   $PY -c 'import sys, torch, numpy, cv2; print(sys.version); print(\"torch\", torch.__version__, \"cuda\", \
@@ -66,5 +66,5 @@ mutant slot-release-wait recordio/sink/backends.py "self._stream.wait_event(even
 mutant ring-host-wait recordio/sink/ring.py "self._backend.host_wait(event)" "pass"
 
 step bench-sink 90 "$PY" tools/bench_sink.py --device cuda --rows 10000 --steps 100 --rounds 2
-step bench-vision 120 "$PY" tools/bench_vision.py --device cuda --images 1024 --repeat 2
+step bench-vision 120 "$PY" tools/bench_vision.py --device cuda --images 1024 --repeat 3 --tail-batches 24
 step main-job 90 "$PY" examples/main_job.py --device cuda --out /tmp/recordio-main-job
