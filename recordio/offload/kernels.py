@@ -59,9 +59,12 @@ def _const(value, x):
     return device_const(value, x.device)
 
 
-def finish(out, is_uint8):
+def finish(out, is_uint8, cast=True):
+    """Round and saturate for uint8 input (then cast, unless ``cast`` is False: the caller copies the
+    integral float32 values into a uint8 tensor, which casts them exactly); clamp float input."""
     if is_uint8:
-        return out.round_().clamp_(0, 255).to(torch.uint8)
+        out = out.round_().clamp_(0, 255)
+        return out.to(torch.uint8) if cast else out
     return out.clamp_(0, 255)
 
 
@@ -69,7 +72,7 @@ def grey(x):
     """Per-pixel grey (B, H, W) as float32: OpenCV's fixed-point rounding for uint8 input."""
     if x.dtype == torch.uint8:             # exact integer sums: one multiply and one reduction
         weights = device_const(GREY_WEIGHTS, x.device, torch.int32)
-        return (((x.to(torch.int32) * weights).sum(-1, dtype=torch.int32) + 16384) >> 15).to(F32)
+        return (((x * weights).sum(-1, dtype=torch.int32) + 16384) >> 15).to(F32)
     x = x.to(F32)
     return x[..., 0] * _const(0.299, x) + x[..., 1] * _const(0.587, x) + x[..., 2] * _const(0.114, x)
 
@@ -78,27 +81,28 @@ def grey_mean(x):
     """Mean grey per sample (B, 1, 1, 1); rounded to an integer for uint8 input."""
     g = grey(x)
     if x.dtype == torch.uint8:
-        total = g.to(torch.int64).sum(dim=(1, 2)).to(torch.float64)
+        total = g.sum(dim=(1, 2), dtype=torch.float64)              # integers: exact in any order
         count = device_const(float(g[0].numel()), x.device, torch.float64)
         return (total / count).round().to(F32).view(-1, 1, 1, 1)
     return g.to(torch.float64).mean(dim=(1, 2)).to(F32).view(-1, 1, 1, 1)
 
 
 def _scaled(x, a):
-    """A new float32 tensor ``x * a`` (safe to modify in place)."""
-    return x.to(F32).mul_(a) if x.dtype != F32 else x * a
+    """A new float32 tensor ``x * a`` (safe to modify in place); uint8 times a float32 tensor is
+    computed in float32 in one kernel, the same values as converting first."""
+    return x * a if x.dtype in (torch.uint8, F32) else x.to(F32).mul_(a)
 
 
-def brightness(x, a):
-    return finish(_scaled(x, a), x.dtype == torch.uint8)
+def brightness(x, a, cast=True):
+    return finish(_scaled(x, a), x.dtype == torch.uint8, cast)
 
 
-def contrast(x, a):
-    return finish(_scaled(x, a).add_(grey_mean(x) * (1.0 - a)), x.dtype == torch.uint8)
+def contrast(x, a, cast=True):
+    return finish(_scaled(x, a).add_(grey_mean(x) * (1.0 - a)), x.dtype == torch.uint8, cast)
 
 
-def saturation(x, a):
-    return finish(_scaled(x, a).add_(grey(x).unsqueeze(-1) * (1.0 - a)), x.dtype == torch.uint8)
+def saturation(x, a, cast=True):
+    return finish(_scaled(x, a).add_(grey(x).unsqueeze(-1) * (1.0 - a)), x.dtype == torch.uint8, cast)
 
 
 TINY = torch.finfo(torch.float32).tiny
@@ -121,21 +125,19 @@ def hue_sector(r, g, b):
 
 
 def hsv_to_rgb(h, cr, v):
-    h6 = h * 6.0
-    out = []
-    for n in (5.0, 3.0, 1.0):
-        k = n + h6
-        k = k - (k >= 6.0) * 6.0
-        out.append(v - cr * torch.minimum(k, 4.0 - k).clamp(0, 1))
-    return out
+    """(..., 3) RGB from hue (turns), chroma and value: the channels n = 5, 3, 1 at once, each element
+    through the same float32 operations as one channel at a time."""
+    k = (h * 6.0).unsqueeze(-1) + _const((5.0, 3.0, 1.0), h)
+    k = k - (k >= 6.0) * 6.0
+    return v.unsqueeze(-1) - cr.unsqueeze(-1) * torch.minimum(k, 4.0 - k).clamp(0, 1)
 
 
-def hue(x, a):
+def hue(x, a, cast=True):
     """Rotate the hue (exact float HSV, 0..255 scale); the division by a device tensor keeps CUDA from
     using a reciprocal."""
     sector, cr, v = hue_sector(*x.to(F32).unbind(-1))
     h = frac(sector / _const(6.0, sector) + (a + 1.0).view(-1, 1, 1))
-    return finish(torch.stack(hsv_to_rgb(h, cr, v), dim=-1), x.dtype == torch.uint8)
+    return finish(hsv_to_rgb(h, cr, v), x.dtype == torch.uint8, cast)
 
 
 ADJUST = (brightness, contrast, saturation, hue)
@@ -204,7 +206,7 @@ def adjust(x, factors, order, enabled):
                 out = ADJUST[k](out, a).to(out.dtype)
             else:
                 part = out[start:stop]
-                part.copy_(ADJUST[k](part, a))
+                part.copy_(ADJUST[k](part, a, cast=False))
     if restore is not None:
         out = out.index_select(0, rows[restore * n:(restore + 1) * n])
     return out
