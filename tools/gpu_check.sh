@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The GPU checks in one run, on a machine with CUDA and a python that has torch (docs/gpu.md):
-# the `gpu` test tier, tools/bench_sink.py and tools/bench_vision.py with --device cuda, and the
-# main job on cuda. Each step has its own time limit, so one that hangs does not hide the others;
-# logs and JSON figures go to $OUT (default out/gpu-check).
+# the `gpu` test tier, the mutants (each of the sink's waits removed in a scratch copy must make
+# the tier fail), tools/bench_sink.py and tools/bench_vision.py with --device cuda, and the main
+# job on cuda. Each step has its own time limit, so one that hangs does not hide the others; each
+# step's log goes to $OUT (default out/gpu-check). The package is installed editable (no
+# dependencies fetched) where `recordio.tools` does not import.
 #
 #     OUT=out/gpu-check PYTHON=python3 bash tools/gpu_check.sh [quick]
 set -u
