@@ -216,3 +216,17 @@ def test_typecast_of_any_float_is_defined_and_equal_on_host_and_offloaded(dtype)
     assert host.dtype == device.dtype == np.dtype(dtype)
     assert np.array_equal(host, device)
     assert host[0, 0] == 0 and host[0, 6] == 3 and (dtype != "uint8" or host[0, 7] == 255)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int32", "int64"])
+def test_typecast_of_any_float_on_cuda_equals_the_host(dtype):
+    """NaN, infinities and out-of-range floats cast to the same integers on CUDA as on the host
+    (a plain ``.to(int)`` differs between CPU and CUDA there)."""
+    from recordio.offload.tail import TypeCastOp
+    from recordio.transforms import TypeCast
+    values = np.array([np.nan, np.inf, -np.inf, 1e30, -1e30, 2.0 ** 63, 3.7, -1.2, 300.5, -0.5],
+                      np.float32).reshape(1, -1)
+    host = TypeCast(dtype)(values)
+    device = TypeCastOp(0, TypeCast(dtype))(torch.from_numpy(values).cuda(), None, 0, 0)
+    assert device.device.type == "cuda" and np.array_equal(host, device.cpu().numpy())
