@@ -28,7 +28,9 @@ def _pipeline(ids_path):
         def record(x):
             where[int(x)] = threading.current_thread().name
             return x
-        return MindDataset(ids_path, shuffle=shuffle, num_samples=n).map(record, "x")
+        # one map worker: the map runs where the iterator's producer runs (with more, a loaded
+        # machine can make the map's own probe move it to a worker thread)
+        return MindDataset(ids_path, shuffle=shuffle, num_samples=n).map(record, "x", num_parallel_workers=1)
     return make
 
 
