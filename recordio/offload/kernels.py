@@ -20,16 +20,16 @@ __all__ = ["adjust", "blur_sum", "device_const", "finish", "flip", "grey", "per_
 
 F32 = torch.float32
 GREY_WEIGHTS = (9798, 19235, 3735)          # as recordio.vision.color_kernels
-_CONSTANTS: dict = {}                        # (bytes, shape, dtype, device) or (number, dtype, device) -> tensor
+_CONSTANTS: dict = {}                        # (bytes, shape, dtype, device) or (repr, dtype, device) -> tensor
 _NUMPY_DTYPES = {torch.float32: np.float32, torch.float64: np.float64, torch.int32: np.int32,
                  torch.int64: np.int64, torch.uint8: np.uint8}
 
 
 def device_const(value, device, dtype=F32):
     """``value`` (a number or an array) as a tensor on ``device``, made once and cached."""
-    scalar = isinstance(value, (int, float))
-    if scalar:                                  # the common case, without building an array first
-        tensor = _CONSTANTS.get((value, dtype, str(device)))
+    scalar = repr(value) if isinstance(value, (int, float)) else None   # repr: -0.0 and nan keys too
+    if scalar is not None:                      # the common case, without building an array first
+        tensor = _CONSTANTS.get((scalar, dtype, str(device)))
         if tensor is not None:
             return tensor
     arr = np.asarray(value, dtype=_NUMPY_DTYPES[dtype])
@@ -37,8 +37,8 @@ def device_const(value, device, dtype=F32):
     tensor = _CONSTANTS.get(key)
     if tensor is None:
         tensor = _CONSTANTS[key] = torch.from_numpy(arr.copy()).to(device)
-    if scalar:
-        _CONSTANTS[(value, dtype, str(device))] = tensor
+    if scalar is not None:
+        _CONSTANTS[(scalar, dtype, str(device))] = tensor
     return tensor
 
 
@@ -147,9 +147,10 @@ def _adjust_plan(factors, order, enabled):
     """The host side of :func:`adjust`: at each position the rows are regrouped by the adjustment they
     apply there, so that every step works on a contiguous slice of the batch.
 
-    Returns ``(gathers, steps, params)``: ``gathers`` the row indices of each regrouping (the last one
-    restores the batch order), ``steps`` per position ``(gather or None, [(kind, start, stop), ...])``
-    and ``params`` the factors of every step's rows, concatenated in step order."""
+    Returns ``(gathers, steps, params, restore)``: ``gathers`` the row indices of each regrouping,
+    ``steps`` per position ``(gather or None, [(kind, start, stop), ...])``, ``params`` the factors of
+    every step's rows in step order, and ``restore`` the gather that puts the rows back in batch
+    order (None when they are in it)."""
     n = len(order)
     layout = np.arange(n)                       # layout[j]: the sample held in row j
     where = np.arange(n)                        # where[i]: the row holding sample i
