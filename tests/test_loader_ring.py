@@ -119,3 +119,17 @@ def test_without_memfd_batches_are_plain_pickles(dataset, monkeypatch):
     ds = MindDataset(dataset, shuffle=False).batch(16)
     ids = [i for b in DataLoader(TorchDataset(ds), batch_size=None, num_workers=2) for i in check_batch(b)]
     assert sorted(ids) == list(range(N))
+
+
+class _EmptyColumns(torch.utils.data.IterableDataset):
+    def __iter__(self):
+        yield loader_ring.SharedBatch({"x": torch.zeros(0, 3), "rows": TensorRows.of(torch.zeros(0, dtype=torch.uint8),
+                                                                                     [0, 0]),
+                                       "name": ["a", "b"]})
+
+
+def test_a_batch_of_empty_tensors_arrives_as_tensors():
+    """A batch whose tensors hold no bytes at all still arrives as tensors (not as their descriptors)."""
+    (batch,) = list(DataLoader(_EmptyColumns(), batch_size=None, num_workers=1))
+    assert isinstance(batch["x"], torch.Tensor) and batch["x"].shape == (0, 3) and batch["x"].dtype == torch.float32
+    assert [t.shape for t in batch["rows"]] == [(0,), (0,)] and batch["name"] == ["a", "b"]

@@ -8,8 +8,9 @@ Measured in one run, on the same files:
 * ``torch.utils.data.DataLoader(reader, batch_size=256)`` over the same rows (map-style dataset);
 * ``FileReader.read_batch`` in batches of 256 in the pipeline's own first-epoch order (the raw
   batched read the pipeline's batch path is measured against), ``TorchDataset`` + ``DataLoader``
-  with 2 workers and with none, and every figure also as a fraction of the flat read of the same
-  payload bytes;
+  with 2 workers and with none, the same ``DataLoader`` over batches that cost nothing to make
+  (torch's own floor on the machine), and every figure also as a fraction of the flat read of the
+  same payload bytes;
 * a TypeCast map per column of six ``int32 [-1]`` columns, each with 2 workers, then ``batch(32)``
   (the shape of NLP data scripts: cheap ops whose cost is the hand-off), beside MindSpore's same pipeline;
 * MindSpore 2.10's ``MindDataset(...).batch(256)`` when ``--mindspore-python`` names a Python that
@@ -163,6 +164,29 @@ def _torch_loader(path, workers):
     return run
 
 
+def _torch_floor(rows, workers):
+    """The same ``DataLoader`` (``batch_size=None``, ``workers`` persistent workers) over batches that
+    cost nothing to make: one (256,) tensor each, sent through the same shared-memory ring as
+    ``TorchDataset``'s. Its rows/s is the most any dataset can get through torch's DataLoader here."""
+    import torch.utils.data
+    from recordio.dataset import loader_ring
+
+    class Empty(torch.utils.data.IterableDataset):
+        def __iter__(self):
+            info = torch.utils.data.get_worker_info()
+            count, index = (info.num_workers, info.id) if info is not None else (1, 0)
+            label = torch.arange(BATCH)
+            for _ in range(index, -(-rows // BATCH), count):
+                yield loader_ring.SharedBatch({"label": label})
+
+    loader = torch.utils.data.DataLoader(Empty(), batch_size=None, num_workers=workers,
+                                         persistent_workers=workers > 0)
+
+    def run():
+        return sum(len(b["label"]) for b in loader)
+    return run
+
+
 def _workers_cpu(loader):
     """CPU seconds used so far by the loader's worker processes (Linux ``/proc``; 0 without workers)."""
     iterator = getattr(loader, "_iterator", None)
@@ -298,6 +322,7 @@ def run(args):
     torch_loader = _best_rate(two_workers, repeats)
     main_us, workers_us = two_workers.cpu_us            # of the last pass
     torch_inline = _best_rate(_torch_loader(path, 0), repeats)
+    floor = _best_rate(_torch_floor(opts["rows"], 2), repeats)
     typecast_path = os.path.join(folder, "typecast.mindrecord")
     _write_typecast(typecast_path, min(opts["rows"], 20_000))
     typecast = _best_rate(_typecast_pipeline(typecast_path), repeats)
@@ -326,6 +351,10 @@ def run(args):
         _row("TorchDataset + DataLoader(workers=2) / raw read_batch", torch_loader, "rows/s", batched,
              "target ratio >= 0.6"),
         _row("TorchDataset + DataLoader(workers=2) / flat limit", torch_loader, "rows/s", limit, ""),
+        _row("DataLoader(workers=2) over free batches / raw read_batch", floor, "rows/s", batched,
+             "torch's own floor: batches that cost nothing to make, through the same ring"),
+        _row("TorchDataset + DataLoader(workers=2) / free batches", torch_loader, "rows/s", floor,
+             "how close to torch's floor"),
         _row("TorchDataset + DataLoader(workers=2) / workers=0", torch_loader, "rows/s", torch_inline,
              "what 2 worker processes give over none on this machine"),
         _row("TorchDataset + DataLoader(workers=2): CPU a batch, main process", main_us, "us", None,

@@ -225,12 +225,13 @@ def _rebuild(key, number, fd, length, sequence, first, nbytes, columns):
     """The main process's side: the batch as a dict of tensors viewing the ring."""
     mapping = _mapping(key, number, fd, length)
     flags = np.frombuffer(mapping, dtype=np.uint8, count=SLOTS)
-    if not nbytes:
+    if nbytes:
+        whole = np.frombuffer(mapping, dtype=np.uint8, count=nbytes, offset=first)
+        weakref.finalize(whole, flags.__setitem__, sequence % SLOTS, 1)     # freed with the last view
+        base = torch.from_numpy(whole)
+    else:                                        # only empty tensors: nothing to view, freed now
         flags[sequence % SLOTS] = 1
-        return {name: parts for name, (kind, parts) in columns.items()}
-    whole = np.frombuffer(mapping, dtype=np.uint8, count=nbytes, offset=first)
-    weakref.finalize(whole, flags.__setitem__, sequence % SLOTS, 1)     # freed with the last view
-    base = torch.from_numpy(whole)
+        base = torch.empty(0, dtype=torch.uint8)
     out = {}
     for name, (kind, parts) in columns.items():
         if kind == "value":
