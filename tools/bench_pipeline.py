@@ -164,22 +164,34 @@ def _torch_loader(path, workers):
     return run
 
 
+try:                                    # the DataLoader rows need torch; the other rows do not
+    from torch.utils.data import IterableDataset as _IterableDataset
+except ImportError:                     # pragma: no cover
+    _IterableDataset = object
+
+
+class _FreeBatches(_IterableDataset):
+    """Ready-made batches of one (256,) tensor, sent through the same shared-memory ring as
+    ``TorchDataset``'s: nothing to read (a module-level class: workers may be spawned)."""
+
+    def __init__(self, rows):
+        self.rows = rows
+
+    def __iter__(self):
+        import torch
+        from recordio.dataset import loader_ring
+        info = torch.utils.data.get_worker_info()
+        count, index = (info.num_workers, info.id) if info is not None else (1, 0)
+        label = torch.arange(BATCH)
+        for k in range(index, -(-self.rows // BATCH), count):
+            yield loader_ring.SharedBatch({"label": label[:self.rows - k * BATCH]})
+
+
 def _torch_floor(rows, workers):
     """The same ``DataLoader`` (``batch_size=None``, ``workers`` persistent workers) over batches that
-    cost nothing to make: one (256,) tensor each, sent through the same shared-memory ring as
-    ``TorchDataset``'s. Its rows/s is the most any dataset can get through torch's DataLoader here."""
+    cost nothing to make. Its rows/s is the most any dataset can get through torch's DataLoader here."""
     import torch.utils.data
-    from recordio.dataset import loader_ring
-
-    class Empty(torch.utils.data.IterableDataset):
-        def __iter__(self):
-            info = torch.utils.data.get_worker_info()
-            count, index = (info.num_workers, info.id) if info is not None else (1, 0)
-            label = torch.arange(BATCH)
-            for _ in range(index, -(-rows // BATCH), count):
-                yield loader_ring.SharedBatch({"label": label})
-
-    loader = torch.utils.data.DataLoader(Empty(), batch_size=None, num_workers=workers,
+    loader = torch.utils.data.DataLoader(_FreeBatches(rows), batch_size=None, num_workers=workers,
                                          persistent_workers=workers > 0)
 
     def run():
