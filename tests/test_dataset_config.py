@@ -46,7 +46,7 @@ def test_default_workers_apply_to_map():
     from recordio.dataset.map_op import MapDataset
 
     seen = _threads_of_map(lambda x: time.sleep(0.001) or x, 3)
-    workers = {name for row, name in seen.items() if row >= 2 * MapDataset.PROBE_ROWS}   # two costly chunks
+    workers = {name for row, name in seen.items() if row >= MapDataset.COSTLY_CHUNKS * MapDataset.PROBE_ROWS}
     assert all(name.startswith("recordio-map") for name in workers) and len(workers) >= 2
 
 

@@ -83,9 +83,10 @@ class MapDataset(Dataset):
     """One ``map``. With worker threads, its operations run where they pay: rows run in the pipeline's
     own thread, timed a chunk at a time (the first of :data:`PROBE_ROWS` rows), as long as the
     operations cost less than :data:`INLINE_BELOW_S` a row (``TypeCast``, ``Rescale``, small Python
-    callables: handing rows to a worker thread costs more than they do); from the second chunk in a
-    row that costs more (one is not enough: a first call may pay a warm-up), the rows go to the
-    ``num_parallel_workers`` threads in small chunks. Values are the
+    callables: handing rows to a worker thread costs more than they do); from the
+    :data:`COSTLY_CHUNKS`-th chunk in a row that costs more (one is not enough: a first call may pay
+    a warm-up; two are not either on a loaded machine, where one hiccup outlasts a cheap chunk), the
+    rows go to the ``num_parallel_workers`` threads in small chunks. Values are the
     same either way (the keys of a row do not depend on where it runs). ``python_multiprocessing=True``
     always runs them in the worker processes (asked for isolation, not only speed)."""
 
@@ -94,6 +95,7 @@ class MapDataset(Dataset):
     CHUNK_INLINE = 64
     PROBE_ROWS = 4
     INLINE_BELOW_S = 20e-6
+    COSTLY_CHUNKS = 3
 
     def __init__(self, child, operations, input_columns, output_columns, num_parallel_workers,
                  python_multiprocessing, offload, callbacks=None):
@@ -167,7 +169,7 @@ class MapDataset(Dataset):
                 cheap = (time.perf_counter() - start) / len(inputs) < self.INLINE_BELOW_S
                 costly = 0 if cheap else costly + 1
                 yield from self._merged(results, sent, ins, outs, spec.uid, hooks)
-                if costly == 2:                 # two costly chunks in a row (not a first call's warm-up):
+                if costly == self.COSTLY_CHUNKS:   # costly chunks in a row (not a warm-up, not a hiccup):
                     # worth a hand-off to the workers from here on
                     size[0] = chunk
                     runner = ctx.runner(self, fn, workers, self.python_multiprocessing, 2 * workers)
