@@ -205,28 +205,19 @@ def test_tail_never_modifies_the_callers_batch():
     assert torch.equal(x, before)
 
 
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
 @pytest.mark.parametrize("dtype", ["uint8", "int8", "int32", "int64"])
-def test_typecast_of_any_float_is_defined_and_equal_on_host_and_offloaded(dtype):
+def test_typecast_of_any_float_is_defined_and_equal_on_host_and_offloaded(dtype, device):
+    """NaN, infinities and out-of-range floats cast to the same integers offloaded (on CUDA too, where a
+    plain ``.to(int)`` differs from the CPU) as on the host."""
     from recordio.offload.tail import TypeCastOp
     from recordio.transforms import TypeCast
     values = np.array([np.nan, np.inf, -np.inf, 1e30, -1e30, 2.0 ** 63, 3.7, -1.2, 300.5, -0.5],
                       np.float32).reshape(1, -1)
     host = TypeCast(dtype)(values)
-    device = TypeCastOp(0, TypeCast(dtype))(torch.from_numpy(values), None, 0, 0).numpy()
-    assert host.dtype == device.dtype == np.dtype(dtype)
-    assert np.array_equal(host, device)
+    offloaded = TypeCastOp(0, TypeCast(dtype))(torch.from_numpy(values).to(device), None, 0, 0)
+    assert offloaded.device.type == device
+    offloaded = offloaded.cpu().numpy()
+    assert host.dtype == offloaded.dtype == np.dtype(dtype)
+    assert np.array_equal(host, offloaded)
     assert host[0, 0] == 0 and host[0, 6] == 3 and (dtype != "uint8" or host[0, 7] == 255)
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("dtype", ["uint8", "int8", "int32", "int64"])
-def test_typecast_of_any_float_on_cuda_equals_the_host(dtype):
-    """NaN, infinities and out-of-range floats cast to the same integers on CUDA as on the host
-    (a plain ``.to(int)`` differs between CPU and CUDA there)."""
-    from recordio.offload.tail import TypeCastOp
-    from recordio.transforms import TypeCast
-    values = np.array([np.nan, np.inf, -np.inf, 1e30, -1e30, 2.0 ** 63, 3.7, -1.2, 300.5, -0.5],
-                      np.float32).reshape(1, -1)
-    host = TypeCast(dtype)(values)
-    device = TypeCastOp(0, TypeCast(dtype))(torch.from_numpy(values).cuda(), None, 0, 0)
-    assert device.device.type == "cuda" and np.array_equal(host, device.cpu().numpy())

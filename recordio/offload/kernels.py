@@ -194,18 +194,18 @@ def adjust(x, factors, order, enabled):
         return x.clone()                  # the caller's batch is never modified
     rows = to_device(np.concatenate(gathers), x.device, torch.int64) if gathers else None
     fac = to_device(np.concatenate(params).astype(np.float32), x.device)
-    out, offset = None, 0
+    out, offset = x, 0
     for gather, groups in steps:
         if gather is not None:
-            out = (x if out is None else out).index_select(0, rows[gather * n:(gather + 1) * n])
-        elif out is None:
-            out = x.clone()
+            out = out.index_select(0, rows[gather * n:(gather + 1) * n])
         for k, start, stop in groups:
             a = fac[offset:offset + stop - start].view(-1, *[1] * (x.dim() - 1))
             offset += stop - start
             if start == 0 and stop == n:
                 out = ADJUST[k](out, a).to(out.dtype)
             else:
+                if out is x:
+                    out = x.clone()       # the caller's batch is never modified
                 part = out[start:stop]
                 part.copy_(ADJUST[k](part, a, cast=False))
     if restore is not None:
