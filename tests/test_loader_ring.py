@@ -133,3 +133,39 @@ def test_a_batch_of_empty_tensors_arrives_as_tensors():
     (batch,) = list(DataLoader(_EmptyColumns(), batch_size=None, num_workers=1))
     assert isinstance(batch["x"], torch.Tensor) and batch["x"].shape == (0, 3) and batch["x"].dtype == torch.float32
     assert [t.shape for t in batch["rows"]] == [(0,), (0,)] and batch["name"] == ["a", "b"]
+
+
+_DTYPES = (torch.bool, torch.uint8, torch.int8, torch.int16, torch.uint16, torch.int32, torch.int64, torch.float16,
+           torch.bfloat16, torch.float32, torch.float64, torch.complex64)
+
+
+def _column(dtype, shape, seed):
+    values = torch.randn(shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64) * 100
+    if dtype.is_complex:
+        return torch.complex(values, -values).to(dtype)
+    return values.to(dtype)
+
+
+class _EveryDtype(torch.utils.data.IterableDataset):
+    """One batch with a column of each dtype (numpy has no bfloat16: that one takes torch's views),
+    odd sizes so columns start at unaligned offsets, and a row list of float16 values."""
+
+    def __iter__(self):
+        cols = {str(d): _column(d, (3, k + 1), k) for k, d in enumerate(_DTYPES)}
+        cols["scalar"] = _column(torch.float32, (), 99)
+        cols["rows"] = TensorRows.of(_column(torch.bfloat16, (7,), 5), [2, 0, 5])
+        yield loader_ring.SharedBatch(cols)
+
+
+def test_every_dtype_arrives_with_its_values_shape_and_dtype():
+    (batch,) = list(DataLoader(_EveryDtype(), batch_size=None, num_workers=1))
+    (expected_batch,) = list(_EveryDtype())
+    assert list(batch) == list(expected_batch)
+    for name, want in expected_batch.items():
+        got = batch[name]
+        if name == "rows":
+            assert [t.dtype for t in got] == [torch.bfloat16] * 3 and [len(t) for t in got] == [2, 0, 5]
+            assert all(torch.equal(a, b) for a, b in zip(got, want))
+            continue
+        assert got.dtype == want.dtype and got.shape == want.shape, name
+        assert torch.equal(got, want), name
