@@ -55,6 +55,18 @@ def assert_batch_equal(reader, batch, rows, names=None):
             assert values_equal(column[j], row[name]), f"{name}: row {rows[j]}: {column[j]!r} != {row[name]!r}"
 
 
+def assert_items_equal(reader, rows):
+    """``reader.__getitems__(rows)`` (torch's batched fetch, read as one batch) equals ``reader[i]`` row
+    by row: keys in order, value types, dtypes, shapes and values."""
+    got = reader.__getitems__(rows)
+    expected = [reader[i] for i in rows]
+    assert len(got) == len(expected)
+    for j, (g, e) in enumerate(zip(got, expected)):
+        assert type(g) is dict and list(g) == list(e), f"row {rows[j]}: keys {list(g)} != {list(e)}"
+        for name in e:
+            assert values_equal(g[name], e[name]), f"{name}: row {rows[j]}: {g[name]!r} != {e[name]!r}"
+
+
 def _no_fallback(*args):
     raise AssertionError("the batch went through the row-wise decoder")
 
@@ -77,6 +89,7 @@ def test_golden_batches_equal_rows(case, use_index):
         n = len(reader)
         for rows in _orders(n):
             assert_batch_equal(reader, reader.read_batch(rows), [r % n for r in rows])
+            assert_items_equal(reader, rows)
         for size in (1, 7, 64):
             for first in range(0, n, size):
                 assert_batch_equal(reader, reader.read_batch(slice(first, first + size)),
@@ -152,6 +165,9 @@ def test_every_schema_type(tmp_path, equal_bytes, records, monkeypatch):
             assert batch["fixed"].shape == (len(rows), 2, 3) and batch["fixed"].dtype == np.float32
             assert batch["i32"].dtype == np.int32 and batch["f32"].dtype == np.float32
         assert_batch_equal(reader, reader.read_batch(range(5, 250, 4)), range(5, 250, 4))
+        for rows in _orders(n):
+            assert_items_equal(reader, rows)
+        assert reader.__getitems__([]) == []
         one = reader.read_batch([10], columns=["ints", "vec"])
         assert one["ints"].shape == (1, reader[10]["ints"].size)          # one row: stacked
 
@@ -185,6 +201,8 @@ def test_verify_mode_and_errors(tmp_path):
     with FileReader(path + "0") as reader:
         with pytest.raises(IndexError, match="row 500"):
             reader.read_batch([0, 500])
+        with pytest.raises(IndexError, match="row -61"):
+            reader.__getitems__([0, -61])
         with pytest.raises(TypeError):
             reader.read_batch([0.5])
         with pytest.raises(Exception, match="nope"):
@@ -209,6 +227,9 @@ def test_corrupt_record_raises_the_row_error(tmp_path):
         with pytest.raises(FormatError) as batch_error:
             reader.read_batch(range(0, 10))
         assert str(batch_error.value) == str(row_error.value)
+        with pytest.raises(FormatError) as items_error:
+            reader.__getitems__([9, 8, 7, 6])
+        assert str(items_error.value) == str(row_error.value)
         assert_batch_equal(reader, reader.read_batch(range(8, 13)), range(8, 13))
 
 
@@ -256,6 +277,7 @@ def test_row_wise_fallback_gives_the_same_columns(case, monkeypatch):
         monkeypatch.setattr(columns, "_fast", decline)
         slow = reader.read_batch(rows)
         assert_batch_equal(reader, slow, rows)
+        assert_items_equal(reader, rows)
         assert list(slow) == list(fast)
         for name in fast:
             assert type(slow[name]) is type(fast[name]), name
@@ -304,3 +326,5 @@ def test_a_record_parsed_across_its_end_is_refused_as_the_row_wise_read_refuses_
             reader[0]
         with pytest.raises(FormatError, match="row 0: corrupt raw record"):
             reader.read_batch([0, 1])
+        with pytest.raises(FormatError, match="row 0: corrupt raw record"):
+            reader.__getitems__([0, 1])

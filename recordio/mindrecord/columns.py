@@ -127,6 +127,24 @@ def read_columns(reader, idx, names, bytes_form="array"):
         del buf
 
 
+def rows_of(columns: dict, n: int) -> list[dict]:
+    """The ``n`` rows of a batch of columns (``read_columns`` with ``bytes_form="list"``) as the row-wise
+    read gives them: a dict a row, scalars as numpy scalars, arrays as arrays (views of the batch's
+    array), bytes as ``bytes``, strings as ``str``."""
+    names = list(columns)
+    if not names:
+        return [{} for _ in range(n)]
+    values = []
+    for column in columns.values():
+        if isinstance(column, np.ndarray):
+            values.append(list(column))          # numpy scalars, or row views of an (n, *shape) array
+        elif isinstance(column, BytesColumn):
+            values.append(column.tolist())
+        else:
+            values.append(column)                # a list: bytes, strings, arrays of differing shapes
+    return [dict(zip(names, row)) for row in zip(*values)]
+
+
 # --- where the bytes are ------------------------------------------------------------------------------
 
 def _check_pages(reader, shard, locs, need_raw, need_blob):

@@ -213,18 +213,17 @@ class FileReader:
         return self._read_at(k, local, *self._where.row(k, local))
 
     def __getitems__(self, indices: Sequence[int] | np.ndarray) -> list[dict]:
-        """Rows at ``indices`` (the batched fetch protocol of ``torch.utils.data``), located in bulk."""
+        """Rows at ``indices`` (the batched fetch protocol of ``torch.utils.data``): read as one batch of
+        columns (:meth:`read_batch`), then split into rows equal to ``self[i]``, value for value."""
         idx = np.asarray(indices, dtype=np.int64).reshape(-1)
         n = len(self)
         idx = np.where(idx < 0, idx + n, idx)
         if idx.size and (idx.min() < 0 or idx.max() >= n):
             bad = next(i for i in indices if not -n <= int(i) < n)
             raise IndexError(f"row {bad} is out of range for a dataset of {n} rows")
-        shard, local, locs = self._where.bulk(idx)
-        rows = []
-        for k, lo, loc in zip(shard.tolist(), local.tolist(), locs.tolist()):
-            rows.append(self._read_at(k, lo, *loc))
-        return rows
+        from recordio.mindrecord.columns import read_columns, rows_of
+        names = self._columns or list(self._schema.raw_fields) + list(self._schema.blob_fields)
+        return rows_of(read_columns(self, idx, names, bytes_form="list"), len(idx))
 
     def __iter__(self) -> Iterator[dict]:
         block = self._where.block
@@ -422,10 +421,11 @@ class FileReader:
         while self._fds:
             os.close(self._fds.popitem()[1])
 
-    def __del__(self):
+    def __del__(self, _close=os.close):
+        # os.close bound at definition: at interpreter exit the module's globals may be None already
         for fd in getattr(self, "_fds", {}).values():
             try:
-                os.close(fd)
+                _close(fd)
             except OSError:
                 pass
 
