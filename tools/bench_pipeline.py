@@ -31,6 +31,7 @@ import time
 
 MINDSPORE_BATCHED_QUOTED = 14_800.0     # rows/s, MindSpore 2.10 MindDataset + batch(256), measured by hand
 BATCH = 256
+CIFAR_IMAGE_BYTES = 3072          # the cifar workload's image: 32 x 32 x 3
 
 _MS_SCRIPT = """
 import sys, time
@@ -172,26 +173,34 @@ except ImportError:                     # pragma: no cover
 
 class _FreeBatches(_IterableDataset):
     """Ready-made batches of one (256,) tensor, sent through the same shared-memory ring as
-    ``TorchDataset``'s: nothing to read (a module-level class: workers may be spawned)."""
+    ``TorchDataset``'s: nothing to read (a module-level class: workers may be spawned). With
+    ``image_bytes``, each batch also holds a ``(256, image_bytes)`` uint8 image tensor: the bytes a
+    cifar batch hands over, still with nothing to read."""
 
-    def __init__(self, rows):
-        self.rows = rows
+    def __init__(self, rows, image_bytes=0):
+        self.rows, self.image_bytes = rows, image_bytes
 
     def __iter__(self):
         import torch
         from recordio.dataset import loader_ring
         info = torch.utils.data.get_worker_info()
         count, index = (info.num_workers, info.id) if info is not None else (1, 0)
-        label = torch.arange(BATCH)
+        label = torch.arange(BATCH, dtype=torch.int32)
+        image = torch.ones((BATCH, self.image_bytes), dtype=torch.uint8) if self.image_bytes else None
         for k in range(index, -(-self.rows // BATCH), count):
-            yield loader_ring.SharedBatch({"label": label[:self.rows - k * BATCH]})
+            n = min(BATCH, self.rows - k * BATCH)
+            batch = {"label": label[:n]}
+            if image is not None:
+                batch["image"] = image[:n]
+            yield loader_ring.SharedBatch(batch)
 
 
-def _torch_floor(rows, workers):
+def _torch_floor(rows, workers, image_bytes=0):
     """The same ``DataLoader`` (``batch_size=None``, ``workers`` persistent workers) over batches that
-    cost nothing to make. Its rows/s is the most any dataset can get through torch's DataLoader here."""
+    cost nothing to make. Its rows/s is the most any dataset can get through torch's DataLoader here
+    (with ``image_bytes``: the most a dataset handing over that many bytes a row can get)."""
     import torch.utils.data
-    loader = torch.utils.data.DataLoader(_FreeBatches(rows), batch_size=None, num_workers=workers,
+    loader = torch.utils.data.DataLoader(_FreeBatches(rows, image_bytes), batch_size=None, num_workers=workers,
                                          persistent_workers=workers > 0)
 
     def run():
@@ -335,6 +344,7 @@ def run(args):
     main_us, workers_us = two_workers.cpu_us            # of the last pass
     torch_inline = _best_rate(_torch_loader(path, 0), repeats)
     floor = _best_rate(_torch_floor(opts["rows"], 2), repeats)
+    floor_bytes = _best_rate(_torch_floor(opts["rows"], 2, CIFAR_IMAGE_BYTES), repeats)
     typecast_path = os.path.join(folder, "typecast.mindrecord")
     _write_typecast(typecast_path, min(opts["rows"], 20_000))
     typecast = _best_rate(_typecast_pipeline(typecast_path), repeats)
@@ -367,6 +377,10 @@ def run(args):
              "torch's own floor: batches that cost nothing to make, through the same ring"),
         _row("TorchDataset + DataLoader(workers=2) / free batches", torch_loader, "rows/s", floor,
              "how close to torch's floor"),
+        _row("DataLoader(workers=2) over ready-made cifar batches / raw read_batch", floor_bytes, "rows/s", batched,
+             "the same bytes a batch (256 x 3 KB image + label) handed over, nothing read"),
+        _row("TorchDataset + DataLoader(workers=2) / ready-made cifar batches", torch_loader, "rows/s",
+             floor_bytes, "what reading the rows costs on top of handing them over"),
         _row("TorchDataset + DataLoader(workers=2) / workers=0", torch_loader, "rows/s", torch_inline,
              "what 2 worker processes give over none on this machine"),
         _row("TorchDataset + DataLoader(workers=2): CPU a batch, main process", main_us, "us", None,

@@ -215,15 +215,13 @@ class FileReader:
     def __getitems__(self, indices: Sequence[int] | np.ndarray) -> list[dict]:
         """Rows at ``indices`` (the batched fetch protocol of ``torch.utils.data``): read as one batch of
         columns (:meth:`read_batch`), then split into rows equal to ``self[i]``, value for value."""
-        idx = np.asarray(indices, dtype=np.int64).reshape(-1)
-        n = len(self)
-        idx = np.where(idx < 0, idx + n, idx)
-        if idx.size and (idx.min() < 0 or idx.max() >= n):
-            bad = next(i for i in indices if not -n <= int(i) < n)
-            raise IndexError(f"row {bad} is out of range for a dataset of {n} rows")
-        from recordio.mindrecord.columns import read_columns, rows_of
-        names = self._columns or list(self._schema.raw_fields) + list(self._schema.blob_fields)
-        return rows_of(read_columns(self, idx, names, bytes_form="list"), len(idx))
+        from recordio.mindrecord.columns import read_columns, row_numbers, rows_of
+        idx = row_numbers(indices, len(self))
+        return rows_of(read_columns(self, idx, self._read_names(), bytes_form="list"), len(idx))
+
+    def _read_names(self) -> list[str]:
+        """The fields a row of this reader holds, in row order."""
+        return self._columns or list(self._schema.raw_fields) + list(self._schema.blob_fields)
 
     def __iter__(self) -> Iterator[dict]:
         block = self._where.block
@@ -243,7 +241,7 @@ class FileReader:
         equals ``self[rows[j]]``; values are copies, so none keeps a map open after :meth:`close`.
         ``columns``: fields to read, in this order (default: this reader's columns)."""
         from recordio.mindrecord.columns import read_columns, row_numbers
-        names = self._columns or list(self._schema.raw_fields) + list(self._schema.blob_fields)
+        names = self._read_names()
         if columns is not None:
             if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
                 raise ParamTypeError("columns", "list", f"Got {columns!r}; columns is a list of field names.")
