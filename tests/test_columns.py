@@ -204,6 +204,8 @@ def test_verify_mode_and_errors(tmp_path):
         with pytest.raises(IndexError, match="row -61"):
             reader.__getitems__([0, -61])
         with pytest.raises(TypeError):
+            reader.__getitems__([0, 1.5])                   # not truncated to row 1
+        with pytest.raises(TypeError):
             reader.read_batch([0.5])
         with pytest.raises(Exception, match="nope"):
             reader.read_batch([0], columns=["nope"])
