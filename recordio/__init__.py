@@ -43,6 +43,7 @@ _LAZY = {
     "SubsetSampler": "recordio.dataset",
     "TimeMonitor": "recordio.training",
     "TorchDataset": "recordio.dataset",
+    "collate": "recordio.dataset",
     "count_elements": "recordio.mindrecord.elements",
     "count_rows": "recordio.mindrecord.count",
     "describe": "recordio.mindrecord.description",

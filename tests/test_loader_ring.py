@@ -169,3 +169,57 @@ def test_every_dtype_arrives_with_its_values_shape_and_dtype():
             continue
         assert got.dtype == want.dtype and got.shape == want.shape, name
         assert torch.equal(got, want), name
+
+
+def _same_collated(a, b):
+    """Two collated batches are equal: keys, tensor dtypes and values, lists of bytes / str by type."""
+    assert type(a) is type(b) is dict and list(a) == list(b)
+    for name in a:
+        if isinstance(b[name], torch.Tensor):
+            assert isinstance(a[name], torch.Tensor) and a[name].dtype == b[name].dtype, name
+            assert a[name].shape == b[name].shape and torch.equal(a[name], b[name]), name
+        else:
+            assert type(a[name]) is list and [type(v) for v in a[name]] == [type(v) for v in b[name]], name
+            assert a[name] == b[name], name
+
+
+def test_recordio_collate_gives_default_collate_batches_through_the_ring(dataset):
+    """``DataLoader(FileReader, batch_size, num_workers=2, collate_fn=recordio.collate)``: the batches of
+    ``default_collate`` without workers, value for value; in the main process it is default_collate."""
+    import recordio
+    from recordio import FileReader
+    from torch.utils.data import default_collate
+    with FileReader(dataset[:-1] + "0") as reader:      # both shards
+        expected = list(DataLoader(reader, batch_size=17, num_workers=0))
+        before = set(loader_ring._MAPPED)
+        shared = list(DataLoader(reader, batch_size=17, num_workers=2, collate_fn=recordio.collate))
+        assert len(set(loader_ring._MAPPED) - before) == 2              # each worker's ring carried batches
+        assert len(shared) == len(expected) == -(-N // 17)
+        for a, b in zip(shared, expected):
+            _same_collated(a, b)
+        rows = reader.__getitems__([5, 0, 3])
+        inline = recordio.collate(rows)
+        assert type(inline) is dict
+        _same_collated(inline, default_collate(rows))
+
+
+class _ByteLists(torch.utils.data.IterableDataset):
+    def __iter__(self):
+        for k in range(40):
+            yield loader_ring.SharedBatch({"blobs": [bytes([k]) * (i % 4) for i in range(k + 1)],
+                                           "empty": [b"", b""], "k": k})     # k: pickled
+
+
+def test_lists_of_bytes_travel_in_the_ring_and_free_their_bytes_at_once(monkeypatch):
+    monkeypatch.setattr(loader_ring, "FIRST_CAPACITY", 4096)         # a few batches: reuse is needed
+    loader = DataLoader(_ByteLists(), batch_size=None, num_workers=1, persistent_workers=True)
+    for _ in range(3):
+        got = list(loader)
+        assert [int(b["k"]) for b in got] == list(range(40))
+        for k, b in enumerate(got):
+            assert type(b["blobs"]) is list and all(type(v) is bytes for v in b["blobs"])
+            assert b["blobs"] == [bytes([k]) * (i % 4) for i in range(k + 1)] and b["empty"] == [b"", b""]
+    assert {number for number, _ in loader_ring._MAPPED.values()} == {0}     # copied out: slots freed
+    _, descriptor = loader_ring.SharedBatch({"b": [b"ab", b""], "s": ["x"], "none": []}).__reduce__()
+    kinds = {name: kind for name, (kind, _) in descriptor[-1].items()}
+    assert kinds == {"b": "bytes", "s": "value", "none": "value"}        # the bytes went into the ring

@@ -5,7 +5,8 @@ Measured in one run, on the same files:
 * the raw ``FileReader``: every row in order (``iter``), and ``__getitems__`` in a shuffled order
   (the access a shuffled pipeline makes) - the floors the pipeline adds overhead to;
 * ``MindDataset(...).batch(256)`` iterated with ``output_numpy=True``, shuffled (the default) and not;
-* ``torch.utils.data.DataLoader(reader, batch_size=256)`` over the same rows (map-style dataset);
+* ``torch.utils.data.DataLoader(reader, batch_size=256)`` over the same rows (map-style dataset), with
+  no workers, with 2 workers, and with 2 workers and ``collate_fn=recordio.collate``;
 * ``FileReader.read_batch`` in batches of 256 in the pipeline's own first-epoch order (the raw
   batched read the pipeline's batch path is measured against), ``TorchDataset`` + ``DataLoader``
   with 2 workers and with none, the same ``DataLoader`` over batches that cost nothing to make
@@ -231,13 +232,17 @@ def _pipeline(path, shuffle):
     return run
 
 
-def _dataloader(path):
+def _dataloader(path, workers=0, collate_fn=None):
+    """``DataLoader(FileReader(path), batch_size=256, shuffle=True)``: map-style, rows fetched with
+    ``__getitems__`` and collated by ``collate_fn`` (default: torch's ``default_collate``); workers
+    persist across passes."""
     import torch.utils.data
     from recordio.mindrecord.reader import FileReader
     reader = FileReader(path)
+    loader = torch.utils.data.DataLoader(reader, batch_size=BATCH, shuffle=True, num_workers=workers,
+                                         persistent_workers=workers > 0, collate_fn=collate_fn)
 
     def run():
-        loader = torch.utils.data.DataLoader(reader, batch_size=BATCH, shuffle=True, num_workers=0)
         return sum(len(b["label"]) for b in loader)
     return run
 
@@ -336,6 +341,9 @@ def run(args):
     shuffled = _best_rate(_pipeline(path, None), repeats)
     ordered = _best_rate(_pipeline(path, False), repeats)
     loader = _best_rate(_dataloader(path), repeats)
+    loader_workers = _best_rate(_dataloader(path, 2), repeats)
+    from recordio.dataset import collate
+    loader_collate = _best_rate(_dataloader(path, 2, collate), repeats)
     limit = _best_rate(_flat(path, opts["rows"]), repeats)
     batched = _best_rate(_raw_batches(path, None), repeats)
     batched_ordered = _best_rate(_raw_batches(path, False), repeats)
@@ -365,6 +373,10 @@ def run(args):
         _row("pipeline batch(256) in order / raw in order", ordered, "rows/s", raw,
              "target ratio >= 0.77 (overhead <= 30%)"),
         _row("DataLoader(reader, 256) shuffled / pipeline", loader, "rows/s", shuffled, ""),
+        _row("DataLoader(reader, 256, workers=2) / workers=0", loader_workers, "rows/s", loader,
+             "default_collate: each tensor and the bytes cross through torch's own channels"),
+        _row("DataLoader(reader, 256, workers=2, collate_fn=recordio.collate) / default collate_fn",
+             loader_collate, "rows/s", loader_workers, "the same batches through the shared ring"),
         _row("raw read_batch(256), shuffled / flat limit", batched, "rows/s", limit, "the flat read of the same bytes"),
         _row("raw read_batch(256), in order / flat limit", batched_ordered, "rows/s", limit, ""),
         _row("pipeline batch(256) shuffled / raw read_batch", shuffled, "rows/s", batched, "target ratio >= 0.8"),

@@ -30,12 +30,12 @@ from recordio.dataset.text import TextFileDataset
 __all__ = ["ConcatDataset", "DSCallback", "Dataset", "DistributedSampler", "GeneratorDataset", "HostBatch",
            "MindDataset", "MixedDataset", "PKSampler", "PaddedDataset", "RandomSampler", "Sampler", "SequentialSampler",
            "Shuffle", "SubsetRandomSampler", "SubsetSampler", "TextFileDataset", "TorchDataset", "WeightedClassSampler",
-           "callback", "config", "mix", "zip"]
+           "callback", "collate", "config", "mix", "zip"]
 
 
 def __getattr__(name):
-    if name == "TorchDataset":   # imports torch: only when asked for
-        return importlib.import_module("recordio.dataset.torch_adapter").TorchDataset
+    if name in ("TorchDataset", "collate"):   # import torch: only when asked for
+        return getattr(importlib.import_module("recordio.dataset.torch_adapter"), name)
     if name in ("vision", "transforms"):     # ds.vision / ds.transforms, as in mindspore.dataset (cv2 on demand)
         return importlib.import_module(f"recordio.dataset.{name}")
     raise AttributeError(f"module 'recordio.dataset' has no attribute {name!r}")

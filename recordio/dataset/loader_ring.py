@@ -18,8 +18,9 @@ Layout of a ring (little-endian)::
 
 The producer never waits: a batch that does not fit (the consumer holds earlier ones, or it is
 larger than the ring) goes to a new, larger ring, and the old one is freed by both sides once
-nothing refers to it. Batches are taken back in any order the consumer frees them. Columns that are
-not tensors or lists of 1-D tensors (strings, nested values) travel in the descriptor's pickle.
+nothing refers to it. Batches are taken back in any order the consumer frees them. A list of ``bytes``
+is written one value after another and copied out by the receiver. Columns that are not tensors,
+lists of 1-D tensors or lists of bytes (strings, nested values) travel in the descriptor's pickle.
 
 The main process keeps the rings it has mapped in ``_MAPPED`` (process-local: a descriptor names a
 ring the receiving process maps once); a ring leaves it when its worker moves to a newer one.
@@ -28,6 +29,7 @@ ring the receiving process maps once); a ring leaves it when its worker moves to
 from __future__ import annotations
 
 import collections
+import itertools
 import math
 import mmap
 import os
@@ -142,15 +144,20 @@ def _producer() -> _Producer:
 
 def _layout(value):
     """How one column travels: "tensor" (one tensor), "rows" (a :class:`TensorRows` still holding
-    the views of its buffer: the buffer is written once), or None (pickled as it is)."""
+    the views of its buffer: the buffer is written once), "bytes" (a list of ``bytes``, written one
+    after another: the receiver copies each out), or None (pickled as it is)."""
     if isinstance(value, torch.Tensor):
         return "tensor" if value.device.type == "cpu" and value.layout == torch.strided else None
     if type(value) is TensorRows:
         return "rows" if value.intact() and _layout(value.buffer) == "tensor" else None
+    if type(value) is list and value and all(type(v) is bytes for v in value):
+        return "bytes"
     return None
 
 
 def _nbytes(kind, value) -> int:
+    if kind == "bytes":
+        return sum(map(len, value))
     t = value if kind == "tensor" else value.buffer
     return t.numel() * t.element_size()
 
@@ -183,6 +190,9 @@ class SharedBatch(dict):
 
 def _put(buffer, at, nbytes, kind, value):
     """Write one column at ``at``; return (offset, dtype, shape or sizes) for the receiver."""
+    if kind == "bytes":
+        buffer[at:at + nbytes] = b"".join(value)
+        return at, None, [len(v) for v in value]
     t = value if kind == "tensor" else value.buffer
     if nbytes:
         torch.frombuffer(buffer, dtype=torch.uint8, count=nbytes, offset=at).view(t.dtype).view(t.shape).copy_(t)
@@ -253,6 +263,10 @@ def _rebuild(key, number, fd, length, sequence, first, nbytes, columns):
             out[name] = parts
             continue
         at, dtype, shape = parts
+        if kind == "bytes":                 # copied out: the list holds no view of the ring
+            ends = list(itertools.accumulate(shape, initial=at))
+            out[name] = [mapping[a:b] for a, b in zip(ends, ends[1:])]
+            continue
         at -= first
         n = dtype.itemsize * (math.prod(shape) if kind == "tensor" else sum(shape))
         numpy_dtype = _numpy_dtype(dtype)
