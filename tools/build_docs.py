@@ -26,7 +26,8 @@ def build(out):
 
     import recordio.dataset
 
-    recordio.dataset.TorchDataset = recordio.dataset.TorchDataset   # resolve the lazy name for pdoc
+    for name in ("TorchDataset", "collate"):                      # resolve the lazy names for pdoc
+        setattr(recordio.dataset, name, getattr(recordio.dataset, name))
     out = pathlib.Path(out)
     shutil.rmtree(out, ignore_errors=True)
     pdoc.render.configure(docformat="restructuredtext", search=False, show_source=False,
