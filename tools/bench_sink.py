@@ -18,7 +18,7 @@ reports host->device copy bandwidth from pinned and from pageable memory (256x3x
 Pipeline: MindDataset (cifar records) -> map(raw bytes -> 32x32x3, RandomCrop(32, padding=4),
 RandomHorizontalFlip) on the host -> map(Rescale, Normalize, HWC2CHW, offload=True) -> batch(128).
 
-    python tools/bench_sink.py [--rows 10000] [--steps 150] [--device cpu|cuda] [--json]
+    python tools/bench_sink.py [--rows 10000] [--steps 150] [--device cpu|cuda] [--workers N] [--json]
 """
 
 import argparse
@@ -41,6 +41,9 @@ def add_arguments(parser):
     parser.add_argument("--torch-threads", type=int, default=1,
                         help="torch intra-op threads for the step on a CPU (default 1: one core computes, "
                              "the others run the pipeline)")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="workers of the host map (default: config.get_num_parallel_workers(); on a "
+                             "many-core GPU machine more workers keep the pipeline ahead of the step)")
     parser.add_argument("--quick", action="store_true", help="small run (a smoke test, not for quoting)")
 
 
@@ -60,11 +63,11 @@ def _to_image(raw):
     return raw.reshape(32, 32, 3)
 
 
-def _pipeline(path):
+def _pipeline(path, workers=None):
     from recordio import MindDataset, vision
     ds = MindDataset(path)
     ds = ds.map([_to_image, vision.RandomCrop(32, padding=4), vision.RandomHorizontalFlip()],
-                input_columns=["image"])
+                input_columns=["image"], num_parallel_workers=workers)
     ds = ds.map([vision.Rescale(1 / 255, 0.0), vision.Normalize([0.49, 0.48, 0.45], [0.25, 0.24, 0.26]),
                  vision.HWC2CHW()], input_columns=["image"], offload=True)
     return ds.batch(BATCH, drop_remainder=True)
@@ -193,14 +196,14 @@ def _ways(device, steps):
     return ways
 
 
-def _feeding_rows(path, device, steps, rounds):
+def _feeding_rows(path, device, steps, rounds, workers):
     """Each way ``rounds`` times, interleaved; the best round of each is kept (less noise)."""
     step = _stepper(device)
     ways = _ways(device, steps)
     best = {name: (0.0, 1.0) for name in ways}
     for _ in range(rounds):
         for name, make in ways.items():
-            closer, batches = make(_pipeline(path))
+            closer, batches = make(_pipeline(path, workers))
             rate, wait = _timed_loop(batches, step, steps, device)
             closer.close()
             best[name] = max(best[name], (rate, wait))
@@ -233,13 +236,14 @@ def _run(args):
     folder = getattr(args, "workdir", None) or tempfile.mkdtemp(prefix="recordio-bench-")
     path = os.path.join(folder, "sink-cifar.mindrecord")
     _write(path, rows_n)
-    data = _data_only(_pipeline(path), steps)
-    compute = _step_only(_pipeline(path), _stepper(device), steps, device)
+    workers = getattr(args, "workers", None)
+    data = _data_only(_pipeline(path, workers), steps)
+    compute = _step_only(_pipeline(path, workers), _stepper(device), steps, device)
     rows = [_row("pipeline alone: batches/s", data, "batches/s"),
             _row("training step alone: steps/s", compute, "steps/s"),
             _row("ideal overlapped: min(data, step)", min(data, compute), "steps/s"),
             _row("serial: 1/(1/data + 1/step)", 1 / (1 / data + 1 / compute), "steps/s")]
-    rows += _feeding_rows(path, device, steps, rounds)
+    rows += _feeding_rows(path, device, steps, rounds, workers)
     if str(device).startswith("cuda"):
         bandwidth = _bandwidth(device)
         rows.append(_row("H2D copy from pinned memory", bandwidth["pinned"], "GB/s", "pageable",

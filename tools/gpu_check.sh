@@ -68,5 +68,8 @@ mutant slot-release-wait recordio/sink/backends.py "self._stream.wait_event(even
 mutant ring-host-wait recordio/sink/ring.py "self._backend.host_wait(event)" "pass"
 
 step bench-sink 90 "$PY" tools/bench_sink.py --device cuda --rows 10000 --steps 100 --rounds 2
+# the same with a host map that uses the machine's cores (2 workers leave it pipeline-bound)
+step bench-sink-workers 90 "$PY" tools/bench_sink.py --device cuda --rows 10000 --steps 100 --rounds 2 \
+    --workers "$(( $(nproc) > 2 ? $(nproc) - 2 : 1 ))"
 step bench-vision 120 "$PY" tools/bench_vision.py --device cuda --images 1024 --repeat 3 --tail-batches 24
 step main-job 90 "$PY" examples/main_job.py --device cuda --out /tmp/recordio-main-job
