@@ -129,19 +129,20 @@ def read_columns(reader, idx, names, bytes_form="array"):
 
 def rows_of(columns: dict, n: int) -> list[dict]:
     """The ``n`` rows of a batch of columns (``read_columns`` with ``bytes_form="list"``) as the row-wise
-    read gives them: a dict a row, scalars as numpy scalars, arrays as arrays (views of the batch's
-    array), bytes as ``bytes``, strings as ``str``."""
+    read gives them: a dict a row, scalars as numpy scalars, bytes as ``bytes``, strings as ``str``,
+    arrays as arrays of their own (a copy each: a row kept, e.g. in a shuffle buffer, does not keep
+    its whole batch's arrays alive)."""
     names = list(columns)
     if not names:
         return [{} for _ in range(n)]
     values = []
     for column in columns.values():
         if isinstance(column, np.ndarray):
-            values.append(list(column))          # numpy scalars, or row views of an (n, *shape) array
+            values.append(list(column) if column.ndim == 1 else [v.copy() for v in column])
         elif isinstance(column, BytesColumn):
             values.append(column.tolist())
-        else:
-            values.append(column)                # a list: bytes, strings, arrays of differing shapes
+        else:                                    # a list: bytes, strings, arrays of differing shapes
+            values.append([v.copy() if isinstance(v, np.ndarray) else v for v in column])
     return [dict(zip(names, row)) for row in zip(*values)]
 
 
