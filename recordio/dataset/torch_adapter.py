@@ -145,4 +145,3 @@ def collate(batch: list) -> Any:
     if type(out) is dict and torch.utils.data.get_worker_info() is not None and loader_ring.available():
         return loader_ring.SharedBatch(out)
     return out
-
