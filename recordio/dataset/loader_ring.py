@@ -251,8 +251,8 @@ def _rebuild(key, number, fd, length, sequence, first, nbytes, columns):
     """The main process's side: the batch as a dict of tensors viewing the ring."""
     mapping = _mapping(key, number, fd, length)
     flags = np.frombuffer(mapping, dtype=np.uint8, count=SLOTS)
-    whole = np.frombuffer(mapping, dtype=np.uint8, count=nbytes, offset=first)
     if nbytes:
+        whole = np.frombuffer(mapping, dtype=np.uint8, count=nbytes, offset=first)
         weakref.finalize(whole, flags.__setitem__, sequence % SLOTS, 1)     # freed with the last view
     else:                                        # only empty tensors: nothing to view, freed now
         flags[sequence % SLOTS] = 1
