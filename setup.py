@@ -1,4 +1,9 @@
-"""Build of the C extensions; everything else is in pyproject.toml.
+"""The package layout and the C extensions; the metadata is in pyproject.toml.
+
+Packages are found, not listed: every folder with an ``__init__.py`` under ``recordio/``,
+``converters/`` (installed as ``recordio.converters``) and ``tools/`` (``recordio.tools``) goes
+into the wheel and the sdist, with its ``py.typed`` and ``.pyi`` files (``tests/test_packaging.py``
+compares a built wheel with the source tree).
 
 * ``recordio.mindrecord._codec``: MindRecord's compressed integer arrays (no library needed). Built
   wherever the package installs; a failed build still leaves a working install on the numpy
@@ -14,12 +19,27 @@ give the same values.
 
 import os
 
-from setuptools import Extension, setup
+from setuptools import Extension, find_packages, setup
+
+# Import name -> folder in the source tree.
+PACKAGE_ROOTS = {"recordio": "recordio", "recordio.converters": "converters", "recordio.tools": "tools"}
 
 FLAGS = ["-O3", "-ffp-contract=off", "-fno-trapping-math", "-fno-math-errno"]
 REQUIRE_CODEC = os.environ.get("RECORDIO_REQUIRE_CODEC") == "1"
 
-setup(ext_modules=[
+
+
+def packages():
+    """Every package under each root, as its import name."""
+    found = []
+    for name, root in PACKAGE_ROOTS.items():
+        found += [name, *(f"{name}.{sub}" for sub in find_packages(root))]
+    return sorted(found)
+
+
+setup(packages=packages(), package_dir=PACKAGE_ROOTS,
+      package_data={"": ["py.typed", "*.pyi"]},
+      ext_modules=[
     Extension("recordio.mindrecord._codec", sources=["recordio/mindrecord/_codec.c"], extra_compile_args=["-O3"],
               optional=not REQUIRE_CODEC),
     Extension("recordio.vision._kernels", sources=["recordio/vision/_kernels.c"], extra_compile_args=FLAGS,

@@ -7,8 +7,11 @@ files, anything else is read as Parquet.
 
 import os
 
-import pyarrow as pa
-import pyarrow.parquet as pq
+from recordio.extras import requires
+
+with requires("Parquet/Arrow conversion", "arrow"):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
 __all__ = ["EXTENSIONS", "piece_name", "pieces", "read_piece", "read_schema"]
 

@@ -21,10 +21,13 @@ column's name and a suggested cast, and so is any null.
 """
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from recordio.errors import SchemaError
+from recordio.extras import requires
+
+with requires("Parquet/Arrow conversion", "arrow"):
+    import pyarrow as pa
+    import pyarrow.compute as pc
 
 __all__ = ["arrow_type", "column_values", "field_spec"]
 

@@ -31,6 +31,7 @@ import numpy as np
 
 from recordio.converters import engine
 from recordio.errors import FormatError, RecordIOError, SchemaError
+from recordio.extras import requires
 
 __all__ = ["from_hf", "to_hf"]
 
@@ -59,7 +60,8 @@ def _array_feature(datasets, spec):
 
 def features_of(schema, images=()):
     """The ``datasets.Features`` of a MindRecord schema (``images``: bytes fields to give as ``Image()``)."""
-    import datasets
+    with requires("the Hugging Face datasets bridge", "hf"):
+        import datasets
 
     out = {}
     for name, spec in schema.items():
@@ -109,7 +111,8 @@ def to_hf(path, columns=None, *, images=None, cache_dir=None):
     ``images``: the bytes fields to give as ``Image()`` features (default: those whose first rows
     decode as images; a later row that does not is an error naming it). Types: see the module's table.
     """
-    import datasets
+    with requires("the Hugging Face datasets bridge", "hf"):
+        import datasets
 
     from recordio.mindrecord.reader import FileReader
 
@@ -152,7 +155,8 @@ def _list_spec(datasets, name, feature):
 
 def field_spec(name, feature):
     """The MindRecord field spec of the ``datasets`` feature of column ``name``; SchemaError if none."""
-    import datasets
+    with requires("the Hugging Face datasets bridge", "hf"):
+        import datasets
 
     if isinstance(feature, datasets.Value) and feature.dtype in _SCALAR:
         return {"type": _SCALAR[feature.dtype]}
@@ -204,7 +208,8 @@ class HFSource:
 
 
 def _values(array, spec, name, unit):
-    import pyarrow as pa
+    with requires("the Hugging Face datasets bridge", "hf"):
+        import pyarrow as pa
 
     if isinstance(array.type, pa.ExtensionType):
         array = array.storage
@@ -229,7 +234,8 @@ def _image_bytes(value, name, unit):
 
 def _arrays(array, dtype, name, unit):
     """Each row's numbers as a flat array of ``dtype``; a row whose inner lists differ in length is refused."""
-    import pyarrow as pa
+    with requires("the Hugging Face datasets bridge", "hf"):
+        import pyarrow as pa
 
     starts, ends = np.arange(len(array)), np.arange(1, len(array) + 1)
     first = True

@@ -3,6 +3,8 @@
 OpenCV is imported only by the functions that decode or encode.
 """
 
+from recordio.extras import requires
+
 __all__ = ["check_image", "encode_png", "reencode", "sniff"]
 
 _SIGNATURES = (
@@ -59,7 +61,8 @@ def _jpeg_scan_start(data):
 
 
 def _decode(data, flags=None):
-    import cv2
+    with requires("image conversion", "vision"):
+        import cv2
     import numpy as np
 
     image = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR if flags is None else flags)
@@ -70,7 +73,8 @@ def _decode(data, flags=None):
 
 def encode_png(pixels):
     """Lossless PNG of an RGB ``<H,W,3>`` or grey ``<H,W>`` uint8 array (decodes back to the same RGB/grey)."""
-    import cv2
+    with requires("image conversion", "vision"):
+        import cv2
 
     if pixels.ndim == 3:
         pixels = cv2.cvtColor(pixels, cv2.COLOR_RGB2BGR)
@@ -85,7 +89,8 @@ def reencode(data, resize=None, encode=None, quality=95):
 
     ``encode`` is ``"jpeg"`` or ``"png"``; None keeps JPEG for JPEG input and uses PNG otherwise.
     """
-    import cv2
+    with requires("image conversion", "vision"):
+        import cv2
 
     image = _decode(data)
     if resize:

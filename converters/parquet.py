@@ -15,6 +15,7 @@ import numpy as np
 
 from recordio.converters import engine
 from recordio.errors import SchemaError
+from recordio.extras import requires
 
 EXTENSIONS = (".parquet", ".pq", ".arrow", ".feather", ".ipc")   # arrow_files.EXTENSIONS, without pyarrow
 
@@ -125,7 +126,8 @@ def _export_columns(schema, columns, path):
 
 def to_arrow(path, columns=None):
     """A ``pyarrow.Table`` of the dataset's columns (default: every int, float and string field)."""
-    import pyarrow as pa
+    with requires("Parquet/Arrow conversion", "arrow"):
+        import pyarrow as pa
 
     import recordio
     from recordio.converters.arrow_types import arrow_type
@@ -152,7 +154,8 @@ def _plain(values):
 
 def _original_types(table, desc):
     """Cast columns back to the Arrow types recorded by :func:`convert_parquet`, where it recorded them."""
-    import pyarrow as pa
+    with requires("Parquet/Arrow conversion", "arrow"):
+        import pyarrow as pa
 
     try:
         types = json.loads(desc).get("arrow_types", {})
@@ -169,8 +172,9 @@ def _original_types(table, desc):
 
 def write_arrow(table, out):
     """Write ``table`` as Parquet (``.parquet``/``.pq``) or Arrow IPC/Feather (``.arrow``/``.feather``/``.ipc``)."""
-    import pyarrow.feather as feather
-    import pyarrow.parquet as pq
+    with requires("Parquet/Arrow conversion", "arrow"):
+        import pyarrow.feather as feather
+        import pyarrow.parquet as pq
 
     ext = os.path.splitext(os.fspath(out))[1].lower()
     if ext in (".parquet", ".pq"):

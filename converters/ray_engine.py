@@ -13,6 +13,7 @@ import pickle
 
 from recordio.converters.engine import write_shard
 from recordio.errors import RecordIOError, WorkerError
+from recordio.extras import requires
 
 __all__ = ["run_ray"]
 
@@ -35,8 +36,9 @@ def _write(batch, job, tasks):
 def run_ray(job, tasks, progress):
     """Write the shards ``tasks`` ({shard_id: units}) as Ray tasks; returns [(shard_id, rows, skipped)]."""
     try:
-        import ray
-        import ray.data
+        with requires("engine='ray'", "ray"):
+            import ray
+            import ray.data
     except ImportError as exc:
         raise ImportError(f"engine='ray' needs Ray Data: pip install 'mindrecordio[ray]' ({exc})") from exc
     started = not ray.is_initialized()

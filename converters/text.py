@@ -24,6 +24,7 @@ import numpy as np
 
 from recordio.converters import engine
 from recordio.errors import FormatError
+from recordio.extras import requires
 
 __all__ = ["EOD_TOKENS", "TextSource", "convert_text", "pack"]
 
@@ -36,7 +37,8 @@ _INT32_MAX = (1 << 31) - 1
 @functools.lru_cache(maxsize=4)
 def _tokenizer(path, digest):
     """The tokenizer of ``path`` (one per process; ``digest`` keys the cache on its contents)."""
-    from tokenizers import Tokenizer
+    with requires("text conversion with a tokenizer"):
+        from tokenizers import Tokenizer
 
     return Tokenizer.from_file(path)
 

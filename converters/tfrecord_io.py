@@ -22,6 +22,7 @@ import struct
 
 from recordio.converters.tomr.common import import_optional
 from recordio.errors import ChecksumError, FormatError
+from recordio.extras import requires
 
 __all__ = ["frame", "masked_crc", "parse_example", "read_records", "scan"]
 
@@ -103,7 +104,8 @@ def read_records(path, offset, count, first=0):
 def _example_class():
     """The ``tensorflow.Example`` message class, built in a private pool."""
     descriptor_pb2 = import_optional("google.protobuf.descriptor_pb2", "tfrecord")
-    from google.protobuf import descriptor_pool, message_factory
+    with requires("TFRecord conversion", "tfrecord"):
+        from google.protobuf import descriptor_pool, message_factory
 
     proto = descriptor_pb2.FileDescriptorProto(name="recordio/tf_example.proto", package="tensorflow",
                                                syntax="proto3")

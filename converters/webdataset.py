@@ -34,6 +34,7 @@ import numpy as np
 
 from recordio.converters import engine
 from recordio.errors import FormatError, SchemaError
+from recordio.extras import requires
 
 __all__ = ["WebDatasetSource", "convert_webdataset", "to_webdataset"]
 
@@ -117,7 +118,8 @@ def _value(ext, data, spec, where):
 
 def samples(path):
     """The samples of one tar file, grouped by key with ``webdataset``'s own iterators."""
-    from webdataset import tariterators
+    with requires("the WebDataset bridge"):
+        from webdataset import tariterators
 
     with open(path, "rb") as stream:
         files = tariterators.tar_file_expander([{"url": path, "stream": stream}])
@@ -126,7 +128,8 @@ def samples(path):
 
 def count_samples(path):
     """Distinct keys of a tar (headers only for an uncompressed one)."""
-    from webdataset.tariterators import base_plus_ext
+    with requires("the WebDataset bridge"):
+        from webdataset.tariterators import base_plus_ext
 
     with tarfile.open(path, "r:*") as tar:
         keys = {base_plus_ext(m.name)[0] for m in tar if m.isreg() and not m.name.split("/")[-1].startswith("__")}
@@ -213,7 +216,8 @@ def to_webdataset(path, pattern, *, columns=None, maxcount=10000, key_field="__k
     """Write the MindRecord dataset ``path`` as WebDataset shards ``pattern % i`` (``"out/shard-%06d.tar"``);
     returns the tar files. The key is the row's ``key_field`` (a string without dots) when the schema has
     it, else the row number; ``extensions`` renames a field's file (``{"image": "jpg"}``)."""
-    import webdataset
+    with requires("the WebDataset bridge"):
+        import webdataset
 
     from recordio.mindrecord.reader import FileReader
 

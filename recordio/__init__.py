@@ -21,8 +21,6 @@ from recordio.errors import (
     WorkerError,
 )
 
-__version__ = "0.1.0"
-
 _LAZY = {
     "Callback": "recordio.training",
     "ConcatDataset": "recordio.dataset",
@@ -65,14 +63,31 @@ __all__ = sorted([
 
 
 def __getattr__(name):
-    if name in _MODULES:
-        module = importlib.import_module(_MODULES[name])
-    elif name in _LAZY:
-        module = getattr(importlib.import_module(_LAZY[name]), name)
-    else:
+    if name == "__version__":
+        return _version()
+    if name not in _MODULES and name not in _LAZY:
         raise AttributeError(f"module 'recordio' has no attribute {name!r}")
+    from recordio.extras import requires
+
+    with requires(f"recordio.{name}"):
+        if name in _MODULES:
+            module = importlib.import_module(_MODULES[name])
+        else:
+            module = getattr(importlib.import_module(_LAZY[name]), name)
     globals()[name] = module
     return module
+
+
+def _version():
+    """The installed distribution's version (``mindrecordio``); ``0+unknown`` from a bare source tree."""
+    from importlib import metadata
+
+    try:
+        version = metadata.version("mindrecordio")
+    except metadata.PackageNotFoundError:
+        version = "0+unknown"
+    globals()["__version__"] = version
+    return version
 
 
 def __dir__():

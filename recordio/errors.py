@@ -21,6 +21,7 @@ __all__ = [
     "DatasetExistsError",
     "FormatError",
     "IndexFileError",
+    "MissingExtraError",
     "MissingFileError",
     "ParamValueTypeError",
     "PipelineError",
@@ -89,6 +90,11 @@ class DatasetExistsError(RecordIOError, FileExistsError, RuntimeError):
 class RemoteError(RecordIOError, OSError):
     """An object behind a URL could not be read or written: the message names the URL and the byte
     range; transient faults (timeouts, 5xx, reset connections) were retried before this was raised."""
+
+
+class MissingExtraError(RecordIOError, ModuleNotFoundError):
+    """A feature needs a package that is not installed: the message names the feature, the package
+    and the ``pip install "mindrecordio[extra]"`` that installs it (``name`` is the missing module)."""
 
 
 class PipelineError(RecordIOError, RuntimeError):

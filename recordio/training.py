@@ -39,10 +39,12 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TextIO
 
-import torch
-
+from recordio.extras import requires
 from recordio.sink.datasink import DataSink
 from recordio.sink.ring import torch_dtype
+
+with requires("recordio.train"):
+    import torch
 
 __all__ = ["Callback", "CallbackParams", "LossMonitor", "RunContext", "TimeMonitor", "train"]
 

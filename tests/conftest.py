@@ -1,5 +1,6 @@
 """Shared fixtures and markers for the recordio test suite."""
 
+import importlib.util
 import os
 import pathlib
 import subprocess
@@ -17,6 +18,17 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 TESTS = pathlib.Path(__file__).resolve().parent
 GOLDEN_COPIES = TESTS / "golden"                       # small golden cases carried in the repo
 SHARED_GOLDEN = ROOT.parent / "shared" / "golden"      # the full set, when it sits beside the clone
+
+# Which recordio this run tests: the checkout (an editable install) or an installed wheel
+# (tools/test_wheel.sh, from a folder outside the checkout). In the second case no child process may
+# get the checkout on its sys.path (PYTHONPATH, or a cwd with `python -c`), or it would import the
+# sources instead of the wheel: tests start children through child_pythonpath() and cwd=TESTS.
+INSTALLED = not pathlib.Path(importlib.util.find_spec("recordio").origin).resolve().is_relative_to(ROOT)
+
+
+def child_pythonpath(*folders):
+    """PYTHONPATH for a child process: ``folders``, then the checkout when the run tests the checkout."""
+    return os.pathsep.join([*map(str, folders), *([] if INSTALLED else [str(ROOT)])])
 
 
 def _cuda_available():

@@ -17,7 +17,7 @@ import pytest
 from recordio import FileReader
 from recordio.errors import FormatError
 from recordio.mindrecord import codec, ints_numpy
-from conftest import GOLDEN_COPIES, ROOT
+from conftest import GOLDEN_COPIES, TESTS
 
 pytestmark = pytest.mark.skipif(codec._codec is None, reason="the compiled codec is not built")
 
@@ -98,7 +98,7 @@ def test_portable_loops_agree_too(simd):
     tests = ("same_bytes or boundaries or decompress_many or decompress_ranges or int32_overflow or corruption_fuzz "
              "or golden_rows")
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", __file__,
-                           "-k", tests], env=env, capture_output=True, text=True, cwd=ROOT, timeout=600)
+                           "-k", tests], env=env, capture_output=True, text=True, cwd=TESTS, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert " passed" in done.stdout
 
@@ -303,7 +303,7 @@ def test_reads_stay_inside_the_part():
                 codec._codec.decode_many([part, part], np.empty(2 * max(m, 0), dtype))
         print(ok)
     """)
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=TESTS)
     assert out.returncode == 0, out.stderr
     assert int(out.stdout) > 1000
 

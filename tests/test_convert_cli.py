@@ -18,9 +18,9 @@ from convert_sources import cifar_pixels, make_imagefolder, write_cifar
 
 import recordio
 from recordio.tools.__main__ import main
+from conftest import child_pythonpath
 
 N = 150     # two units of 100 images / two row groups: enough for two shards
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.fixture(scope="module")
@@ -129,7 +129,7 @@ def _run_on_a_terminal(argv):
     leader, follower = pty.openpty()
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 120, 0, 0))   # a 120-column terminal
     proc = subprocess.Popen([sys.executable, "-m", "recordio.tools", *argv], stdout=subprocess.DEVNULL,
-                            stderr=follower, env=dict(os.environ, PYTHONPATH=ROOT))
+                            stderr=follower, env=dict(os.environ, PYTHONPATH=child_pythonpath()))
     os.close(follower)
     chunks = []
     while True:

@@ -12,8 +12,8 @@ from convert_sources import make_imagefolder
 import recordio
 from recordio.converters import convert_imagefolder
 from recordio.converters.engine import plan_shards
+from conftest import child_pythonpath
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +109,7 @@ sys.exit(main(sys.argv[1:]))
 
 
 def _start_cli(source, out, *extra, hold=None):
-    env = dict(os.environ, PYTHONPATH=ROOT, RIO_TEST_HOLD=str(hold))
+    env = dict(os.environ, PYTHONPATH=child_pythonpath(), RIO_TEST_HOLD=str(hold))
     head = [sys.executable, "-c", HELD_CLI] if hold else [sys.executable, "-m", "recordio.tools"]
     cmd = head + ["convert", "imagefolder", str(source), str(out), *extra]
     return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)

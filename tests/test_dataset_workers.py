@@ -16,6 +16,7 @@ import pytest
 from recordio.dataset import GeneratorDataset, config
 from recordio.dataset import shm
 from recordio.errors import WorkerError
+from conftest import child_pythonpath
 
 
 class Rows:
@@ -225,8 +226,7 @@ print(os.getpid())
 
 
 def test_interpreter_exit_with_a_live_iterator():
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, PYTHONPATH=root)
+    env = dict(os.environ, PYTHONPATH=child_pythonpath())
     done = subprocess.run([sys.executable, "-c", EXIT_SCRIPT], env=env, capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 0, done.stderr

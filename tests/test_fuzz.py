@@ -16,7 +16,7 @@ from recordio import FileReader, RecordIOError
 from recordio.mindrecord import codec, ints_numpy
 from recordio.mindrecord import format as fmt
 from recordio.mindrecord.schema import Schema
-from conftest import GOLDEN_COPIES, ROOT
+from conftest import GOLDEN_COPIES, TESTS
 
 FAST = settings(max_examples=300, deadline=2000, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
@@ -132,6 +132,6 @@ def test_fuzz_cases_are_kept():
 def test_fuzz_campaign_slice():
     """A fixed-seed slice of the campaign (the whole one: python -m recordio.tools.fuzz --minutes 30)."""
     done = subprocess.run([sys.executable, "-m", "recordio.tools.fuzz", "--seed", "1", "--mutants", "40"],
-                          capture_output=True, text=True, timeout=600, cwd=ROOT)
+                          capture_output=True, text=True, timeout=600, cwd=TESTS)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "40 mutants" in done.stdout and "0 failing" in done.stdout

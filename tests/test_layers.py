@@ -1,6 +1,6 @@
 """The layers of the package, held by parsing every import (module level and inside functions).
 
-    errors, config  ->  keys, common  ->  mindrecord (the bytes)  ->  vision, transforms  ->  offload
+    errors, config, extras  ->  keys, common  ->  mindrecord (the bytes)  ->  vision, transforms  ->  offload
     ->  dataset (the pipeline)  ->  sink  ->  training;  mindrecord  ->  ray (the Ray Data bridge)
 
 A package may import those on its own floor or below; nothing inside ``recordio/`` imports the
@@ -15,10 +15,11 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "recordio"
 
-GROUND = {"errors", "config"}
+GROUND = {"errors", "config", "extras"}
 ALLOWED = {
     "errors": set(),
     "config": {"errors"},
+    "extras": {"errors"},                                 # which extra installs an optional package
     "keys": GROUND,
     "common": GROUND,
     "mindrecord": GROUND | {"keys"},

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+from conftest import child_pythonpath
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SMALL = ["--rows", "256", "--seq-length", "32", "--batch", "8", "--epochs", "3", "--checkpoint-every", "10",
@@ -15,7 +16,7 @@ SMALL = ["--rows", "256", "--seq-length", "32", "--batch", "8", "--epochs", "3",
 
 
 def run(out, *extra, ranks=1):
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=child_pythonpath())
     if ranks == 1:
         argv = [sys.executable, str(ROOT / "examples" / "lm_tokens.py")]
     else:

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from conftest import GOLDEN_COPIES, ROOT
+from conftest import GOLDEN_COPIES, TESTS
 
 PROBE = r"""
 import json, sys
@@ -30,7 +30,7 @@ except Exception as exc:
 
 def probe(path):
     proc = subprocess.run([sys.executable, "-c", PROBE, str(path)], capture_output=True, text=True,
-                          timeout=60, cwd=ROOT)
+                          timeout=60, cwd=TESTS)
     assert proc.returncode == 0, f"reader died with {proc.returncode}: {proc.stderr[-2000:]}"
     return json.loads(proc.stdout.strip().splitlines()[-1])
 

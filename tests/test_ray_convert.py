@@ -8,17 +8,17 @@ from convert_sources import DyingOnceImageFolder, make_imagefolder
 import recordio
 from recordio.converters import convert_imagefolder, engine
 from recordio.tools.__main__ import main
+from conftest import child_pythonpath
 
 ray = pytest.importorskip("ray")
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(TESTS)
 
 
 @pytest.fixture(scope="module")
 def cluster():
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
-    path = os.pathsep.join([TESTS, ROOT, os.environ.get("PYTHONPATH", "")])
+    path = os.pathsep.join([child_pythonpath(TESTS), os.environ.get("PYTHONPATH", "")])
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
              runtime_env={"env_vars": {"PYTHONPATH": path, "RAY_USAGE_STATS_ENABLED": "0"}})
     yield

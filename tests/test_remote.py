@@ -25,7 +25,7 @@ pytest.importorskip("moto")
 import recordio
 from recordio import FileReader, FileWriter
 from recordio.errors import DatasetChangedError, MissingFileError
-from conftest import GOLDEN_COPIES
+from conftest import GOLDEN_COPIES, child_pythonpath
 from recordio.tools.remote_servers import FaultProxy, RangeServer, blob_rows, moto_server, write_blob_rows
 from rowcheck import assert_rows_equal
 
@@ -593,7 +593,7 @@ def test_a_torchrun_job_of_two_ranks_reads_s3_through_one_node_cache(s3, tmp_pat
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
            os.path.join(root, "tests", "dist_remote.py"), "s3://torchrun/blobs.mindrecord0", s3.endpoint,
            str(tmp_path / "cache"), str(tmp_path)]
-    env = dict(os.environ, PYTHONPATH=root, OMP_NUM_THREADS="1", AWS_ACCESS_KEY_ID="testing",
+    env = dict(os.environ, PYTHONPATH=child_pythonpath(), OMP_NUM_THREADS="1", AWS_ACCESS_KEY_ID="testing",
                AWS_SECRET_ACCESS_KEY="testing")
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

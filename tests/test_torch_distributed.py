@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from numbered import write_numbered
+from conftest import child_pythonpath
 
 N = 45
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -22,7 +23,7 @@ def job(tmp_path_factory):
     path = write_numbered(tmp / "d.mindrecord", N, shard_num=2)
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
            str(ROOT / "tests" / "dist_pipeline.py"), path, str(tmp)]
-    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+    env = dict(os.environ, PYTHONPATH=child_pythonpath(), OMP_NUM_THREADS="1")
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return [json.loads((tmp / f"rank{r}.json").read_text()) for r in range(2)]

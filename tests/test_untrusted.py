@@ -24,7 +24,7 @@ from recordio.mindrecord.recovery import repair
 from recordio.mindrecord.verification import add_checksums
 from recordio.tools import fuzz
 from recordio.tools import fuzz_mutations as mutations
-from conftest import GOLDEN_COPIES, ROOT, TESTS
+from conftest import GOLDEN_COPIES, TESTS
 
 PROBE = r"""
 import json, sys
@@ -41,7 +41,7 @@ def probe(folder, first, ops=None, memory=512 << 20, timeout=60):
     """Run ``ops`` on ``first`` in a limited subprocess; the report, after checking that nothing died,
     hung, failed outside RecordIOError or touched a path outside ``folder``."""
     proc = subprocess.run([sys.executable, "-c", PROBE, str(folder), str(first), ",".join(ops or []), str(memory)],
-                          capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+                          capture_output=True, text=True, timeout=timeout, cwd=TESTS)
     assert proc.returncode == 0, f"the probe died ({proc.returncode}): {proc.stderr[-3000:]}"
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     fails = {op: r for op, r in report.items() if isinstance(r, str) and ("FAIL" in r or "MemoryError" in r)}

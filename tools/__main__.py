@@ -32,8 +32,7 @@ def load(name):
 
 def build_parser(selected=None):
     """The parser; with ``selected`` only that command's arguments are loaded."""
-    parser = argparse.ArgumentParser(prog="recordio", allow_abbrev=False,
-                                     description="Inspect, check, convert and benchmark MindRecord datasets.")
+    parser = _base_parser()
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, text in COMMANDS.items():
         if selected is not None and name != selected:
@@ -66,9 +65,17 @@ def main(argv=None):
         return 130
 
 
-def _top_parser():
+def _base_parser():
+    import recordio
+
     parser = argparse.ArgumentParser(prog="recordio", allow_abbrev=False,
                                      description="Inspect, check, convert and benchmark MindRecord datasets.")
+    parser.add_argument("--version", action="version", version=f"recordio {recordio.__version__}")
+    return parser
+
+
+def _top_parser():
+    parser = _base_parser()
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, text in COMMANDS.items():
         sub.add_parser(name, help=text)

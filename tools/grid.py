@@ -13,6 +13,7 @@ import numpy as np
 
 import recordio
 from recordio.errors import SchemaError
+from recordio.extras import requires
 
 CELL = 128          # thumbnail side in pixels
 CAPTION = 20        # caption strip under each thumbnail
@@ -37,7 +38,8 @@ def class_names(path, label_column):
 
 def to_rgb(value):
     """An RGB uint8 image from encoded bytes or a pixel array; None when it is neither."""
-    import cv2
+    with requires("recordio head --grid", "vision"):
+        import cv2
 
     if isinstance(value, (bytes, bytearray)):
         bgr = cv2.imdecode(np.frombuffer(value, np.uint8), cv2.IMREAD_COLOR)
@@ -52,7 +54,8 @@ def to_rgb(value):
 
 def thumbnail(image):
     """``image`` scaled (aspect kept) and centred in a ``CELL`` x ``CELL`` square."""
-    import cv2
+    with requires("recordio head --grid", "vision"):
+        import cv2
 
     cell = np.full((CELL, CELL, 3), BACKGROUND if image is not None else UNDECODABLE, np.uint8)
     if image is None:
@@ -77,7 +80,8 @@ def caption(i, row, label_column, names):
 
 
 def draw_cell(sheet, k, columns, image, text):
-    import cv2
+    with requires("recordio head --grid", "vision"):
+        import cv2
 
     top = (k // columns) * (CELL + CAPTION + 2 * MARGIN) + MARGIN
     left = (k % columns) * (CELL + 2 * MARGIN) + MARGIN
@@ -108,7 +112,8 @@ def draw_sheet(rows, png, image_column="image", label_column="label", names=None
 
     ``names``: ``{label: class name}`` for the captions (see :func:`class_names`).
     """
-    import cv2
+    with requires("recordio head --grid", "vision"):
+        import cv2
 
     if not rows:
         raise ValueError("the grid needs at least one image, got no rows")

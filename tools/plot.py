@@ -8,6 +8,8 @@ below the largest still shows (its written ratio is exact). Results without a ra
 picture says so. matplotlib draws it with the Agg backend (no display needed).
 """
 
+from recordio.extras import requires
+
 SUITE_COLOURS = {"storage": "#1f77b4", "pipeline": "#2ca02c", "vision": "#ff7f0e", "sink": "#9467bd",
                  "convert": "#d62728"}
 OTHER_COLOUR = "#7f7f7f"
@@ -42,10 +44,12 @@ def colour(row):
 
 
 def _figure(rows):
-    import matplotlib
+    with requires("recordio bench --plot"):
+        import matplotlib
 
     matplotlib.use("Agg", force=False)
-    from matplotlib.figure import Figure
+    with requires("recordio bench --plot"):
+        from matplotlib.figure import Figure
 
     height = max(2.0, 1.2 + BAR_HEIGHT_IN * len(rows))
     return Figure(figsize=(WIDTH_IN, height), dpi=DPI, layout="constrained")
@@ -66,7 +70,8 @@ def _draw_bars(ax, rows):
 
 
 def _legend(ax, rows):
-    from matplotlib.patches import Patch
+    with requires("recordio bench --plot"):
+        from matplotlib.patches import Patch
 
     suites = list(dict.fromkeys(r.get("suite") for r in rows))
     handles = [Patch(color=SUITE_COLOURS.get(s, OTHER_COLOUR), label=str(s)) for s in suites]

@@ -7,8 +7,8 @@ The write loop makes the :class:`recordio.FileWriter` calls MindSpore's converte
 writes the same bytes as MindSpore's for the same calls.
 """
 
-import importlib
 
+from recordio import extras
 from recordio.errors import ParamValueError, PathNotExistsError
 from recordio.mindrecord.params import FAILED, MAX_SHARDS, SUCCESS, check_path_param
 
@@ -36,11 +36,8 @@ def check_partition(partition_number):
 
 
 def import_optional(module, extra):
-    """``import module``, or an ImportError that says which extra installs it."""
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        raise ImportError(f"this converter needs {module}: pip install 'mindrecordio[{extra}]'") from exc
+    """``import module``, or a :class:`~recordio.errors.MissingExtraError` naming the extra that installs it."""
+    return extras.import_module(module, "this converter", extra)
 
 
 def write_batches(writer, rows, parallel_writer=False):

@@ -26,6 +26,7 @@ from recordio.dataset.resume import initial_state
 from recordio.dataset.stopqueue import POLL_S, StopQueue
 from recordio.dataset.values import collate, to_numpy, to_torch
 from recordio.errors import PipelineError
+from recordio.extras import requires
 
 __all__ = ["DictIterator", "HostBatch", "ItemStream", "TupleIterator", "HostBatches"]
 
@@ -280,7 +281,8 @@ class Tail:
         self.seed = seed
 
     def __call__(self, item):
-        import torch
+        with requires("torch output (output='torch')"):
+            import torch
         batched = isinstance(item.row, np.ndarray)
         cols = dict(item.cols)
         tensors = {}

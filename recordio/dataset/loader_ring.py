@@ -37,9 +37,12 @@ import secrets
 import weakref
 
 import numpy as np
-import torch
 
 from recordio.dataset.values import TensorRows
+from recordio.extras import requires
+
+with requires("recordio.collate"):
+    import torch
 
 __all__ = ["SharedBatch", "available"]
 

@@ -31,9 +31,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-import torch
-import torch.utils.data
-
 from recordio import config
 from recordio.dataset import loader_ring
 from recordio.dataset.iterators import ItemStream, Tail
@@ -41,6 +38,11 @@ from recordio.dataset.resume import check_state, initial_state
 from recordio.dataset.source import torch_world
 from recordio.dataset.values import to_torch
 from recordio.errors import PipelineError
+from recordio.extras import requires
+
+with requires("recordio.TorchDataset"):
+    import torch
+    import torch.utils.data
 
 if TYPE_CHECKING:
     from recordio.dataset.node import Dataset

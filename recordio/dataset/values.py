@@ -15,6 +15,7 @@ import sys
 import numpy as np
 
 from recordio.config import get_bytes_form
+from recordio.extras import requires
 from recordio.mindrecord.columns import RowViews, bytes_views
 from recordio.common.casting import cast
 
@@ -165,7 +166,8 @@ class TensorRows(list):
 
 def to_torch(value):
     """A numpy value (or list of them) as a torch tensor; strings stay ``str``."""
-    import torch
+    with requires("torch output (output='torch')"):
+        import torch
 
     if isinstance(value, list):
         if type(value) is TensorRows:

@@ -24,6 +24,7 @@ import threading
 import time
 
 from recordio.errors import DatasetChangedError, RemoteError
+from recordio.extras import requires
 
 __all__ = ["RETRIES", "Store", "is_url", "url_join"]
 
@@ -114,7 +115,8 @@ class Store:
         scheme = url.split("://", 1)[0]
         fs = self._fs.get(scheme)
         if fs is None:
-            import fsspec
+            with requires("datasets at URLs (s3://, gs://, http(s)://)", "remote"):
+                import fsspec
 
             fs = self._fs[scheme] = fsspec.filesystem(scheme, **self.storage_options)
         path = url if scheme in ("http", "https") else fs._strip_protocol(url)
@@ -217,7 +219,8 @@ def _presigned(fs, path):
 
 
 def _http_fs():
-    import fsspec
+    with requires("datasets at URLs (s3://, gs://, http(s)://)", "remote"):
+        import fsspec
 
     return fsspec.filesystem("http")
 

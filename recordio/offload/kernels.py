@@ -13,7 +13,10 @@ on CUDA), and per-batch parameters go to the device from pinned memory without b
 """
 
 import numpy as np
-import torch
+
+from recordio.extras import requires
+with requires("the offloaded augmentation tail (map(..., offload=True))"):
+    import torch
 
 __all__ = ["adjust", "blur_sum", "device_const", "finish", "flip", "grey", "per_sample", "sharpness",
            "to_device"]

@@ -14,12 +14,15 @@ ops are fused into one multiply-add per channel.
 """
 
 import numpy as np
-import torch
 
+from recordio.extras import requires
 from recordio.offload import kernels as K
 from recordio.errors import PipelineError
 from recordio.keys import Keys
 from recordio.transforms import INT64_RANGE, to_numpy_dtype
+
+with requires("the offloaded augmentation tail (map(..., offload=True))"):
+    import torch
 
 __all__ = ["OffloadTail", "build_tail", "device_op"]
 

@@ -1,9 +1,12 @@
 """MindRecord rows <-> Arrow blocks (Ray's tensor extension types for arrays)."""
 
 import numpy as np
-import pyarrow as pa
-from ray.data.block import BlockAccessor
-from ray.data.extensions import ArrowTensorArray, ArrowVariableShapedTensorArray
+
+from recordio.extras import requires
+with requires("recordio.ray", "ray"):
+    import pyarrow as pa
+    from ray.data.block import BlockAccessor
+    from ray.data.extensions import ArrowTensorArray, ArrowVariableShapedTensorArray
 
 __all__ = ["block_rows", "rows_block"]
 

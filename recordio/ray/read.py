@@ -5,12 +5,14 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-import ray.data
-from ray.data.block import BlockMetadata
-from ray.data.datasource import Datasource, ReadTask
-
+from recordio.extras import requires
 from recordio.mindrecord.reader import FileReader
 from recordio.ray.blocks import rows_block
+
+with requires("recordio.ray", "ray"):
+    import ray.data
+    from ray.data.block import BlockMetadata
+    from ray.data.datasource import Datasource, ReadTask
 
 __all__ = ["MindRecordDatasource", "plan_reads", "read_mindrecord"]
 

@@ -5,13 +5,15 @@ from __future__ import annotations
 import os
 import shutil
 
-import ray.data
-from ray.data.datasource import Datasink
-
+from recordio.extras import requires
 from recordio.mindrecord.schema import Schema
 from recordio.mindrecord.shard_writer import ShardWriter, finalize_shards, parts_dir
 from recordio.mindrecord.writer import FileWriter
 from recordio.ray.blocks import block_rows
+
+with requires("recordio.ray", "ray"):
+    import ray.data
+    from ray.data.datasource import Datasink
 
 __all__ = ["MindRecordDatasink", "write_mindrecord"]
 

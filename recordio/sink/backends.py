@@ -34,9 +34,11 @@ suite adds a fake asynchronous backend whose copies complete late on another thr
 
 import contextlib
 
-import torch
-
 from recordio.errors import PipelineError
+from recordio.extras import requires
+
+with requires("recordio.DataSink"):
+    import torch
 
 __all__ = ["CpuBackend", "CudaBackend", "DeviceBackend", "make_backend"]
 

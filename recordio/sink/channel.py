@@ -21,12 +21,14 @@ import queue
 import threading
 import time
 
-import torch
-
 from recordio.errors import PipelineError
 from recordio.dataset.stopqueue import StopQueue
+from recordio.extras import requires
 from recordio.sink.ring import DeviceSlots, SlotRing, torch_dtype
 from recordio.sink.status import PushLog, diagnose
+
+with requires("recordio.DataSink"):
+    import torch
 
 __all__ = ["Channel", "DeviceBatch", "END", "Failure", "on_device"]
 

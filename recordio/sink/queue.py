@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from recordio.errors import PipelineError, type_check
+from recordio.extras import requires
 
 __all__ = ["DeviceQueue"]
 
@@ -59,7 +60,8 @@ class DeviceQueue:
         self._start(None)
 
     def _start(self, state):
-        import torch
+        with requires("recordio.DeviceQueue"):
+            import torch
 
         from recordio.sink.datasink import DataSink
         device = self.device or ("cuda" if torch.cuda.is_available() else "cpu")

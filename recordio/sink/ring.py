@@ -12,12 +12,14 @@ drains the side stream before dropping them.
 import threading
 
 import numpy as np
-import torch
 
 from recordio.dataset.stopqueue import POLL_S
+from recordio.extras import requires
+
+with requires("recordio.DataSink"):
+    import torch
 
 __all__ = ["DeviceSlots", "SlotRing", "torch_dtype"]
-
 
 
 def torch_dtype(array):

@@ -8,16 +8,19 @@ augmentation whatever the workers, batch size or offload setting. Eight ops can 
 torch device as batched versions (:mod:`recordio.offload.tail`).
 """
 
-from recordio.vision.adjust import AutoContrast, Equalize, Invert, RandomColor, RandomPosterize, RandomSolarize
-from recordio.vision.color import Normalize, RandomColorAdjust, RandomSharpness, Rescale
-from recordio.vision.decode import Decode, RandomCropDecodeResize
-from recordio.vision.fusion import fuse_decode
-from recordio.vision.geometry import (HWC2CHW, Border, CenterCrop, Inter, RandomCrop, RandomHorizontalFlip,
-                                      RandomResizedCrop, RandomVerticalFlip, Resize, SliceMode, SlicePatches)
-from recordio.vision.mixing import CutMixBatch, ImageBatchFormat, UniformAugment
-from recordio.vision.pil import Grayscale, RandomGrayscale, ToPIL, ToTensor
-from recordio.vision.tensor_ops import FiveCrop, LinearTransformation, RandomErasing, TenCrop, ToType
-from recordio.vision.warp import Pad, RandomAffine, RandomPerspective, RandomResize, RandomRotation
+from recordio.extras import requires
+
+with requires("recordio.vision"):
+    from recordio.vision.adjust import AutoContrast, Equalize, Invert, RandomColor, RandomPosterize, RandomSolarize
+    from recordio.vision.color import Normalize, RandomColorAdjust, RandomSharpness, Rescale
+    from recordio.vision.decode import Decode, RandomCropDecodeResize
+    from recordio.vision.fusion import fuse_decode
+    from recordio.vision.geometry import (HWC2CHW, Border, CenterCrop, Inter, RandomCrop, RandomHorizontalFlip,
+                                          RandomResizedCrop, RandomVerticalFlip, Resize, SliceMode, SlicePatches)
+    from recordio.vision.mixing import CutMixBatch, ImageBatchFormat, UniformAugment
+    from recordio.vision.pil import Grayscale, RandomGrayscale, ToPIL, ToTensor
+    from recordio.vision.tensor_ops import FiveCrop, LinearTransformation, RandomErasing, TenCrop, ToType
+    from recordio.vision.warp import Pad, RandomAffine, RandomPerspective, RandomResize, RandomRotation
 
 __all__ = ["AutoContrast", "Border", "CenterCrop", "CutMixBatch", "Decode", "Equalize", "FiveCrop", "Grayscale",
            "HWC2CHW", "ImageBatchFormat", "Inter", "Invert", "LinearTransformation", "Normalize", "Pad",

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from recordio.errors import FormatError
+from recordio.extras import requires
 from recordio.keys import current_keys
 from recordio.vision._checks import check_prob
 from recordio.vision._geometry import Inter
@@ -32,7 +33,8 @@ def is_pil(value):
 
 
 def _image():
-    from PIL import Image
+    with requires("recordio.vision's PIL path"):
+        from PIL import Image
     return Image
 
 
