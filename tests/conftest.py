@@ -23,7 +23,8 @@ SHARED_GOLDEN = ROOT.parent / "shared" / "golden"      # the full set, when it s
 # (tools/test_wheel.sh, from a folder outside the checkout). In the second case no child process may
 # get the checkout on its sys.path (PYTHONPATH, or a cwd with `python -c`), or it would import the
 # sources instead of the wheel: tests start children through child_pythonpath() and cwd=TESTS.
-INSTALLED = not pathlib.Path(importlib.util.find_spec("recordio").origin).resolve().is_relative_to(ROOT)
+INSTALLED = not pathlib.Path(importlib.util.find_spec("recordio").origin).resolve().is_relative_to(ROOT / "recordio")
+os.environ.setdefault("RECORDIO_GOLDEN", str(GOLDEN_COPIES))      # tools/fuzz.py's cases, installed or not
 
 
 def child_pythonpath(*folders):

@@ -18,7 +18,7 @@ import warnings
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, child_pythonpath
 
 FENCE = re.compile(r"^```python[ \t]*\n(.*?)^```", re.S | re.M)
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -36,7 +36,7 @@ def snippets(path):
 def run_snippet(code, folder):
     script = folder / ".snippet.py"
     script.write_text(code)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([child_pythonpath(), os.environ.get("PYTHONPATH", "")]),
                MPLBACKEND="Agg")
     return subprocess.run([sys.executable, str(script)], cwd=folder, env=env, capture_output=True,
                           text=True, timeout=180)

@@ -36,7 +36,12 @@ HELP = "fuzz the readers, count, verify and append with mutated golden datasets"
 EXAMPLE = "python -m recordio.tools.fuzz --minutes 30 --seed 7 --save tests/fuzz_cases"
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-GOLDEN = ROOT / "tests" / "golden"
+
+
+def golden():
+    """The golden cases mutants are made from: ``$RECORDIO_GOLDEN``, else the checkout's ``tests/golden``
+    (an installed package has no tests: set the variable or ``--golden``)."""
+    return pathlib.Path(os.environ.get("RECORDIO_GOLDEN") or ROOT / "tests" / "golden")
 CASES = ("one_row", "arrays_fixed", "arrays_variable", "multi_blob", "matrix_s1_index", "matrix_s4_index",
          "no_blob", "all_blob_no_raw", "empty_values", "single_int_array_blob", "sparse_shards")
 MEMORY_LIMIT = 768 << 20          # bytes the child may allocate beyond what it had when forked
@@ -226,7 +231,7 @@ def _judge(status, output):
 def make_sandbox(root, case, rng):
     """``root/ds`` (a copy of ``case``, checksums added half the time) and ``root/outside`` (sentinels)."""
     folder = root / "ds"
-    shutil.copytree(GOLDEN / case, folder, ignore=shutil.ignore_patterns("*.pkl"))
+    shutil.copytree(golden() / case, folder, ignore=shutil.ignore_patterns("*.pkl"))
     make_outside(root)
     first = data_files(folder)[0]
     if rng.random() < 0.5:
@@ -238,7 +243,7 @@ def make_sandbox(root, case, rng):
 def make_outside(root):
     """The sentinels beside a mutant: a dataset and a file that mutations aim at, which must not change."""
     outside = root / "outside"
-    shutil.copytree(GOLDEN / "one_row", outside, ignore=shutil.ignore_patterns("*.pkl"))
+    shutil.copytree(golden() / "one_row", outside, ignore=shutil.ignore_patterns("*.pkl"))
     (outside / "victim.bin").write_bytes(b"sentinel" * 8)
 
 
@@ -280,7 +285,7 @@ def save_case(description, failures, root, save):
         shutil.rmtree(target)
     target.mkdir(parents=True)
     build_mutant(description["seed"], pathlib.Path(root))
-    folder, base = pathlib.Path(root) / "ds", GOLDEN / description["case"]
+    folder, base = pathlib.Path(root) / "ds", golden() / description["case"]
     files = {p.name: _describe_file(p, base / p.name, target) for p in sorted(folder.iterdir())}
     files.update({p.name: "removed" for p in base.iterdir() if p.name not in files and p.suffix != ".pkl"})
     (target / "case.json").write_text(json.dumps(dict(description, failures=failures, files=files), indent=1) + "\n")
@@ -314,7 +319,7 @@ def restore_case(case_dir, root):
     for name, how in case["files"].items():
         path = folder / name
         if how == "golden":
-            shutil.copy(GOLDEN / case["case"] / name, path)
+            shutil.copy(golden() / case["case"] / name, path)
         elif how in ("fifo", "directory"):
             os.mkfifo(path) if how == "fifo" else path.mkdir()
         elif isinstance(how, dict) and "symlink" in how:
@@ -372,9 +377,13 @@ def add_arguments(parser):
     parser.add_argument("--minutes", type=float, help="stop after this much time")
     parser.add_argument("--save", help="folder for failing mutants (e.g. tests/fuzz_cases)")
     parser.add_argument("--json", help="write the summary to this file")
+    parser.add_argument("--golden", help="the golden cases' folder (default: $RECORDIO_GOLDEN or the checkout's "
+                                         "tests/golden)")
 
 
 def run(args):
+    if args.golden:
+        os.environ["RECORDIO_GOLDEN"] = args.golden
     if args.mutants is None and args.minutes is None:
         args.mutants = 100
     summary = campaign(args.seed, args.mutants, args.minutes, args.save)

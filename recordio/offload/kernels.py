@@ -15,6 +15,7 @@ on CUDA), and per-batch parameters go to the device from pinned memory without b
 import numpy as np
 
 from recordio.extras import requires
+
 with requires("the offloaded augmentation tail (map(..., offload=True))"):
     import torch
 

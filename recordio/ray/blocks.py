@@ -3,10 +3,11 @@
 import numpy as np
 
 from recordio.extras import requires
+
 with requires("recordio.ray", "ray"):
-    import pyarrow as pa
     from ray.data.block import BlockAccessor
     from ray.data.extensions import ArrowTensorArray, ArrowVariableShapedTensorArray
+    import pyarrow as pa
 
 __all__ = ["block_rows", "rows_block"]
 
