@@ -81,6 +81,7 @@ def _timed(argv):
     return time.perf_counter() - start
 
 
+@pytest.mark.slow
 def test_bench_quick_runs_every_suite_from_a_plain_clone(tmp_path):
     """`recordio bench --quick` needs nothing beside the clone (its workloads live in tools/)."""
     env = {k: v for k, v in os.environ.items() if k != "RECORDIO_MINDSPORE_PYTHON"}

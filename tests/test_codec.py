@@ -87,6 +87,7 @@ def test_backend_can_be_forced_to_numpy():
     assert out.stdout.strip() == "numpy"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("simd", ["0", "1"])
 def test_portable_loops_agree_too(simd):
     """The decoding tests again with the vector loops switched off (RECORDIO_CODEC_SIMD=0) or limited
@@ -256,6 +257,7 @@ def _corruptions(rng, packed):
         yield bytes(wide)
 
 
+@pytest.mark.slow
 def test_corruption_fuzz_matches_the_reference():
     """Seeded: random arrays, their corruptions and random bytes give the reference's result or error."""
     rng = np.random.default_rng(20240)

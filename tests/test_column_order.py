@@ -156,6 +156,7 @@ def test_index_only_columns_keep_their_order(tmp_path):
         [[i, 10 + i] for i in range(5)]
 
 
+@pytest.mark.slow
 def test_torch_adapter_sink_and_train_follow_the_names(files):
     torch = pytest.importorskip("torch")
     data = rds.MindDataset(files["a"], columns_list=["vec", "label"], shuffle=False).batch(4)

@@ -288,6 +288,7 @@ def test_row_wise_fallback_gives_the_same_columns(case, monkeypatch):
             assert type(slow[name]) is type(fast[name]), name
 
 
+@pytest.mark.slow
 def test_memory_stays_bounded_when_batches_are_dropped(tmp_path):
     import tracemalloc
     path = str(tmp_path / "mem.mindrecord")

@@ -142,6 +142,7 @@ def _argv(root, *extra):
             "--json", str(root / "report.json"), *extra]
 
 
+@pytest.mark.slow
 def test_counts_regressions_and_exit_code(folders, capsys):
     code = main(_argv(folders, "--workdir", str(folders / "work"), "--mindspore-python", sys.executable,
                       "--mindspore-path", str(folders / "fake_ms")))
@@ -169,6 +170,7 @@ def test_counts_regressions_and_exit_code(folders, capsys):
     assert "goal NOT met" in out
 
 
+@pytest.mark.slow
 def test_divergences_do_not_count_and_baseline_skips_mindspore(folders, capsys, monkeypatch):
     assert main(_argv(folders, "--workdir", str(folders / "w1"), "--part", "mindrecord", "--mindspore-python",
                       sys.executable, "--mindspore-path", str(folders / "fake_ms"))) == 1
@@ -185,6 +187,7 @@ def test_divergences_do_not_count_and_baseline_skips_mindspore(folders, capsys, 
     assert not (folders / "w2" / "mindspore").exists()
 
 
+@pytest.mark.slow
 def test_without_mindspore_every_test_counts(folders, capsys, monkeypatch):
     monkeypatch.delenv("RECORDIO_MINDSPORE_PYTHON", raising=False)     # the default MindSpore side
     assert main(_argv(folders, "--workdir", str(folders / "w"), "--part", "mindrecord", "--no-cpu-shim")) == 1

@@ -154,6 +154,7 @@ def test_progress_bar_on_a_terminal_only(sources, tmp_path, capsys):
     assert capsys.readouterr().err == ""
 
 
+@pytest.mark.slow
 def test_every_command_on_a_converted_dataset(sources, tmp_path, capsys):
     """convert -> info, count, count --where, head, verify, export; then a flipped byte fails verify."""
     out = tmp_path / "x.mindrecord"

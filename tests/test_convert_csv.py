@@ -30,6 +30,7 @@ def big_csv(tmp_path):
     return tmp_path / "big.csv", frame
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shards,workers", [(1, 1), (3, 2)])
 def test_every_row_in_order_with_its_type(big_csv, tmp_path, shards, workers):
     path, frame = big_csv

@@ -39,6 +39,7 @@ def _rows(url, options):
         return sorted((int(row["id"]), row["name"], float(row["score"])) for row in r)
 
 
+@pytest.mark.slow
 def test_convert_to_s3_reads_back_every_row(s3, tmp_path):
     source = _csv(tmp_path / "in.csv", 120)
     url = "s3://out/csv/data.mindrecord"

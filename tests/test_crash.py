@@ -53,6 +53,7 @@ def first_file(path, shards):
 MOMENTS = [0.0, 0.1, 0.2, 0.3] + [("commit", d) for d in (0, 0.002, 0.005, 0.01, 0.03)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shards", [1, 4])
 def test_killed_fresh_write(tmp_path, shards):
     for trial, moment in enumerate(MOMENTS):
@@ -64,6 +65,7 @@ def test_killed_fresh_write(tmp_path, shards):
             assert ids == list(range(60))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shards", [1, 4])
 def test_killed_overwrite_keeps_old_or_new(tmp_path, shards):
     for trial, moment in enumerate(MOMENTS):
@@ -78,6 +80,7 @@ def test_killed_overwrite_keeps_old_or_new(tmp_path, shards):
             assert ids == list(range(1000, 1030)), f"moment {moment}: old dataset damaged before commit"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shards", [1, 4])
 def test_killed_append_keeps_old_rows(tmp_path, shards):
     for trial, moment in enumerate(MOMENTS):

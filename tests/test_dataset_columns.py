@@ -86,6 +86,7 @@ CONFIGS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("drop", [False, True])
 @pytest.mark.parametrize("config_name", sorted(CONFIGS))
 def test_batches_equal_the_row_path(dataset, monkeypatch, config_name, drop):

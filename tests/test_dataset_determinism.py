@@ -48,6 +48,7 @@ def reference(dataset):
     return augmented(dataset, 1, False, 1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workers", [1, 2, 4])
 @pytest.mark.parametrize("processes", [False, True])
 @pytest.mark.parametrize("batch", [1, 7, 32])

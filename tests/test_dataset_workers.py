@@ -89,6 +89,7 @@ def _die_on_first(chunk):
     return chunk
 
 
+@pytest.mark.slow
 def test_a_worker_dead_before_the_next_chunk_is_handed_out_is_reported():
     """The pool broke while the consumer was still handing out chunks: the hand-out reports it too."""
     from recordio.dataset.workers import ProcessRunner
@@ -106,6 +107,7 @@ def test_a_worker_dead_before_the_next_chunk_is_handed_out_is_reported():
         runner.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("processes", [False, True])
 def test_break_and_garbage_collection_leave_nothing_behind(processes):
     threads = threading.active_count()
@@ -191,6 +193,7 @@ def rss_anon_mb():
     pytest.skip("no RssAnon in /proc/self/status")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("processes", [False, True])
 def test_memory_stays_bounded_over_a_large_dataset(processes):
     # 1600 rows of 256 KiB (400 MiB) through map + batch to a slow consumer: anonymous memory must

@@ -42,6 +42,7 @@ def run_snippet(code, folder):
                           text=True, timeout=180)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", [p for p in DOCS if snippets(p)], ids=lambda p: str(p.relative_to(ROOT)))
 def test_snippets_run(path, tmp_path):
     for line, code in snippets(path):

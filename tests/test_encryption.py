@@ -34,6 +34,7 @@ def write(path, n=12, shards=1):
                                for i in range(n)])
 
 
+@pytest.mark.slow
 def test_round_trip_and_nothing_readable_on_disk(tmp_path):
     path = str(tmp_path / "enc.mindrecord")
     set_enc_key(KEY)
@@ -99,6 +100,7 @@ def test_a_plain_file_ending_in_ENCRYPT_still_reads(tmp_path):
     assert FileReader(path)[0]["s"] == "ends in ENCRYPT"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["length", "past end", "ciphertext", "tag"])
 def test_damaged_encrypted_files_raise_format_errors(tmp_path, damage):
     path = str(tmp_path / "enc.mindrecord")
@@ -119,6 +121,7 @@ def test_damaged_encrypted_files_raise_format_errors(tmp_path, damage):
     assert not [p for p in os.listdir(tmp_path) if "decrypt" in p]
 
 
+@pytest.mark.slow
 def test_callable_modes(tmp_path):
     def enc(f_in, size, f_out, key):
         f_out.write(bytes(b ^ 0x5A for b in f_in.read(size)))

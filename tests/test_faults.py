@@ -33,6 +33,7 @@ def _expected(*versions):
     return sorted((int(r["id"]), r["blob"]) for v in versions for r in rows(v))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["fresh", "overwrite", "append"])
 def test_a_size_limit_leaves_the_old_or_the_new_dataset(tmp_path, mode):
     outcomes = set()
@@ -208,6 +209,7 @@ def test_large_datasets_refuse_files_replaced_before_they_are_mapped(tmp_path, m
         list(reader)
 
 
+@pytest.mark.slow
 def test_a_reader_looping_during_overwrites_and_appends_never_returns_a_wrong_row(tmp_path):
     import threading
     path = str(tmp_path / "d.mindrecord")

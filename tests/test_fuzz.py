@@ -36,6 +36,7 @@ def test_header_bytes(data):
         pass
 
 
+@pytest.mark.slow
 @FAST
 @given(st.dictionaries(st.sampled_from(["header_size", "index_fields", "page", "page_size", "schema",
                                         "shard_addresses", "statistics", "version", "compression_size"]),
@@ -68,6 +69,7 @@ def test_compressed_ints(data, dtype):
         pass
 
 
+@pytest.mark.slow
 @FAST
 @given(st.lists(st.integers(-(2 ** 63), 2 ** 63 - 1), max_size=40))
 def test_compression_round_trip(values):
@@ -104,6 +106,7 @@ def test_mutated_files(tmp_path_factory, edits):
         pass
 
 
+@pytest.mark.slow
 @FAST
 @given(st.lists(st.integers(-(2 ** 63), 2 ** 63 - 1), min_size=65, max_size=130))
 def test_compression_small_and_bulk_paths_agree(values):

@@ -5,6 +5,8 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
@@ -45,6 +47,7 @@ def _imports(path):
     return names
 
 
+@pytest.mark.slow
 def test_library_never_imports_tools_or_converters():
     for path in (ROOT / "recordio").rglob("*.py"):
         bad = {n for n in _imports(path) if n.startswith(("recordio.tools", "recordio.converters"))}

@@ -28,6 +28,7 @@ def run(out, *extra, ranks=1):
     return [json.loads((out / f"report-rank{r}.json").read_text()) for r in range(ranks)]
 
 
+@pytest.mark.slow
 def test_learns_and_resumes_exactly(tmp_path):
     (full,) = run(tmp_path / "full")
     assert full["steps"] == 3 * 256 // 8

@@ -62,6 +62,7 @@ def _traced(monkeypatch):
     return statements
 
 
+@pytest.mark.slow
 def test_open_reads_no_row_beyond_the_first_block(million, monkeypatch):
     statements = _traced(monkeypatch)
     with FileReader(million) as reader:
@@ -191,6 +192,7 @@ def _sql(db, *statements):
     conn.close()
 
 
+@pytest.mark.slow
 def test_a_corrupt_location_in_a_late_block_raises_the_open_error(million_copy):
     last = million_copy[:-1] + "3"                           # rows 750,000.. are shard 3's
     _sql(last + ".db", "UPDATE INDEXES SET PAGE_OFFSET_RAW = PAGE_OFFSET_RAW + 1 WHERE ROW_ID = 150000")
@@ -266,6 +268,7 @@ def test_forked_workers_share_the_blocks_they_load(multiblock, tiny_blocks, monk
         assert reader._where.rows_read == before               # ... and the parent finds them loaded
 
 
+@pytest.mark.slow
 def test_threads_share_a_reader_while_connections_are_evicted(tmp_path, tiny_blocks, monkeypatch):
     import concurrent.futures
     monkeypatch.setattr(locations, "KEEP_OPEN", 2)            # 8 shards: .db connections opened on demand

@@ -31,6 +31,7 @@ def job(tmp_path_factory):
     return out, run_job(out, "cpu")
 
 
+@pytest.mark.slow
 def test_records_are_converted_and_checked(job):
     out, stdout = job
     train = out / "records" / "train" / "photos.mindrecord0"
@@ -81,6 +82,7 @@ def test_photos_split_uses_disjoint_parts_of_each_photo(tmp_path):
     assert splits == {"train": str(tmp_path / "train"), "val": str(tmp_path / "val")}
 
 
+@pytest.mark.slow
 def test_a_stopped_job_resumes_from_its_checkpoint(job, tmp_path):
     """Stopped after two sink epochs, the same command finishes the run as if it had not stopped."""
     _, uninterrupted = job

@@ -156,6 +156,7 @@ CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,case,damage,error,words", CASES, ids=[c[0] for c in CASES])
 def test_damaged_dataset(tmp_path, name, case, damage, error, words):
     d = copy_case(tmp_path, case)

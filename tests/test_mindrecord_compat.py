@@ -130,6 +130,7 @@ def compare_faults(expected, found):
     assert not wrong, "\n".join(f"{c}: {w}" for c, w in wrong)
 
 
+@pytest.mark.slow
 def test_faults_as_mindspore_raises_them(recordio_answers, carried):
     compare_faults(carried["faults"], recordio_answers["faults"])
 

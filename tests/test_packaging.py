@@ -163,6 +163,7 @@ FEATURES = [
 BLOCK = "import sys\nfor name in {names!r}: sys.modules[name] = None\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("blocked, code, message", FEATURES, ids=[f[1].split(";")[-1].strip() for f in FEATURES])
 def test_a_missing_extra_names_the_feature_and_the_install_command(blocked, code, message):
     body = "\n".join(f"    {line.strip()}" for line in code.split(";"))

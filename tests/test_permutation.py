@@ -14,6 +14,7 @@ def _is_permutation(values, n):
     return len(values) == n and (n == 0 or np.array_equal(np.bincount(values, minlength=n), np.ones(n, np.int64)))
 
 
+@pytest.mark.slow
 def test_every_n_up_to_ten_thousand_is_a_permutation():
     for n in range(0, 10_001):
         assert _is_permutation(KeyedPermutation(n, n * 7919 + 1)[0:n], n), n

@@ -129,6 +129,7 @@ def test_plot_without_any_ratio_says_so(tmp_path):
     assert (image.max(axis=2) < 100).sum() > 100                      # the message is drawn
 
 
+@pytest.mark.slow
 def test_bench_plot_from_the_command_line(tmp_path):
     png, out = tmp_path / "bench.png", tmp_path / "bench.json"
     code = main(["bench", "--suite", "pipeline", "--quick", "--workdir", str(tmp_path),

@@ -55,6 +55,7 @@ def test_more_read_tasks_than_shards_when_asked(dataset):
     assert [r["text"] for r in rows] == [r["text"] for r in read(dataset)]
 
 
+@pytest.mark.slow
 def test_read_equals_the_file_reader(cluster, dataset):
     ds = read_mindrecord(dataset, override_num_blocks=10)
     assert ds.count() == 40
@@ -70,6 +71,7 @@ def test_columns_are_read_alone(cluster, dataset):
     assert batch["i32"].tolist() == [int(r["i32"]) for r in read(dataset)]
 
 
+@pytest.mark.slow
 def test_round_trip_through_ray(cluster, dataset, tmp_path):
     out = tmp_path / "back.mindrecord"
     write_mindrecord(read_mindrecord(dataset, override_num_blocks=7), out, SCHEMA, shard_num=3,
@@ -80,6 +82,7 @@ def test_round_trip_through_ray(cluster, dataset, tmp_path):
     assert recordio.verify(str(out) + "0").ok
 
 
+@pytest.mark.slow
 def test_more_shards_than_rows_gives_empty_shards(cluster, tmp_path):
     schema = {"n": {"type": "int64"}}
     write_mindrecord(ray.data.range(3).rename_columns({"id": "n"}), tmp_path / "r.mindrecord", schema,
@@ -97,6 +100,7 @@ def test_a_failed_task_leaves_no_dataset(cluster, dataset, tmp_path):
     assert sorted(os.listdir(tmp_path)) == []
 
 
+@pytest.mark.slow
 def test_a_failed_overwrite_keeps_the_old_dataset(cluster, dataset, tmp_path):
     out = tmp_path / "keep.mindrecord"
     write_mindrecord(ray.data.from_items(make_rows(4)), out, SCHEMA)

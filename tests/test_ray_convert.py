@@ -36,6 +36,7 @@ def rows(files):
     return [(r["file_name"], r["image"], int(r["label"])) for r in recordio.FileReader(files)]
 
 
+@pytest.mark.slow
 def test_ray_equals_the_process_pool(cluster, folder, tmp_path):
     on_ray = convert_imagefolder(folder, tmp_path / "ray.mindrecord", shard_num=4, engine="ray")
     on_pool = convert_imagefolder(folder, tmp_path / "pool.mindrecord", shard_num=4, workers=1)
@@ -67,6 +68,7 @@ def test_retried_task_leaves_no_duplicates(cluster, folder, tmp_path):
     assert len(names) == len(set(names)) == 15
 
 
+@pytest.mark.slow
 def test_cli_engine_ray(cluster, folder, tmp_path, capsys):
     out = tmp_path / "x.mindrecord"
     assert main(["convert", "imagefolder", str(folder), str(out), "--engine", "ray", "--shards", "2"]) == 0

@@ -51,6 +51,7 @@ def test_pickle_round_trip_carries_no_open_files(dataset):
     assert clone._maps == {} and _ids(clone) == _ids(reader)
 
 
+@pytest.mark.slow
 def test_many_shards_bounded_descriptors(tmp_path):
     w = FileWriter(str(tmp_path / "m.mr"), 1000, fsync=False)
     w.set_header_size(1 << 14)

@@ -117,6 +117,7 @@ def test_well_formed_records_are_all_read():
         _assert_same(got, want, FIELDS)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(4))
 def test_corrupted_records_are_declined_or_read_as_msgpack_reads_them(seed):
     rng = np.random.default_rng(100 + seed)

@@ -84,6 +84,7 @@ def http_golden():
         yield server
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize("scheme", ["s3", "http"])
 def test_golden_read_through_url_equals_local(case, scheme, s3, http_golden, tmp_path):
@@ -118,6 +119,7 @@ def test_count_fetches_no_data_page(tmp_path):
         assert any(end > header_size for name in _data_files(tmp_path / "ds") for _, end in _spans(server.log, name))
 
 
+@pytest.mark.slow
 def test_verify_finds_a_flipped_byte_in_a_remote_object(s3, tmp_path):
     first, rows = write_blobs(tmp_path / "ds" / "blobs.mindrecord")
     fs = s3.bucket("flip")
@@ -142,6 +144,7 @@ def test_verify_finds_a_flipped_byte_in_a_remote_object(s3, tmp_path):
         assert reader[0]["data"] == rows[0]["data"]                 # shard 0 is intact
 
 
+@pytest.mark.slow
 def test_faults_on_10_percent_of_requests_still_read_every_row(tmp_path):
     first, rows = write_blobs(tmp_path / "ds" / "blobs.mindrecord", n=200)
     with RangeServer(tmp_path / "ds") as server, FaultProxy(server, fault_rate=0.1, seed=3) as proxy:
@@ -155,6 +158,7 @@ def test_faults_on_10_percent_of_requests_still_read_every_row(tmp_path):
         assert proxy.faults.count("500") + proxy.faults.count("truncate") <= stats["retries"] <= len(proxy.faults)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scheme", ["s3", "http"])
 def test_a_changed_object_is_refused_naming_it(scheme, s3, tmp_path):
     first, rows = write_blobs(tmp_path / "ds" / "blobs.mindrecord", shard_num=1)
@@ -195,6 +199,7 @@ def _read_all(url, cache, out):
     out.put(sorted(int(r["id"]) for r in rows))
 
 
+@pytest.mark.slow
 def test_two_processes_sharing_a_cache_fetch_each_block_once(tmp_path):
     first, rows = write_blobs(tmp_path / "ds" / "blobs.mindrecord", n=400)
     ctx = multiprocessing.get_context("spawn")
@@ -244,6 +249,7 @@ def test_mind_dataset_over_a_url_gives_the_local_order(tmp_path):
             assert all(bytes(d) == rows[i]["data"] for i, d in got)
 
 
+@pytest.mark.slow
 def test_prefetch_hides_latency(tmp_path):
     import time
 
@@ -260,6 +266,7 @@ def test_prefetch_hides_latency(tmp_path):
     assert times[True] < 0.5 * times[False], times
 
 
+@pytest.mark.slow
 def test_a_cache_as_large_as_the_dataset_fetches_nothing_the_second_epoch(tmp_path):
     first, rows = write_blobs(tmp_path / "ds" / "blobs.mindrecord", n=150)
     size = 2 * sum(len(r["data"]) for r in rows)            # the blocks of every row, with room to spare
@@ -273,6 +280,7 @@ def test_a_cache_as_large_as_the_dataset_fetches_nothing_the_second_epoch(tmp_pa
             assert reader._remote.stats["bytes"] == before
 
 
+@pytest.mark.slow
 def test_eviction_by_the_epoch_order_fetches_less_than_lru(tmp_path):
     first, rows = write_blobs(tmp_path / "ds" / "blobs.mindrecord", n=200)
     size = sum(len(r["data"]) for r in rows)
@@ -295,6 +303,7 @@ def _write_child(url, options, marker, staging):
     return subprocess.Popen([sys.executable, child, url, json.dumps(options), marker, staging])
 
 
+@pytest.mark.slow
 def test_a_write_killed_during_its_upload_leaves_nothing_that_opens_and_a_rerun_completes_it(s3, tmp_path):
     import signal
     import time
@@ -336,6 +345,7 @@ def test_writing_to_a_url_that_holds_a_dataset_needs_overwrite(s3, tmp_path):
         FileWriter("s3://exists/a.mindrecord", storage_options=s3.options)
 
 
+@pytest.mark.slow
 def test_the_commands_take_a_url_and_cache_shows_and_clears(tmp_path, capsys, monkeypatch):
     from recordio.tools.__main__ import main
 
@@ -357,6 +367,7 @@ def test_the_commands_take_a_url_and_cache_shows_and_clears(tmp_path, capsys, mo
     assert json.loads(capsys.readouterr().out.split("\n", 1)[1]) == []
 
 
+@pytest.mark.slow
 def test_s3_through_a_faulty_proxy_reads_every_row(s3, tmp_path):
     first, rows = write_blobs(tmp_path / "ds" / "blobs.mindrecord", n=150)
     fs = s3.bucket("faulty")
@@ -394,6 +405,7 @@ def _rank_rows(url, cache, rank, world, out):
     out.put((rank, [int(r["id"]) for r in data.create_dict_iterator(num_epochs=1, output_numpy=True)]))
 
 
+@pytest.mark.slow
 def test_two_nodes_of_two_processes_read_each_row_once_and_each_node_fetches_a_block_once(tmp_path):
     first, rows = write_blobs(tmp_path / "ds" / "blobs.mindrecord", n=400)
     ctx = multiprocessing.get_context("spawn")
@@ -428,6 +440,7 @@ def test_two_nodes_of_two_processes_read_each_row_once_and_each_node_fetches_a_b
             s.close()
 
 
+@pytest.mark.slow
 def test_a_reader_of_a_url_pickles_and_reads_in_another_process(tmp_path):
     first, rows = write_blobs(tmp_path / "ds" / "blobs.mindrecord", n=60)
     with RangeServer(tmp_path / "ds") as server:
@@ -444,6 +457,7 @@ def _all_data(reader):
     return [r["data"] for r in reader]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES)
 def test_read_batch_and_element_counts_through_a_url_equal_local(case, http_golden, tmp_path):
     """The columnar reads and the element-count scan go through the cache too (never a hole of the map)."""
@@ -464,6 +478,7 @@ def test_read_batch_and_element_counts_through_a_url_equal_local(case, http_gold
     assert recordio.count_elements(url, cache_dir=tmp_path / "c2") == recordio.count_elements(local)
 
 
+@pytest.mark.slow
 def test_read_batch_under_a_tight_cache_limit_reads_every_row(tmp_path):
     """A batch larger than the cache: each row's bytes are read under the cache's lock, one at a time."""
     first, rows = write_blobs(tmp_path / "ds" / "blobs.mindrecord", n=120)
@@ -491,6 +506,7 @@ def _row_blocks(first, ids):
     return 4096 * len(blocks)
 
 
+@pytest.mark.slow
 def test_a_shuffled_epoch_fetches_in_few_large_requests(tmp_path):
     """A planned epoch fetches spans, not rows: a handful of requests for 600 rows (one per row before)."""
     first, rows = write_blobs(tmp_path / "ds" / "blobs.mindrecord", n=600)
@@ -518,6 +534,7 @@ def _rank_stats(url, cache, rank, world, out):
     out.put((rank, ids, stats["requests"], stats["bytes"]))
 
 
+@pytest.mark.slow
 def test_a_sharded_reader_fetches_about_the_bytes_of_its_own_rows(tmp_path):
     first, rows = write_blobs(tmp_path / "ds" / "blobs.mindrecord", n=800)
     ctx = multiprocessing.get_context("spawn")
@@ -536,6 +553,7 @@ def test_a_sharded_reader_fetches_about_the_bytes_of_its_own_rows(tmp_path):
     assert requests < 0.8 * len(ids), requests          # rows of one page sharing a span
 
 
+@pytest.mark.slow
 def test_a_cache_limit_fetches_each_needed_block_once_in_an_epoch(tmp_path):
     """Spans under a bound hold rows due soon: nothing is evicted before it is read (rows of ~40 KB, so
     that few blocks are shared by two rows that the epoch reads far apart)."""
@@ -560,6 +578,7 @@ def test_a_cache_limit_fetches_each_needed_block_once_in_an_epoch(tmp_path):
     assert needed <= fetched <= 1.1 * needed, (fetched, needed)
 
 
+@pytest.mark.slow
 def test_a_corrupt_object_fails_an_ordinary_read_naming_the_url_and_bytes(s3, tmp_path):
     """Pages are checked as they land whole in the cache (an epoch's spans cover them), without verify=True;
     the bad bytes are never served."""
@@ -581,6 +600,7 @@ def test_a_corrupt_object_fails_an_ordinary_read_naming_the_url_and_bytes(s3, tm
                 _epoch(reader, np.random.default_rng(attempt).permutation(len(rows)))
 
 
+@pytest.mark.slow
 def test_a_torchrun_job_of_two_ranks_reads_s3_through_one_node_cache(s3, tmp_path):
     """A real ``torchrun --nproc_per_node=2`` job (gloo, CPU) over moto's S3 server: the ranks split the
     rows from torch.distributed, and sharing one cache folder they fetch about the rows' bytes once."""
@@ -617,6 +637,7 @@ def _rank_rows_bounded(url, cache, rank, world, limit, out):
                                                                                           output_numpy=True)]))
 
 
+@pytest.mark.slow
 def test_cache_limit_bounds_the_node_across_processes(tmp_path):
     """Two processes of one node share the cache and its bound: together they keep at most about
     ``cache_limit`` bytes (each kept up to the bound on its own before), and the node's counter matches

@@ -120,6 +120,7 @@ def _stateful(path, workers, **kw):
     return tdl.StatefulDataLoader(TorchDataset(pipeline(path, **kw)), batch_size=None, num_workers=workers)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workers", [0, 2])
 @pytest.mark.parametrize("taken", [1, 4, 7])
 def test_stateful_dataloader_resumes_exactly(path, workers, taken):

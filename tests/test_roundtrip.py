@@ -82,6 +82,7 @@ def datasets(draw):
     return schema, calls, draw(st.sampled_from([1, 2, 3, 5]))
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                    HealthCheck.too_slow])
 @given(data=datasets())

@@ -57,6 +57,7 @@ def no_leaks():
 
 # -- order, completeness, values ------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_every_batch_once_in_order(no_leaks):
     with DataSink(pipeline(), device="cpu") as sink:
         for _ in range(3):
@@ -85,6 +86,7 @@ def slow_batch(x):
     return x
 
 
+@pytest.mark.slow
 def test_the_pipeline_runs_while_the_loop_computes(no_leaks):
     """20 batches that take 30 ms each to make, a step of 30 ms: 1.2 s in series, ~0.6 s overlapped
     (two map threads, so the pipeline keeps ahead of the loop)."""
@@ -100,6 +102,7 @@ def test_the_pipeline_runs_while_the_loop_computes(no_leaks):
 
 # -- sink epochs ------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sink_size, expected", [
     (3, [[0, 4, 8], [12, 16, 0], [4, 8, 12], [16, 0, 4]]),       # continues and wraps around
     (5, [[0, 4, 8, 12, 16]] * 4),
@@ -225,6 +228,7 @@ def test_the_error_is_raised_again_on_the_next_epoch(no_leaks):
                 list(sink)
 
 
+@pytest.mark.slow
 def test_a_killed_worker_process_raises_instead_of_hanging(no_leaks):
     ds = pipeline(operations=die_on_row_6, num_parallel_workers=2, python_multiprocessing=True)
     t0 = time.monotonic()
@@ -296,6 +300,7 @@ def stalled_sink(src, **kwargs):
     return DataSink(ds, device="cpu", timeout=0.3, **kwargs)
 
 
+@pytest.mark.slow
 def test_nothing_produced_times_out_with_the_report(no_leaks, stalling):
     src = stalling(0)
     with stalled_sink(src, channel_name="chan-0") as sink:
@@ -311,6 +316,7 @@ def test_nothing_produced_times_out_with_the_report(no_leaks, stalling):
     assert "-1 -> -1" in report
 
 
+@pytest.mark.slow
 def test_a_slow_pipeline_times_out_naming_data_processing(no_leaks, stalling):
     src = stalling(3 * STALL_BATCH)
     with stalled_sink(src) as sink:
@@ -342,6 +348,7 @@ class StallingDevice(CpuBackend):
         return super().to_device(host_tensor)
 
 
+@pytest.mark.slow
 def test_a_stalled_copy_times_out_naming_the_copy(no_leaks):
     device = StallingDevice()
     ds = GeneratorDataset([(np.int64(i),) for i in range(ROWS)], ["x"], shuffle=False).batch(BATCH)
@@ -394,6 +401,7 @@ def test_close_stops_worker_processes(no_leaks):
         next(iter(sink))
 
 
+@pytest.mark.slow
 def test_garbage_collection_of_a_running_sink_stops_it(no_leaks):
     sink = DataSink(pipeline(), device="cpu")
     next(iter(sink))
@@ -429,6 +437,7 @@ def test_an_unknown_device_is_refused():
 
 # -- static device slots ---------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("depth", [1, 3])
 def test_static_slots_give_the_same_batches_from_fixed_buffers(depth, no_leaks):
     """Used before the next batch is asked for, static batches equal the fresh-tensor ones; they
@@ -461,6 +470,7 @@ def test_static_slots_with_an_offloaded_tail_equal_the_dynamic_sink(no_leaks):
     assert got[0].dtype == torch.float32
 
 
+@pytest.mark.slow
 def test_a_waiting_consumer_logs_the_status_report(no_leaks, stalling, caplog):
     src = stalling(0)
     with stalled_sink(src, channel_name="chan-w", warn_after=0.1) as sink:
@@ -506,6 +516,7 @@ class _StickyError(CpuBackend):
             raise RuntimeError("CUDA error: an illegal memory access was encountered (sticky)")
 
 
+@pytest.mark.slow
 def test_a_sticky_device_error_reaches_the_loop_and_cleanup_still_runs(no_leaks):
     sink = DataSink(pipeline(), device=_StickyError(), static_slots=True)
     with pytest.raises(RuntimeError, match="sticky"):

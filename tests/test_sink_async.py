@@ -214,6 +214,7 @@ def run_on_fake_device(backend, depth, static_slots=False):
     return bad
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("static_slots", [False, True], ids=["fresh", "static"])
 @pytest.mark.parametrize("seed", [0, 1])
 @pytest.mark.parametrize("depth", [1, 2])

@@ -90,6 +90,7 @@ def test_cifar_checks_the_folder_and_the_fields(tmp_path):
 # --- MNIST ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("partitions", [1, 3])
 def test_mnist_writes_two_split_datasets(tmp_path, partitions):
     digits = mnist_folder(tmp_path / "mnist", train=300, test=40)

@@ -146,6 +146,7 @@ def _bad_names(outside):
             "backslash": "sub\\one_row.mindrecord"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["relative", "absolute", "dotdot", "nul", "slash", "backslash"])
 def test_a_header_naming_a_file_elsewhere_is_refused(sandbox, kind):
     folder = copy_case(sandbox, "matrix_s4_index")
@@ -160,6 +161,7 @@ def test_a_header_naming_a_file_elsewhere_is_refused(sandbox, kind):
         assert report[op].startswith("error: FormatError") and "not a plain file name" in report[op], report[op]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["relative", "absolute", "dotdot", "nul", "slash", "backslash"])
 def test_a_db_naming_a_file_elsewhere_is_refused(sandbox, kind):
     folder = copy_case(sandbox, "one_row")
@@ -271,6 +273,7 @@ HOSTILE_DB = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(HOSTILE_DB))
 def test_a_hostile_db_is_refused_before_any_query(sandbox, name):
     folder = copy_case(sandbox, "one_row")
@@ -360,6 +363,7 @@ INFLATED = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(INFLATED))
 def test_a_size_inflated_to_2_40_allocates_nothing_big(sandbox, name):
     """Each size or count a file gives, set to 2^40 (or 2^70) in a tiny file, under a 384 MiB memory limit."""

@@ -42,6 +42,7 @@ def _numpy(fn, *args):
         ck._kernels = saved
 
 
+@pytest.mark.slow
 @needs_c
 @pytest.mark.parametrize("factor", [-0.5, -0.1, 0.01, 1 / 6, 0.4999])
 def test_hue_on_every_colour(every_colour, factor):

@@ -367,6 +367,7 @@ def _writer_peak_mb(path, rows):
     return int(out.stdout.split()[-1])
 
 
+@pytest.mark.slow
 def test_writing_two_million_rows_takes_no_more_memory_than_a_hundred_thousand(tmp_path):
     """Index entries go to the staged .db as row groups become final, and the entry lengths of the rows
     of a group that is not final yet (all 2M here: tiny rows, 32 MB pages) wait in a file, not in memory
