@@ -8,14 +8,17 @@ below the largest still shows (its written ratio is exact). Results without a ra
 picture says so. matplotlib draws it with the Agg backend (no display needed).
 """
 
+import textwrap
+
 from recordio.extras import requires
 
 SUITE_COLOURS = {"storage": "#1f77b4", "pipeline": "#2ca02c", "vision": "#ff7f0e", "sink": "#9467bd",
                  "convert": "#d62728"}
 OTHER_COLOUR = "#7f7f7f"
-BAR_HEIGHT_IN = 0.32    # figure inches per bar
+BAR_HEIGHT_IN = 0.36    # figure inches per bar (room for a label wrapped onto two lines)
 WIDTH_IN = 10.0
 DPI = 100
+LABEL_WIDTH = 60        # characters a label line holds
 MIN_BAR = 0.015         # the shortest bar drawn, as a fraction of the axis: ratios far below the largest stay visible
 
 
@@ -36,7 +39,8 @@ def label(row):
     """``name (vs baseline)``; a time (lower is better) is marked so."""
     baseline = row.get("baseline")
     text = f"{row['name']} (vs {baseline})" if baseline else str(row["name"])
-    return text + ", lower is better" if row.get("unit") in TIME_UNITS else text
+    text = text + ", lower is better" if row.get("unit") in TIME_UNITS else text
+    return textwrap.fill(text, LABEL_WIDTH)          # a long name wraps instead of narrowing the axis
 
 
 def colour(row):
