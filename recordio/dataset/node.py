@@ -300,6 +300,16 @@ class Dataset(MoreBuilders):
             size = sum(1 for _ in self._iter_items(num_epochs=1))
         return size
 
+    def __len__(self) -> int:
+        """``len(dataset)`` is :meth:`get_dataset_size`, as in MindSpore (it may have to run a pipeline
+        whose size the index cannot tell, e.g. after a ``filter``)."""
+        return self.get_dataset_size()
+
+    def __bool__(self) -> bool:
+        """A dataset is true even when empty (so ``if dataset`` never runs the pipeline to count it;
+        MindSpore's empty datasets are false through ``__len__``)."""
+        return True
+
     def reset(self) -> None:
         """MindSpore's ``reset()`` ("reset the dataset for next epoch"): nothing to do here, as in
         MindSpore 2.10, whose method has an empty body. Each ``create_*_iterator`` runs its own epochs;
