@@ -3,7 +3,9 @@
 Opening a dataset reads headers and, per ``.db``, a few facts (its shard name, ``MIN``/``MAX`` of
 ``ROW_ID``, the checksum and meta tables): nothing per row. A row's location (the absolute byte
 ranges of its raw record and blob) is read when first needed, with the rest of its **block**
-(:data:`BLOCK_ROWS` consecutive rows of one shard, one ``ROW_ID`` range query on the primary key),
+(:data:`BLOCK_ROWS` consecutive rows of one shard, one ``ROW_ID`` range query on the primary key)
+and, when the cache holds every block, the blocks after it that are not loaded yet (a run of up to
+:data:`RUN_BLOCKS`, still one query: a first epoch pays a query per run, not per block),
 and every check opening used to do on the whole ``.db`` is done on that block, with the same
 errors: ``ROW_ID`` continuity, locations inside the page table's tiling (FORMAT.md §4.3), inside
 their page's used bytes and inside the file.
@@ -34,9 +36,10 @@ from recordio.errors import DatasetChangedError, FormatError, IndexFileError
 from recordio.mindrecord import format as fmt
 from recordio.mindrecord import index
 
-__all__ = ["BLOCK_ROWS", "CACHE_BYTES", "DbBlocks", "Locations", "SlotPool", "TableBlocks"]
+__all__ = ["BLOCK_ROWS", "CACHE_BYTES", "RUN_BLOCKS", "DbBlocks", "Locations", "SlotPool", "TableBlocks"]
 
 BLOCK_ROWS = 256                 # rows per block: a miss costs one short range query (~0.5 ms)
+RUN_BLOCKS = 64                  # blocks one query loads when the cache holds every block (16,384 rows)
 KEEP_OPEN = 32                   # datasets of up to this many shards keep their .db open from open time
 MAX_OPEN = 4                     # .db connections open at once per dataset beyond KEEP_OPEN ones (reopened on demand)
 CACHE_BYTES = int(float(os.environ.get("RECORDIO_LOCATION_CACHE_MB", "1024")) * (1 << 20))
@@ -152,6 +155,7 @@ class DbBlocks:
         self._conn, self._pid = conn, os.getpid() if conn is not None else None
         self.keep = conn is not None       # opened with the dataset: kept until the reader closes
         self.rows_read = 0           # INDEXES rows fetched (what the scale tests count)
+        self.queries = 0             # range queries made (what the first-epoch tests count)
         self._lock = threading.Lock()
 
     def _connection(self):
@@ -173,6 +177,7 @@ class DbBlocks:
         with self._lock:
             rows = index._query_args(self._connection(), db, _SELECT, (lo, b))
         self.rows_read += len(rows)
+        self.queries += 1
         try:
             table = np.array(rows, dtype=np.int64).reshape(len(rows), 7)
         except (ValueError, TypeError, OverflowError):
@@ -212,7 +217,7 @@ class DbBlocks:
 
     def __getstate__(self):
         return {"shard": self.shard, "identity": self.identity, "db": self.db, "_conn": None, "_pid": None,
-                "keep": False, "rows_read": 0}
+                "keep": False, "rows_read": 0, "queries": 0}
 
     def __setstate__(self, state):
         self.__dict__.update(state)
@@ -225,6 +230,7 @@ class TableBlocks:
     def __init__(self, shard):
         self.shard = shard
         self.rows_read = 0
+        self.queries = 0
 
     def read_checksums(self):
         return self.shard.checksums
@@ -374,7 +380,7 @@ class Locations:
         reads per row, whatever its size; forked workers share it."""
         for k, n in enumerate(self.counts.tolist()):
             if n:
-                self.block_of(k, 0)
+                self.block_of(k, 0, run=False)
                 return
 
     @property
@@ -394,13 +400,14 @@ class Locations:
             self._ready[b] = 1
         return got
 
-    def block_of(self, k, q):
-        """Locations of block ``q`` of shard ``k`` (an ``(n, 4)`` int64 array)."""
+    def block_of(self, k, q, run=True):
+        """Locations of block ``q`` of shard ``k`` (an ``(n, 4)`` int64 array); ``run``: a miss may load
+        the blocks after it in the same query (:meth:`_load`)."""
         b = self._block_base[k] + q
         n = min(self.block, int(self.counts[k]) - q * self.block)
         got = self.pool.get_block(b, n)
         if got is None:
-            return self._load(k, q, b)
+            return self._load(k, q, b, run)
         if self._whole:                  # loaded by another process: here for good
             self._ready[b] = 1
         return got
@@ -415,12 +422,23 @@ class Locations:
         off = a - q0 * self.block
         return whole[off:off + b - a]
 
-    def _load(self, k, q, b):
-        start = q * self.block
-        locs = self.sources[k].load(start, min(start + self.block, int(self.counts[k])))
-        self.pool.put(b, locs)
-        if self._whole:
-            self._ready[b] = 1
+    def _load(self, k, q, b, run=True):
+        """Load block ``q`` of shard ``k`` (global block ``b``) and return its locations. In a pool with
+        a slot per block, the blocks after it that are not here yet come with it, up to
+        :data:`RUN_BLOCKS` in one query: a first epoch makes one query per run, not per block, in any
+        order (a shuffled epoch's first batches load whole runs that later batches find here)."""
+        start, count = q * self.block, int(self.counts[k])
+        end = q + 1
+        if self._whole and run:
+            last = min(q + RUN_BLOCKS, -(-count // self.block))
+            while end < last and not self._ready[b + end - q]:
+                end += 1
+        locs = self.sources[k].load(start, min(end * self.block, count))
+        for i in range(end - q):
+            self.pool.put(b + i, locs[i * self.block:(i + 1) * self.block])
+            if self._whole:
+                self._ready[b + i] = 1
+        locs = locs[:self.block]
         with self._open_lock:                   # fetch threads share the reader
             self._open[k] = None
             self._open.move_to_end(k)
