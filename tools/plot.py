@@ -13,7 +13,7 @@ import textwrap
 from recordio.extras import requires
 
 SUITE_COLOURS = {"storage": "#1f77b4", "pipeline": "#2ca02c", "vision": "#ff7f0e", "sink": "#9467bd",
-                 "convert": "#d62728"}
+                 "convert": "#d62728", "cold": "#8c564b"}
 OTHER_COLOUR = "#7f7f7f"
 BAR_HEIGHT_IN = 0.36    # figure inches per bar (room for a label wrapped onto two lines)
 WIDTH_IN = 10.0
