@@ -91,3 +91,57 @@ def test_a_cache_smaller_than_the_dataset_loads_block_by_block(dataset, monkeypa
     with recordio.FileReader(dataset) as reader, recordio.FileReader(dataset, use_index=False) as walk:
         assert not reader._where._whole
         same_batches(epoch(reader, order), epoch(walk, order))
+
+
+# --- the node-local location cache (recordio/mindrecord/location_cache.py) ------------------------------
+
+@pytest.fixture
+def cache(monkeypatch, tmp_path):
+    monkeypatch.setenv("RECORDIO_LOCATION_CACHE", "1")
+    monkeypatch.setenv("RECORDIO_LOCATION_CACHE_DIR", str(tmp_path / "locations"))
+    return tmp_path / "locations"
+
+
+def test_a_restarted_reader_takes_its_locations_from_the_cache(dataset, cache):
+    order = np.random.default_rng(11).permutation(ROWS)
+    with recordio.FileReader(dataset) as first, recordio.FileReader(dataset, use_index=False) as walk:
+        same_batches(epoch(first, order), epoch(walk, order))
+        assert queries(first) > 0
+        assert len(list(cache.glob("*.locations"))) == 2                # one table per shard
+        with recordio.FileReader(dataset) as again:
+            same_batches(epoch(again, order), epoch(walk, order))
+            assert queries(again) == 0 and again._where.rows_read == 0
+
+
+def test_a_damaged_cache_is_dropped_and_the_db_read(dataset, cache):
+    order = np.arange(ROWS)
+    with recordio.FileReader(dataset) as first:
+        epoch(first, order)
+    for table in cache.glob("*.locations"):
+        data = np.fromfile(table, dtype=np.int64).reshape(-1, 6)
+        data[100:110, 1] += 8                                       # row 100's blob moved onto another row's bytes
+        data.tofile(table)
+    with recordio.FileReader(dataset) as again, recordio.FileReader(dataset, use_index=False) as walk:
+        same_batches(epoch(again, order), epoch(walk, order))
+        assert queries(again) > 0
+
+
+def test_a_changed_dataset_gets_a_new_cache_entry(dataset, cache):
+    import os
+
+    with recordio.FileReader(dataset) as first:
+        epoch(first, np.arange(ROWS))
+    names = {p.name for p in cache.glob("*.locations")}
+    stat = os.stat(dataset)
+    os.utime(dataset, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    with recordio.FileReader(dataset) as again:
+        epoch(again, np.arange(ROWS))
+        assert queries(again) > 0
+    assert len({p.name for p in cache.glob("*.locations")} - names) == 1
+
+
+def test_the_cache_is_off_by_default(dataset, cache, monkeypatch):
+    monkeypatch.delenv("RECORDIO_LOCATION_CACHE")
+    with recordio.FileReader(dataset) as first:
+        epoch(first, np.arange(ROWS))
+    assert not cache.exists() or not list(cache.glob("*"))

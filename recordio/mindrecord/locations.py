@@ -34,7 +34,7 @@ import numpy as np
 
 from recordio.errors import DatasetChangedError, FormatError, IndexFileError
 from recordio.mindrecord import format as fmt
-from recordio.mindrecord import index
+from recordio.mindrecord import index, location_cache
 
 __all__ = ["BLOCK_ROWS", "CACHE_BYTES", "RUN_BLOCKS", "DbBlocks", "Locations", "SlotPool", "TableBlocks"]
 
@@ -171,27 +171,68 @@ class DbBlocks:
         return conn
 
     def load(self, a, b):
-        """Checked absolute locations of local rows ``[a, b)``."""
-        shard, db = self.shard, self.db
+        """Checked absolute locations of local rows ``[a, b)``: from the node's location cache when it
+        holds this shard (:mod:`~recordio.mindrecord.location_cache`), else from the ``.db``."""
+        cached = self._cached()
+        if cached is not None:
+            try:
+                return self._checked(a, b, np.asarray(cached[max(a - 1, 0):b]))
+            except (IndexFileError, FormatError):
+                location_cache.drop(self._cache_key)        # damaged: forget it, read the .db
+                self._cache, self._cache_key = False, None
         lo = max(a - 1, 0)                       # the previous row: where this block's first entry starts
         with self._lock:
-            rows = index._query_args(self._connection(), db, _SELECT, (lo, b))
+            rows = index._query_args(self._connection(), self.db, _SELECT, (lo, b))
         self.rows_read += len(rows)
         self.queries += 1
         try:
             table = np.array(rows, dtype=np.int64).reshape(len(rows), 7)
         except (ValueError, TypeError, OverflowError):
-            raise IndexFileError(f"{db}: INDEXES holds non-integer locations") from None
-        if len(rows) and (table.min() < 0 or table.max() >= index.MAX_LOCATION):
-            raise IndexFileError(f"{db}: INDEXES holds a location outside [0, 2^48)")
+            raise IndexFileError(f"{self.db}: INDEXES holds non-integer locations") from None
         if len(rows) != b - lo or not np.array_equal(table[:, 0], np.arange(lo, b)):
-            raise IndexFileError(f"{db}: INDEXES ROW_ID values are not 0..{shard.count - 1}")
-        prev = table[0, 1:] if lo < a else np.zeros(6, np.int64)
-        table = table[a - lo:, 1:]
-        check_tiling(shard, table, np.arange(a, b, dtype=np.int64), prev, db)
-        locs = absolute(shard, table)
-        check_inside(shard, locs, a)
+            raise IndexFileError(f"{self.db}: INDEXES ROW_ID values are not 0..{self.shard.count - 1}")
+        locs = self._checked(a, b, table[:, 1:])
+        self._collect(lo, table[:, 1:])
         return locs
+
+    def _checked(self, a, b, table):
+        """Absolute locations of rows ``[a, b)`` from their table rows (``table`` starts at row ``a - 1``
+        when ``a > 0``), after every check of the page table's tiling and the file's bounds."""
+        if len(table) and (table.min() < 0 or table.max() >= index.MAX_LOCATION):
+            raise IndexFileError(f"{self.db}: INDEXES holds a location outside [0, 2^48)")
+        lo = max(a - 1, 0)
+        prev = table[0] if lo < a else np.zeros(6, np.int64)
+        table = table[a - lo:]
+        check_tiling(self.shard, table, np.arange(a, b, dtype=np.int64), prev, self.db)
+        locs = absolute(self.shard, table)
+        check_inside(self.shard, locs, a)
+        return locs
+
+    def _cached(self):
+        """This shard's cached table, or None (looked up once per process)."""
+        state = getattr(self, "_cache", None)
+        if state is None:
+            self._cache, self._cache_key, self._collector = False, None, None
+            count = int(self.shard.count)
+            if location_cache.enabled() and 0 < count <= location_cache.MAX_ROWS:
+                try:
+                    now = _identity(self.shard.path)
+                except OSError:
+                    return None
+                if self.shard.identity and tuple(now[:2]) != tuple(self.shard.identity):
+                    return None                  # replaced since open: the reader refuses it when it reads
+                self._cache_key = location_cache.key(self.shard.path, now, self.identity)
+                self._cache = location_cache.load(self._cache_key, count)
+                if self._cache is None:
+                    self._cache = False
+                    self._collector = location_cache.Collector(self._cache_key, count)
+            state = self._cache
+        return state if state is not False else None
+
+    def _collect(self, lo, table):
+        collector = getattr(self, "_collector", None)
+        if collector is not None and collector.add(lo, table):
+            self._collector = None
 
     def read_checksums(self):
         """The ``.db``'s checksum table (``index.read_checksums``), or None without one."""
