@@ -52,6 +52,11 @@ def test_round_trip_and_nothing_readable_on_disk(tmp_path):
     assert not os.path.exists(folder)                       # the plain copies are gone with the reader
 
 
+# MindSpore 2.10's message for an encrypted file read without a key (FileReader and MindDataset alike).
+MINDSPORE_ENCRYPTED = ("The mindrecord file is encrypted. You need to configure 'mindspore.mindrecord.config.set_enc_key"
+                       "(...)' and 'mindspore.mindrecord.config.set_enc_mode(...)' for decryption.")
+
+
 def test_wrong_key_missing_key_and_plain_files_are_told_apart(tmp_path):
     path = str(tmp_path / "enc.mindrecord")
     set_enc_key(KEY)
@@ -60,8 +65,10 @@ def test_wrong_key_missing_key_and_plain_files_are_told_apart(tmp_path):
     with pytest.raises(FormatError, match="please check if enc_key"):
         FileReader(path)
     set_enc_key(None)
-    with pytest.raises(FormatError, match="is encrypted. You need to configure"):
+    with pytest.raises(FormatError, match="is encrypted. You need to configure") as caught:
         FileReader(path)
+    assert str(caught.value).startswith(MINDSPORE_ENCRYPTED)          # MindSpore's sentence first, then ours
+    assert path in str(caught.value)
     with pytest.raises(FormatError, match="is encrypted"):
         count_rows(path)
     plain = str(tmp_path / "plain.mindrecord")

@@ -246,7 +246,9 @@ def explain(paths, exc) -> NoReturn:
     """Re-raise ``exc`` (a failure to open ``paths``) as MindSpore's message when a file is encrypted."""
     for path in [paths] if isinstance(paths, (str, os.PathLike)) else paths:
         if is_encrypted(os.fspath(path)):
-            raise FormatError(f"{os.fspath(path)}: The mindrecord file is encrypted. You need to configure "
-                              f"'mindspore.mindrecord.config.set_enc_key(...)' and "
-                              f"'mindspore.mindrecord.config.set_enc_mode(...)' for decryption.") from exc
+            raise FormatError("The mindrecord file is encrypted. You need to configure "
+                              "'mindspore.mindrecord.config.set_enc_key(...)' and "
+                              "'mindspore.mindrecord.config.set_enc_mode(...)' for decryption. "
+                              f"({os.fspath(path)}; in recordio: recordio.mindrecord.set_enc_key / "
+                              f"set_enc_mode)") from exc
     raise exc
