@@ -179,7 +179,7 @@ def test_parallel_writer_independent_files(tmp_path):
     assert [int(r["id"]) for r in per_file[1]] == [c["id"] for c in data[1] + data[4]]
     header = FileReader(str(tmp_path / "p.mr2")).header
     assert header["shard_addresses"] == ["p.mr2"] and header["page_size"] == 1 << 15
-    with pytest.raises(RuntimeError, match="same value"):
+    with pytest.raises(RuntimeError, match="The parameter `parallel_writer` must be consistent during use."):
         w2 = FileWriter(str(tmp_path / "q.mr"))
         w2.add_schema(SCHEMA)
         w2.write_raw_data(data[0], parallel_writer=True)

@@ -53,8 +53,9 @@ BAD = [
     ("list instead of array", lambda r: r.update(arr=[1.0] * 6), "expected np.ndarray"),
     ("float64 array into float32", lambda r: r.update(arr=np.zeros((2, 3))), "expected dtype float32"),
     ("float array into int64", lambda r: r.update(ids=np.zeros(3, dtype=np.float32)), "expected dtype int64"),
-    ("uint64 values past int64", lambda r: r.update(ids=np.array([1 << 63], dtype=np.uint64)),
-     r"outside \[-9223372036854775808"),
+    ("uint64 array into int64", lambda r: r.update(ids=np.array([1 << 63], dtype=np.uint64)),
+     "expected dtype int64, found uint64"),
+    ("int32 array into int64", lambda r: r.update(ids=np.arange(3, dtype=np.int32)), "expected dtype int64, found int32"),
     ("wrong element count", lambda r: r.update(arr=np.zeros(7, dtype=np.float32)), r"expected shape \[2, 3\]"),
     ("not a dict", None, "expect dict type"),
 ]

@@ -18,7 +18,7 @@ from recordio.dataset.order import DefaultOrder, Sampler, Shuffle, shuffle_mode
 from recordio.dataset.source import SampledSource, check_sampler_args, check_shards
 from recordio.config import get_bytes_form
 from recordio.dataset.values import to_numpy
-from recordio.errors import PipelineError, RowRangeError
+from recordio.errors import PipelineError, RowRangeError, SchemaError
 
 if TYPE_CHECKING:
     from recordio.mindrecord.reader import FileReader
@@ -105,7 +105,13 @@ class MindDataset(SampledSource):
         self.num_parallel_workers = num_parallel_workers
         self._reader: FileReader | None = None
         self._index_cols = None
-        self.reader                      # a missing or malformed file fails here, not mid-iteration
+        self._unknown_columns: SchemaError | None = None
+        try:
+            self.reader                  # a missing or malformed file fails here, not mid-iteration
+        except SchemaError as exc:       # a columns_list field the files lack: MindSpore reports it when
+            if not getattr(exc, "unknown_columns", None):       # the pipeline first runs, and so do we
+                raise
+            self._unknown_columns = exc
         self._check_padding()
         if padded_sample is not None:
             self._padded()               # a value that does not fit its field fails here
@@ -118,6 +124,8 @@ class MindDataset(SampledSource):
     @property
     def reader(self) -> FileReader:
         """The dataset's :class:`~recordio.mindrecord.reader.FileReader` (opened on first use)."""
+        if self._unknown_columns is not None:
+            raise SchemaError(str(self._unknown_columns)) from None
         if self._reader is None:
             from recordio.mindrecord.reader import FileReader
             reader = FileReader(self.dataset_files, columns=self.columns_list, **self._remote_options)
@@ -167,6 +175,7 @@ class MindDataset(SampledSource):
     def _columns(self):
         """``columns_list`` as given, else every field sorted by name (MindSpore's order)."""
         if self.columns_list is not None:
+            self.reader                  # an unknown column is reported here, as MindSpore does
             return list(self.columns_list)
         return sorted(self.reader.schema)
 

@@ -15,8 +15,10 @@ The key is the key string's bytes (16, 24 or 32: AES-128/192/256); MindSpore's G
 ``dec_mode(...)`` works as in MindSpore (it owns the chunk layout). Differences: recordio encrypts
 the staged files before its atomic publication (a crash leaves the old dataset or the new encrypted
 one, never a mixture), decrypts all the shards a header names (MindSpore decrypts only the files it
-is given), keeps the plain copies in a private temporary folder (mode 0700) removed when the reader
-is closed or the process exits, and refuses appends to an encrypted dataset.
+is given), keeps the plain copies as MindSpore does in ``.decrypt_mindrecord`` (mode 0700) beside the
+dataset, but in a folder of its own per reader (mode 0700; MindSpore shares one per file) removed with
+``.decrypt_mindrecord`` when empty as the reader is closed or the process exits (a dataset folder that
+cannot be written: a private temporary folder), and refuses appends to an encrypted dataset.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import atexit
 import contextlib
 import os
 import shutil
+import stat
 import struct
 import tempfile
 from typing import NoReturn
@@ -177,12 +180,45 @@ def decrypt_file(path: str, out_path: str, key_text: str, mode) -> None:
             offset += 4 + length
 
 
-class Plaintext:
-    """Plain copies of an encrypted dataset's files in a private temporary folder, removed by
-    :meth:`close` (and at exit). ``path(p)`` is the plain copy of the data file ``p``."""
+DECRYPT_DIRECTORY = ".decrypt_mindrecord"     # MindSpore's folder beside the dataset
 
-    def __init__(self):
-        self.folder = tempfile.mkdtemp(prefix="recordio-decrypted-")
+
+def _own_folder(path) -> bool:
+    """Whether ``path`` is a real folder (no link) owned by this user."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid()
+
+
+def _private_folder(beside):
+    """A new folder of mode 0700 inside ``.decrypt_mindrecord`` (created 0700) in the folder ``beside``,
+    as MindSpore keeps its plain copies; ``(folder, root)``. A folder that cannot be written there, or a
+    ``.decrypt_mindrecord`` that is a link or another user's, gives a private temporary folder instead."""
+    root = os.path.join(beside, DECRYPT_DIRECTORY)
+    for _ in range(3):                         # another reader may remove an empty root meanwhile
+        try:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(root, 0o700)
+            if not _own_folder(root):
+                break
+            return tempfile.mkdtemp(prefix="recordio-", dir=root), root
+        except FileNotFoundError:
+            continue
+        except OSError:
+            break
+    return tempfile.mkdtemp(prefix="recordio-decrypted-"), None
+
+
+class Plaintext:
+    """Plain copies of an encrypted dataset's files in a private folder (mode 0700) inside MindSpore's
+    ``.decrypt_mindrecord`` beside the dataset, removed with that folder when empty by :meth:`close`
+    (and at exit). ``path(p)`` is the plain copy of the data file ``p``."""
+
+    def __init__(self, beside: str | None = None):
+        self.folder, self._root = _private_folder(beside) if beside else (
+            tempfile.mkdtemp(prefix="recordio-decrypted-"), None)
         self._owner = os.getpid()
         atexit.register(self.close)
 
@@ -199,6 +235,9 @@ class Plaintext:
     def close(self) -> None:
         if os.getpid() == self._owner and os.path.isdir(self.folder):
             shutil.rmtree(self.folder, ignore_errors=True)
+            if self._root is not None:
+                with contextlib.suppress(OSError):      # still in use by another reader: kept
+                    os.rmdir(self._root)
 
 
 def plaintext_of(file_name):
@@ -208,9 +247,11 @@ def plaintext_of(file_name):
         return file_name, None
     from recordio.mindrecord import format as fmt
 
-    plain = Plaintext()
+    one = isinstance(file_name, (str, os.PathLike))
+    paths = [file_name] if one else list(file_name)
+    plain = Plaintext(os.path.dirname(os.path.realpath(os.fspath(paths[0])))) if paths else Plaintext()
     try:
-        if isinstance(file_name, (str, os.PathLike)):
+        if one:
             first = os.path.abspath(os.fspath(file_name))
             opened = plain.add(first)
             folder = os.path.dirname(first)

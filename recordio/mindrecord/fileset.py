@@ -60,10 +60,14 @@ class Shard:
 
 
 def require_given(files, use_index=True):
-    """MindSpore's first checks of the files a caller names: each exists, then (reading through the
-    index) each one's ``.db`` exists; MissingFileError / IndexFileError with MindSpore's wording."""
+    """MindSpore's first checks of the files a caller names: each exists and has at least 8 bytes, then
+    (reading through the index) each one's ``.db`` exists; MissingFileError / IndexFileError with MindSpore's wording."""
     for given in [files] if isinstance(files, (str, os.PathLike)) else files:
-        os.close(fmt.open_regular(os.fspath(given)))
+        fd = fmt.open_regular(os.fspath(given))
+        try:
+            fmt.check_least_size(os.fstat(fd).st_size, os.fspath(given))
+        finally:
+            os.close(fd)
         if use_index:
             index.require_db(index.db_path(os.path.realpath(os.fspath(given))))
 

@@ -161,11 +161,17 @@ def encode_header(header_size, page_size, index_fields, pages, compression_size,
     return _U64LE.pack(len(text)) + text
 
 
-def header_length(prefix, path, file_size):
-    """The header length from the first 8 bytes, checked against the file size."""
+def check_least_size(file_size, path):
+    """MindSpore's error (its exact words) for a data file shorter than the 8-byte header length."""
     if file_size < HEADER_PREFIX:
         raise FormatError(f"Invalid file, the size of mindrecord file: {file_size} is smaller than the lower "
-                          f"limit: {HEADER_PREFIX}. {path}: a MindRecord file has at least 8 bytes")
+                          f"limit: {HEADER_PREFIX}.\n Please check file path: {path} and use 'FileWriter' to "
+                          f"generate valid mindrecord files.")
+
+
+def header_length(prefix, path, file_size):
+    """The header length from the first 8 bytes, checked against the file size."""
+    check_least_size(file_size, path)
     length = _U64LE.unpack(prefix[:HEADER_PREFIX])[0]
     if length > MAX_HEADER_LENGTH:
         raise FormatError(f"Invalid file, the size of mindrecord file header is larger than the upper limit. "

@@ -118,9 +118,13 @@ class FileReader:
                 raise ParamTypeError("columns", "list", f"Got {columns!r}; columns is a list of field names.")
             unknown = [c for c in columns if c not in schema.fields]
             if unknown:
-                raise SchemaError(f"Invalid data, column name: {', '.join(unknown)} can not found in schema. "
-                                  f"Please check the 'columns' parameter: the schema's fields are "
-                                  f"{', '.join(schema.fields)}.")
+                if self._plain is not None:
+                    self._plain.close()
+                error = SchemaError(f"Invalid data, column name: {', '.join(unknown)} can not found in schema. "
+                                    f"Please check the 'columns' parameter: the schema's fields are "
+                                    f"{', '.join(schema.fields)}.")
+                error.unknown_columns = unknown       # MindDataset reports it when its pipeline first runs
+                raise error
         self._shards = shards
         self._schema = schema
         self._columns = None if columns is None else list(columns)

@@ -54,8 +54,9 @@ class FileWriter(CommitOnExit):
         names = fmt.shard_file_names(check_path_param(file_name), shard_num)
         check_bool(overwrite, "overwrite")
         if encryption.key() is not None and shard_num != 1:
-            raise RuntimeError("When encode mode is enabled, the automatic sharding function is unavailable "
-                               "(MindSpore decrypts only the files it is given): write one file per FileWriter.")
+            raise RuntimeError("When encode mode is enabled, the automatic sharding function is unavailable. "
+                               f"shard_num is {shard_num} (MindSpore decrypts only the files it is given): write "
+                               "one file per FileWriter.")
         directory = os.path.dirname(os.path.abspath(names[0]))
         if not os.path.isdir(directory):
             raise FileNotFoundError(f"directory {directory} of {file_name} does not exist")
@@ -252,7 +253,8 @@ class FileWriter(CommitOnExit):
         if self._parallel is None:
             self._parallel = parallel_writer
         elif self._parallel != parallel_writer:
-            raise RuntimeError("parallel_writer must have the same value in every call")
+            raise RuntimeError(f"The parameter `parallel_writer` must be consistent during use. The first call "
+                               f"gave {self._parallel}, this one {parallel_writer}.")
         encoded = self._encode(raw_data)
         if not encoded[0]:
             return
