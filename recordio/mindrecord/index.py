@@ -10,6 +10,9 @@ import errno
 import json
 import os
 import sqlite3
+import warnings
+
+import numpy as np
 
 from recordio.errors import FormatError, IndexFileError
 from recordio.mindrecord import format as fmt
@@ -292,6 +295,39 @@ def _query_args(conn, path, sql, args):
         return conn.execute(sql, args).fetchall()
     except sqlite3.Error as exc:
         raise IndexFileError(f"{path}: index file is not a MindRecord index ({exc}; query: {sql})") from None
+
+
+def integer_columns(conn, select, names, args):
+    """The rows of ``select`` (which yields the columns ``names``) as an ``(n, len(names))`` int64 array,
+    fetched as one text per column (``group_concat``) that numpy parses: no Python object per row,
+    which is most of what a row costs through ``fetchall``. None when that cannot be trusted to be the
+    same rows (no rows, a value that is not an integer, a query error): the caller then fetches the
+    rows one by one, which says what is wrong."""
+    texts = ", ".join(f"count({name}), group_concat({name}, ' ')" for name in names)
+    try:
+        got = conn.execute(f"SELECT count(*), {texts} FROM ({select})", args).fetchone()
+    except sqlite3.Error:
+        return None
+    count, columns = got[0], []
+    for values, text in zip(got[1::2], got[2::2]):
+        column = _integers(text, count) if values == count else None       # no NULL left out
+        if column is None:
+            return None
+        columns.append(column)
+    return np.stack(columns, axis=1)
+
+
+def _integers(text, count):
+    """``count`` integers written by SQLite with single spaces between them, or None: only digits,
+    minus signs and exactly ``count - 1`` spaces (a REAL has a '.' or 'e', a TEXT holding spaces
+    adds some), every one of them parsed."""
+    if not count or type(text) is not str or text.count(" ") != count - 1 or \
+            not text.isascii() or text.encode().translate(None, b"0123456789- "):
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)     # numpy's word for 'stopped early'
+        values = np.fromstring(text, dtype=np.int64, sep=" ")
+    return values if len(values) == count else None
 
 
 def read_shard_name(conn, path):

@@ -44,8 +44,9 @@ KEEP_OPEN = 32                   # datasets of up to this many shards keep their
 MAX_OPEN = 4                     # .db connections open at once per dataset beyond KEEP_OPEN ones (reopened on demand)
 CACHE_BYTES = int(float(os.environ.get("RECORDIO_LOCATION_CACHE_MB", "1024")) * (1 << 20))
 ROW_BYTES = 32                   # raw start, raw end, blob start, blob end: int64 each
-_SELECT = ("SELECT ROW_ID, ROW_GROUP_ID, PAGE_OFFSET_BLOB, PAGE_OFFSET_BLOB_END, PAGE_ID_RAW, "
-           "PAGE_OFFSET_RAW, PAGE_OFFSET_RAW_END FROM INDEXES WHERE ROW_ID >= ? AND ROW_ID < ? ORDER BY ROW_ID")
+_COLUMNS = ("ROW_ID", "ROW_GROUP_ID", "PAGE_OFFSET_BLOB", "PAGE_OFFSET_BLOB_END", "PAGE_ID_RAW", "PAGE_OFFSET_RAW",
+            "PAGE_OFFSET_RAW_END")
+_SELECT = f"SELECT {', '.join(_COLUMNS)} FROM INDEXES WHERE ROW_ID >= ? AND ROW_ID < ? ORDER BY ROW_ID"
 
 
 # --- the page table of a shard, as arrays -----------------------------------------------------------
@@ -156,6 +157,7 @@ class DbBlocks:
         self.keep = conn is not None       # opened with the dataset: kept until the reader closes
         self.rows_read = 0           # INDEXES rows fetched (what the scale tests count)
         self.queries = 0             # range queries made (what the first-epoch tests count)
+        self.text_queries = 0        # of which answered as one text per column (no Python object per row)
         self._lock = threading.Lock()
 
     def _connection(self):
@@ -182,18 +184,29 @@ class DbBlocks:
                 self._cache, self._cache_key = False, None
         lo = max(a - 1, 0)                       # the previous row: where this block's first entry starts
         with self._lock:
-            rows = index._query_args(self._connection(), self.db, _SELECT, (lo, b))
-        self.rows_read += len(rows)
+            table = self._fetch(lo, b)
+        self.rows_read += len(table)
         self.queries += 1
-        try:
-            table = np.array(rows, dtype=np.int64).reshape(len(rows), 7)
-        except (ValueError, TypeError, OverflowError):
-            raise IndexFileError(f"{self.db}: INDEXES holds non-integer locations") from None
-        if len(rows) != b - lo or not np.array_equal(table[:, 0], np.arange(lo, b)):
+        if len(table) != b - lo or not np.array_equal(table[:, 0], np.arange(lo, b)):
             raise IndexFileError(f"{self.db}: INDEXES ROW_ID values are not 0..{self.shard.count - 1}")
         locs = self._checked(a, b, table[:, 1:])
         self._collect(lo, table[:, 1:])
         return locs
+
+    def _fetch(self, lo, b):
+        """INDEXES rows of ``ROW_ID`` ``[lo, b)`` in ``ROW_ID`` order, as an ``(n, 7)`` int64 array: one
+        text per column when every value is an integer, else row by row (what says which is not)."""
+        conn = self._connection()
+        table = index.integer_columns(conn, _SELECT, _COLUMNS, (lo, b))
+        if table is not None:
+            self.text_queries += 1
+            ids = table[:, 0]
+            return table if (ids[1:] > ids[:-1]).all() else table[np.argsort(ids, kind="stable")]
+        rows = index._query_args(conn, self.db, _SELECT, (lo, b))
+        try:
+            return np.array(rows, dtype=np.int64).reshape(len(rows), 7)
+        except (ValueError, TypeError, OverflowError):
+            raise IndexFileError(f"{self.db}: INDEXES holds non-integer locations") from None
 
     def _checked(self, a, b, table):
         """Absolute locations of rows ``[a, b)`` from their table rows (``table`` starts at row ``a - 1``
@@ -258,7 +271,7 @@ class DbBlocks:
 
     def __getstate__(self):
         return {"shard": self.shard, "identity": self.identity, "db": self.db, "_conn": None, "_pid": None,
-                "keep": False, "rows_read": 0, "queries": 0}
+                "keep": False, "rows_read": 0, "queries": 0, "text_queries": 0}
 
     def __setstate__(self, state):
         self.__dict__.update(state)
