@@ -12,8 +12,6 @@ import os
 import sqlite3
 import warnings
 
-import numpy as np
-
 from recordio.errors import FormatError, IndexFileError
 from recordio.mindrecord import format as fmt
 
@@ -303,6 +301,8 @@ def integer_columns(conn, select, names, args):
     which is most of what a row costs through ``fetchall``. None when that cannot be trusted to be the
     same rows (no rows, a value that is not an integer, a query error): the caller then fetches the
     rows one by one, which says what is wrong."""
+    import numpy as np                          # here: counting rows imports no numpy
+
     texts = ", ".join(f"count({name}), group_concat({name}, ' ')" for name in names)
     try:
         got = conn.execute(f"SELECT count(*), {texts} FROM ({select})", args).fetchone()
@@ -324,6 +324,8 @@ def _integers(text, count):
     if not count or type(text) is not str or text.count(" ") != count - 1 or \
             not text.isascii() or text.encode().translate(None, b"0123456789- "):
         return None
+    import numpy as np
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)     # numpy's word for 'stopped early'
         values = np.fromstring(text, dtype=np.int64, sep=" ")
