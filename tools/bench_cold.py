@@ -13,6 +13,8 @@ the headline, open included), then three more passes (the best is the warm figur
   and the flat file of the same payload bytes read through a memory map (the limit);
 * ``tokens`` (rows of 2,049 int32 ids), batches of 32: the same contenders, the flat file being the
   ``(rows, 2049)`` int32 array;
+* recordio's ``read_batch`` with the ``.db``'s locations fetched a Python tuple a row (as before they
+  came as one text per column, ``index.integer_columns``): what that change is worth;
 * recordio's ``read_batch`` once more with the opt-in location cache (``RECORDIO_LOCATION_CACHE=1``,
   recordio/mindrecord/location_cache.py) filled by an earlier process: what a restarted job or a
   spawned worker meets.
@@ -45,6 +47,8 @@ if kind.startswith("recordio") or kind == "minddataset":
     import recordio, recordio.dataset
     from recordio.mindrecord import codec, columns, count, index, locations, reader   # imports: not timed
     recordio.FileReader, recordio.count_rows, recordio.dataset.MindDataset
+    if kind == "recordio-rowfetch":               # the .db's locations fetched row by row, as before
+        index.integer_columns = lambda *args: None
 elif kind.startswith("hf"):
     import datasets
 start = time.perf_counter()
@@ -151,6 +155,7 @@ def contenders(path, flat, hf):
            ("recordio read_batch shuffled", "recordio", path, True, False),
            ("recordio read_batch, restarted with the location cache", "recordio", path, False, True),
            ("recordio read_batch shuffled, restarted with the location cache", "recordio", path, True, True),
+           ("recordio read_batch, .db rows fetched one by one", "recordio-rowfetch", path, False, False),
            ("recordio MindDataset.batch", "minddataset", path, False, False), ("flat file (mmap)", "flat", flat, False, False)]
     if hf:
         out += [("HF datasets", "hf", hf, False, False), ("HF datasets shuffled", "hf", hf, True, False)]
@@ -181,7 +186,8 @@ def rows_out(name, n, batch, best):
     vs_hf = ">= 2x" if name == "cifar" else ">= 1.5x"
     restarted = "recordio read_batch, restarted with the location cache"
     goals = {"recordio read_batch": [("HF datasets", vs_hf), ("flat file (mmap)", ">= 0.5x" if name == "cifar" else ""),
-                                     ("recordio MindDataset.batch", "")],
+                                     ("recordio MindDataset.batch", ""),
+                                     ("recordio read_batch, .db rows fetched one by one", "")],
              "recordio read_batch shuffled": [("HF datasets shuffled", ">= 2x" if name == "tokens" else "")],
              restarted: [("HF datasets", vs_hf), ("flat file (mmap)", "")],
              restarted.replace("read_batch", "read_batch shuffled"): [("HF datasets shuffled", "")]}
