@@ -128,7 +128,7 @@ def save_dataset(dataset, file_name, num_files=1, file_type="mindrecord"):
             raise PipelineError("save: the pipeline produced no row")
         schema = _Schema(first)
         with FileWriter(file_name, shard_num=num_files) as writer:
-            writer.add_schema(schema.entries, "saved by recordio")
+            writer.add_schema(schema.entries, "mindrecord")      # MindSpore's description
             chunk = [schema.convert(first, 0)]
             for row, cols in enumerate(rows, 1):
                 chunk.append(schema.convert(cols, row))
