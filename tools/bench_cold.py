@@ -173,7 +173,30 @@ def bench(name, data, n, batch, repeats):
             old = best.get(label)
             best[label] = {"first": min(got["first"], old["first"]) if old else got["first"],
                            "warm": min(got["warm"], old["warm"]) if old else got["warm"]}
-    return rows_out(name, n, batch, best)
+    return rows_out(name, n, batch, best) + fetch_costs(name, path)
+
+
+def fetch_costs(name, path, repeats=15):
+    """CPU ns a ``.db`` row costs fetched row by row (``fetchall`` + ``np.array``) and as one text per
+    column (``index.integer_columns``): the best of ``repeats`` fetches of the first shard's whole table."""
+    import time
+
+    from recordio.mindrecord import index, locations
+    from recordio.tools.bench_storage import row
+    conn = index.connect_ro(path + ".db")
+    n = conn.execute("SELECT MAX(ROW_ID) + 1 FROM INDEXES").fetchone()[0]
+    ways = {"row by row": lambda: np.array(conn.execute(locations._SELECT, (0, n)).fetchall(), dtype=np.int64),
+            "texts": lambda: index.integer_columns(conn, locations._SELECT, locations._COLUMNS, (0, n))}
+    best = dict.fromkeys(ways, float("inf"))
+    for _ in range(repeats):
+        for way, fetch in ways.items():
+            start = time.process_time()
+            fetch()
+            best[way] = min(best[way], time.process_time() - start)
+    conn.close()
+    ns = {way: t / n * 1e9 for way, t in best.items()}
+    return [row(f"{name} .db fetch, CPU ns a row: texts / row by row", ns["texts"], "ns", "row by row",
+                ns["row by row"], "")]
 
 
 def rows_out(name, n, batch, best):
