@@ -4,13 +4,17 @@ The schema is taken from the first output as MindSpore 2.10 derives it: ``bool``
 ``uint8/16`` become ``int32``; ``int64``, ``uint32``, ``uint64`` and Python ints ``int64``;
 ``float16/32`` ``float32``; ``float64`` and Python floats ``float64``; ``bytes`` (and ``S``
 arrays) ``bytes``; strings ``string``. An array keeps its shape with a ``-1`` first dimension, and
-every later value must have the same dimensions after the first (MindSpore's rule).
+every later value must have the same dimensions after the first (MindSpore's rule). Every scalar
+column is indexed, in column order, and the description is ``"mindrecord"``: a one-file save with a
+scalar column is MindSpore's data file byte for byte (its ``.db`` adds recordio's checksum tables).
 
 Divergences, each for a reason (docs/porting.md): a ``uint64`` value above the ``int64`` range is
 refused (MindSpore stores it wrapped to a negative number); a 1-D ``uint8`` array, recordio's default
 form of a bytes value, is saved as ``bytes`` (MindSpore: an ``int32`` array), so a bytes column
 passed through ``map`` reads back as the bytes it was; a later value of another type than the
-first row's is refused rather than cast.
+first row's is refused rather than cast; with ``num_files`` above 1 the rows go to the files in whole
+chunks of 512, round robin (MindSpore fills its files in another order); a pipeline with only array or
+bytes columns stores what MindSpore's ``FileWriter`` stores as the raw record (MindSpore's save: nil).
 """
 
 import numpy as np
@@ -129,6 +133,9 @@ def save_dataset(dataset, file_name, num_files=1, file_type="mindrecord"):
         schema = _Schema(first)
         with FileWriter(file_name, shard_num=num_files) as writer:
             writer.add_schema(schema.entries, "mindrecord")      # MindSpore's description
+            scalars = [c for c, e in schema.entries.items() if "shape" not in e and e["type"] != "bytes"]
+            if scalars:
+                writer.add_index(scalars)      # MindSpore indexes every scalar column, in column order
             chunk = [schema.convert(first, 0)]
             for row, cols in enumerate(rows, 1):
                 chunk.append(schema.convert(cols, row))
