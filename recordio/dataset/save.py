@@ -12,8 +12,9 @@ Divergences, each for a reason (docs/porting.md): a ``uint64`` value above the `
 refused (MindSpore stores it wrapped to a negative number); a 1-D ``uint8`` array, recordio's default
 form of a bytes value, is saved as ``bytes`` (MindSpore: an ``int32`` array), so a bytes column
 passed through ``map`` reads back as the bytes it was; a later value of another type than the
-first row's is refused rather than cast; with ``num_files`` above 1 the rows go to the files in whole
-chunks of 512, round robin (MindSpore fills its files in another order); a pipeline with only array or
+first row's is refused rather than cast; with ``num_files`` above 1 each call of 512 rows is split over
+the files as ``FileWriter`` splits a call (MindSpore's save fills them in another way: 5 rows in 3 files
+are 4, 1, 0 there, 2, 2, 1 here); a pipeline with only array or
 bytes columns stores what MindSpore's ``FileWriter`` stores as the raw record (MindSpore's save: nil).
 """
 
