@@ -230,17 +230,20 @@ class ConcatDataset(Dataset):
                 raise PipelineError(f"concat: column names differ: {first} vs {d._columns()}")
         self.split = None            # (num_shards, shard_id) after use_sampler(DistributedSampler)
         self.interleave = False      # True after use_sampler(RandomSampler)
+        self.by_row = []             # per child: True when it takes its own share of a split
+        self._sizes = None
 
     def use_sampler(self, sampler):
-        """Shard the concatenation (``DistributedSampler(n, s, shuffle=False)``: row ``k`` of it goes to
-        shard ``k % n``) or interleave the children at random, each in its own order
-        (``RandomSampler()``), as MindSpore's ``ConcatDataset.use_sampler``. A child read through a
-        sampler then reads all its rows in order (its last sampler becomes a ``SequentialSampler``)."""
-        from recordio.dataset.samplers import (
-            DistributedSampler,
-            RandomSampler,
-            SequentialSampler,
-        )
+        """Shard the concatenation as MindSpore's ``ConcatDataset.use_sampler`` does
+        (``DistributedSampler(n, s, shuffle=False)``), or interleave the children at random, each in
+        its own order (``RandomSampler()``).
+
+        Sharding, MindSpore's way: a child read by row (MindDataset, a random-access
+        GeneratorDataset or PaddedDataset) takes its own share, as a ``DistributedSampler`` with
+        ``offset`` = the rows before it modulo ``n`` would: a MindDataset a contiguous block of its
+        rows, the others every ``n``-th row; the other children's rows are dealt round robin, counting
+        on across children and epochs (see :func:`concat_share`)."""
+        from recordio.dataset.samplers import DistributedSampler, RandomSampler
         if not isinstance(sampler, (DistributedSampler, RandomSampler)):
             raise TypeError(f"The parameter {sampler} of concat must be DistributedSampler or RandomSampler!")
         if isinstance(sampler, RandomSampler):
@@ -253,10 +256,30 @@ class ConcatDataset(Dataset):
                     node.interleave, node.split = True, None
             return
         self._check_split(sampler)
-        for child in self.children:
-            if getattr(child, "sampler", None) is not None:
-                child.use_sampler(SequentialSampler())
+        self._shard_children(sampler.num_shards, sampler.shard_id)
         self.split, self.interleave = (sampler.num_shards, sampler.shard_id), False
+
+    def add_sampler(self, sampler):
+        """As :meth:`use_sampler` (a concatenation has no sampler to chain onto; MindSpore 2.10's
+        ``ConcatDataset.add_sampler`` crashes the process)."""
+        self.use_sampler(sampler)
+
+    def _full_sizes(self):
+        """Each child's size before any ``use_sampler`` (MindSpore's ``children_sizes_``; 0 for an
+        iterable GeneratorDataset), measured once."""
+        if self._sizes is None:
+            self._sizes = [d.get_dataset_size() if _by_row(d) is not False else 0 for d in self.children]
+        return self._sizes
+
+    def _shard_children(self, num, sid):
+        from recordio.dataset.samplers import SubsetSampler
+        self.by_row, offset = [], 0
+        for child, size in zip(self.children, self._full_sizes()):
+            kind = _by_row(child)
+            self.by_row.append(bool(kind) and size > 0)
+            if self.by_row[-1]:
+                child.use_sampler(SubsetSampler(concat_share(kind, size, num, sid, offset)))
+            offset = (offset + size) % num
 
     def _check_split(self, sampler):
         from recordio.dataset.batch_op import BatchDataset
@@ -277,25 +300,85 @@ class ConcatDataset(Dataset):
         sizes = [d._size(ctx) for d in self.children]
         if None in sizes:
             return None
-        return sum(sizes) if self.split is None else len(range(self.split[1], sum(sizes), self.split[0]))
+        if self.split is None:
+            return sum(sizes)
+        num, sid = self.split
+        count, dealt = 0, self._dealt_before(ctx, 0)
+        for k, size in enumerate(sizes):
+            if self.by_row[k]:
+                count, dealt = count + size, dealt + self._full_sizes()[k]
+            else:
+                count, dealt = count + len(range((sid - dealt) % num, size, num)), dealt + size
+        return count
+
+    def _dealt_before(self, ctx, epoch):
+        """MindSpore's count of rows dealt before data epoch ``epoch`` (its ConcatOp never resets it):
+        per epoch, the rows of the children dealt round robin and the full size of the others but
+        the last child (whose end starts the next epoch before it is counted); 0 when a size is
+        unknown."""
+        if not epoch:
+            return 0
+        per = 0
+        for k, child in enumerate(self.children):
+            if self.by_row[k] and k == len(self.children) - 1:
+                break
+            size = self._full_sizes()[k] if self.by_row[k] else child._size(ctx)
+            if size is None:
+                return 0
+            per += size
+        return epoch * per
 
     def _items(self, ctx, epoch):
         parts = [self._offset(k, d._items(ctx, epoch)) for k, d in enumerate(self.children)]
         if self.interleave:
             sizes = [d._size(ctx) for d in self.children]
-            items = _interleaved(parts, sizes, epoch_rng(ctx.seed, epoch, ctx.node_uid(self)))
-        else:
-            items = itertools.chain.from_iterable(parts)
+            yield from _interleaved(parts, sizes, epoch_rng(ctx.seed, epoch, ctx.node_uid(self)))
+            return
         if self.split is None:
-            yield from items
+            yield from itertools.chain.from_iterable(parts)
             return
         num, sid = self.split
-        yield from (it for k, it in enumerate(items) if k % num == sid)
+        dealt = self._dealt_before(ctx, epoch)
+        for k, part in enumerate(parts):
+            if self.by_row[k]:           # the child took its own share
+                yield from part
+                dealt += self._full_sizes()[k]
+                continue
+            for item in part:
+                if dealt % num == sid:
+                    yield item
+                dealt += 1
 
     @staticmethod
     def _offset(k, items):
         for it in items:
             yield Item(it.cols, it.row + (k << 40), it.epoch, None)
+
+
+def _by_row(child):
+    """"mindrecord" / "rows" for a child MindSpore's concat shards by its own sampler (a MindDataset; a
+    GeneratorDataset over a random-access source, PaddedDataset included), False for an iterable
+    GeneratorDataset (MindSpore counts it as 0 rows), None for the other children (dealt round robin)."""
+    from recordio.dataset.generator import GeneratorDataset
+    from recordio.dataset.mind_dataset import MindDataset
+    if isinstance(child, MindDataset):
+        return "mindrecord"
+    if isinstance(child, GeneratorDataset):
+        return "rows" if child.random_access else False
+    return None
+
+
+def concat_share(kind, n, num, sid, offset):
+    """The positions of a child's ``n`` rows that shard ``sid`` of ``num`` reads when ``offset`` rows
+    (modulo ``num``) come before it: MindSpore's ``DistributedSampler(num, sid, offset=offset)``.
+    Shard ``x`` takes the rows ``j`` in ``[offset, offset + n)`` with ``j % num == x`` (shifted by
+    ``offset``); a MindDataset (``ShardSample``) takes as many rows as a contiguous block, shards in
+    order, a GeneratorDataset (``DistributedSamplerRT``) those very rows."""
+    if kind != "mindrecord":
+        return np.arange((sid - offset) % num, n, num, dtype=np.int64)
+    counts = [len(range((x - offset) % num, n, num)) for x in range(max(num, sid + 1))]
+    start = sum(counts[:sid])
+    return np.arange(start, start + counts[sid], dtype=np.int64)
 
 
 def _interleaved(parts, sizes, rng):
