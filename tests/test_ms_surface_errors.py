@@ -16,7 +16,7 @@ import pytest
 
 import recordio
 from recordio.errors import FormatError, SchemaError
-from recordio.mindrecord import FileReader, FileWriter, encryption, set_enc_key
+from recordio.mindrecord import FileReader, FileWriter, MindPage, count_rows, encryption, set_enc_key
 
 KEY = "abcdefghijklmnop"
 
@@ -55,6 +55,7 @@ def cases(folder):
     set_enc_key(None)
     run("encrypted, no key: FileReader", lambda: FileReader(enc).len(), out)
     run("encrypted, no key: MindDataset", lambda: rows_of(enc), out)
+    run("encrypted, no key: open_for_append", lambda: FileWriter.open_for_append(enc) and "opened", out)
     empty = os.path.join(folder, "empty.mindrecord")
     open(empty, "wb").close()
     run("empty: FileReader", lambda: FileReader(empty).len(), out)
@@ -173,10 +174,12 @@ def test_an_encrypted_file_without_key_says_so_not_header_size(tmp_path):
         write(path)
     finally:
         set_enc_key(None)
-    for read in (FileReader, recordio.MindDataset):
+    for read in (FileReader, recordio.MindDataset, FileWriter.open_for_append, MindPage, count_rows):
         with pytest.raises(FormatError, match=r"^The mindrecord file is encrypted\. You need to configure") as info:
             read(str(path))
         assert "header" not in str(info.value)
+    report = recordio.verify(str(path))
+    assert [p for _, p in report.problems] == [f"{encryption._ENCRYPTED} ({path})"]
 
 
 def test_decrypted_copies_live_in_a_private_decrypt_mindrecord_folder(tmp_path):

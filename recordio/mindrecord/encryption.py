@@ -283,13 +283,21 @@ def dataset_files(path):
             plain.close()
 
 
+_ENCRYPTED = ("The mindrecord file is encrypted. You need to configure 'mindspore.mindrecord.config.set_enc_key(...)' "
+              "and 'mindspore.mindrecord.config.set_enc_mode(...)' for decryption.")
+
+
+def said(path, exc) -> str:
+    """The message for ``exc`` (a failure to read ``path``): MindSpore's sentence when it is encrypted."""
+    if _settings["key"] is None and isinstance(path, (str, os.PathLike)) and is_encrypted(os.fspath(path)):
+        return f"{_ENCRYPTED} ({os.fspath(path)})"
+    return str(exc)
+
+
 def explain(paths, exc) -> NoReturn:
     """Re-raise ``exc`` (a failure to open ``paths``) as MindSpore's message when a file is encrypted."""
     for path in [paths] if isinstance(paths, (str, os.PathLike)) else paths:
         if is_encrypted(os.fspath(path)):
-            raise FormatError("The mindrecord file is encrypted. You need to configure "
-                              "'mindspore.mindrecord.config.set_enc_key(...)' and "
-                              "'mindspore.mindrecord.config.set_enc_mode(...)' for decryption. "
-                              f"({os.fspath(path)}; in recordio: recordio.mindrecord.set_enc_key / "
+            raise FormatError(f"{_ENCRYPTED} ({os.fspath(path)}; in recordio: recordio.mindrecord.set_enc_key / "
                               f"set_enc_mode)") from exc
     raise exc

@@ -21,6 +21,7 @@ from recordio.mindrecord import format as fmt
 from recordio.mindrecord import index
 from recordio.mindrecord.codec import unpack_raw
 from recordio.errors import FormatError, RecordIOError
+from recordio.mindrecord import encryption
 from recordio.mindrecord.recovery import check_journals
 from recordio.mindrecord.fileset import (Shard, _check_locations, _check_pages, _check_same_metadata,
                                         _locate_from_pages)
@@ -81,14 +82,14 @@ def _verify_local(path):
         paths = fmt.dataset_paths(path)
     except (RecordIOError, OSError) as exc:
         report.files.append(report.path)
-        report.problem(report.path, str(exc))
+        report.problem(report.path, encryption.said(report.path, exc))
         return report
     for p in paths:
         report.files.append(p)
         try:
             shards.append(Shard(fmt.FileHeader.read(p)))
         except (RecordIOError, OSError) as exc:
-            report.problem(p, str(exc))
+            report.problem(p, encryption.said(p, exc))
     if not shards:
         return report
     try:

@@ -92,7 +92,11 @@ class FileWriter(CommitOnExit):
             raise NotImplementedError(f"{file_name}: appending to an encrypted dataset is not supported; "
                                       f"write a new dataset (set_enc_key(None) for plain files)")
 
-        lock = DatasetLock(fmt.dataset_paths(file_name)[0])     # before anything is read or repaired
+        try:
+            first = fmt.dataset_paths(file_name)[0]
+        except FormatError as exc:
+            encryption.explain(file_name, exc)      # an encrypted file: MindSpore's sentence
+        lock = DatasetLock(first)                   # before anything is read or repaired
         try:
             shards, schema, with_index = load_shards(os.fspath(file_name))
         except BaseException:
