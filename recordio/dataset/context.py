@@ -54,6 +54,7 @@ class RunContext:
         self.block = block            # source rows per worker block (rows per output of the pipeline)
         self.resume = resume          # (data epoch, consumed) for a positional resume, or None
         self.same_split = False       # the resume state was saved under this run's shard split
+        self.fast_restart = False     # set_init_step under fast recovery: MindSpore's pipeline starts afresh
         self._runners = {}
         self._hooks = {}
 

@@ -159,6 +159,16 @@ class _Producer:
             self._messages.close()
 
 
+def _check_init_step(root, track, num_epochs):
+    """MindSpore's refusal of a ``set_init_step`` step at or past the end of the iterator's epochs;
+    whether this iterator starts at such a step."""
+    step = root.__dict__.pop("_init_check", None) if track else None
+    if step is not None and num_epochs is not None and step[0] >= step[1] * num_epochs:
+        raise PipelineError(f"Cannot reset the pipeline, reset step must be less than dataset_size * num_epochs. "
+                            f"step: {step[0]}, dataset_size: {step[1]}, num_epochs: {num_epochs}")
+    return step is not None
+
+
 class ItemStream:
     """Items of ``num_epochs`` epochs (``None``/-1: endless); ``StopIteration`` ends each epoch."""
 
@@ -187,6 +197,7 @@ class ItemStream:
             raise PipelineError(f"this pipeline resumes by replaying its epoch, which needs the same shards "
                                 f"(saved under {state.get('shards')}, now {self.shards})")
         last = None if num_epochs in (None, -1) else num_epochs
+        ctx.fast_restart = _check_init_step(root, track, last) and config.get_fast_recovery()
         epochs = itertools.count(self.epoch) if last is None else range(self.epoch, last)
         adaptive = adaptive and not any(node._thread_bound for node in root._nodes())
         self._producer = _Producer(root, ctx, epochs, skip, config.get_prefetch_size(), inline=inline,

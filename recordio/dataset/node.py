@@ -413,6 +413,7 @@ class Dataset(MoreBuilders):
         epoch, delivered = divmod(init_step, size) if size else (0, 0)
         self.load_state_dict(dict(initial_state(config.get_seed()), epoch=epoch, delivered=delivered))
         self._init_step = init_step
+        self._init_check = (init_step, size)      # checked against num_epochs by the next iterator
 
     def get_init_step(self) -> int:
         """The step given to :meth:`set_init_step` (0 without one)."""

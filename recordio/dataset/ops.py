@@ -338,6 +338,8 @@ class ConcatDataset(Dataset):
             yield from itertools.chain.from_iterable(parts)
             return
         num, sid = self.split
+        if ctx.fast_restart:         # MindSpore rebuilt its pipeline at the step: the count restarts
+            epoch -= ctx.__dict__.setdefault("concat_first", {}).setdefault(id(self), epoch)
         dealt = self._dealt_before(ctx, epoch)
         for k, part in enumerate(parts):
             if self.by_row[k]:           # the child took its own share
