@@ -288,10 +288,11 @@ def get_dynamic_shape() -> bool:
 
 
 def set_fast_recovery(fast_recovery: bool) -> None:
-    """MindSpore's choice for ``Dataset.set_init_step``: with True (default) a resumed pipeline
-    skips to the step without running the skipped rows' random ops, with False it replays them. In
-    recordio every random op draws from the row's key (:mod:`recordio.keys`), so both give the
-    same batches; the setting is kept and checked (docs/howto-resume.md)."""
+    """MindSpore's choice for ``Dataset.set_init_step``: with True (default) a resumed pipeline is
+    rebuilt at the step, with False it replays the steps before it. recordio never replays (random
+    ops draw from each row's key, :mod:`recordio.keys`) and gives MindSpore 2.10's batches in both
+    modes, including where they differ: under fast recovery a sharded concatenation restarts its
+    round-robin count, as MindSpore's rebuilt pipeline does (docs/howto-resume.md)."""
     _engine["fast_recovery"] = _bool(fast_recovery, "fast_recovery must be a boolean dtype.")
 
 
