@@ -147,6 +147,8 @@ def is_encrypted(path: str) -> bool:
     """Whether ``path`` ends with MindSpore's encryption trailer and does not start as a plain file
     (a plain file may end with the bytes ``ENCRYPT``; its first 8 bytes are a small header length)."""
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False                         # a FIFO or device is refused elsewhere, never waited on
         with open(path, "rb") as f:
             head = f.read(8)
             size = os.fstat(f.fileno()).st_size
@@ -217,6 +219,8 @@ class Plaintext:
     (and at exit). ``path(p)`` is the plain copy of the data file ``p``."""
 
     def __init__(self, beside: str | None = None):
+        self.folder: str
+        self._root: str | None
         self.folder, self._root = _private_folder(beside) if beside else (
             tempfile.mkdtemp(prefix="recordio-decrypted-"), None)
         self._owner = os.getpid()

@@ -123,7 +123,7 @@ class FileReader:
                 error = SchemaError(f"Invalid data, column name: {', '.join(unknown)} can not found in schema. "
                                     f"Please check the 'columns' parameter: the schema's fields are "
                                     f"{', '.join(schema.fields)}.")
-                error.unknown_columns = unknown       # MindDataset reports it when its pipeline first runs
+                setattr(error, "unknown_columns", unknown)   # MindDataset reports it when its pipeline first runs
                 raise error
         self._shards = shards
         self._schema = schema
