@@ -30,6 +30,7 @@ PACKAGES = {
     "pandas": ("pandas", "csv"),
     "PIL": ("Pillow", "vision"),
     "pyarrow": ("pyarrow", "arrow"),
+    "pyspark": ("PySpark", "spark"),
     "ray": ("Ray Data", "ray"),
     "s3fs": ("s3fs", "remote"),
     "tokenizers": ("Hugging Face tokenizers", "text"),

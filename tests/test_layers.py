@@ -1,7 +1,7 @@
 """The layers of the package, held by parsing every import (module level and inside functions).
 
     errors, config, extras  ->  keys, common  ->  mindrecord (the bytes)  ->  vision, transforms  ->  offload
-    ->  dataset (the pipeline)  ->  sink  ->  training;  mindrecord  ->  ray (the Ray Data bridge)
+    ->  dataset (the pipeline)  ->  sink  ->  training;  mindrecord  ->  ray, spark (the Ray Data and Spark bridges)
 
 A package may import those on its own floor or below; nothing inside ``recordio/`` imports the
 converters or the tools, which use the public API only.
@@ -30,6 +30,7 @@ ALLOWED = {
     "sink": GROUND | {"keys", "common", "dataset", "offload"},
     "training": GROUND | {"keys", "common", "dataset", "offload", "sink"},
     "ray": GROUND | {"keys", "mindrecord"},                  # the Ray Data bridge (imports ray)
+    "spark": GROUND | {"keys", "mindrecord"},                # the Spark bridge (imports pyspark)
 }
 NEVER = {"converters", "tools"}
 

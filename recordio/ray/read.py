@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from recordio.extras import requires
 from recordio.mindrecord.reader import FileReader
+from recordio.mindrecord.row_runs import plan_reads
 from recordio.ray.blocks import rows_block
 
 with requires("recordio.ray", "ray"):
@@ -18,28 +19,6 @@ __all__ = ["MindRecordDatasource", "plan_reads", "read_mindrecord"]
 
 BLOCK_BYTES = 8 << 20         # a read task yields a block every 8 MiB of file bytes (streams well)
 TASKS_PER_CPU = 2             # default read tasks: this many per CPU of the cluster, at least one per shard
-
-
-def plan_reads(counts, tasks):
-    """``tasks`` runs of the rows of files with ``counts`` rows, each ``[(file, start, stop), ...]``.
-
-    Global rows (file after file) are cut into ``tasks`` contiguous runs of sizes that differ by at
-    most one; a run that crosses a file boundary reads a piece of each file. No run is empty.
-    """
-    total = sum(counts)
-    tasks = max(1, min(tasks, total))
-    base, extra = divmod(total, tasks)
-    runs, file, offset = [], 0, 0
-    for t in range(tasks if total else 0):
-        want, run = base + (t < extra), []
-        while want:
-            while counts[file] == offset:
-                file, offset = file + 1, 0
-            take = min(want, counts[file] - offset)
-            run.append((file, offset, offset + take))
-            offset, want = offset + take, want - take
-        runs.append(run)
-    return runs
 
 
 class MindRecordDatasource(Datasource):

@@ -1,0 +1,267 @@
+"""recordio.spark on a local pyspark (``local[2,3]``: two cores, a task retried up to twice).
+
+The JVM starts once for the module (a session fixture, ~25 s on two cores), so the Spark tests are
+few and marked ``slow``; the type mapping and the publication of task attempts are tested without it.
+"""
+
+import os
+import shutil
+import sys
+
+import numpy as np
+import pytest
+from bridge_data import SCHEMA, make_rows, read, same, write_dataset
+from ms_client import run_oracle
+from ms_oracle import from_plain
+
+import recordio
+from recordio.errors import SchemaError
+
+pytest.importorskip("pyspark", reason="the spark extra is not installed (pip install 'mindrecordio[spark]')")
+from pyspark.sql import types as T  # noqa: E402
+
+from recordio.spark import read_mindrecord, write_mindrecord  # noqa: E402
+from recordio.spark.types import mindrecord_schema, spark_schema, to_writer_row  # noqa: E402
+from recordio.spark.write import WriteTask, _publish, attempts_dir  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def spark():
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        pytest.skip("no Java runtime (java on PATH or JAVA_HOME): pyspark cannot start")
+    from pyspark.sql import SparkSession
+
+    os.environ.update(SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
+    session = (SparkSession.builder.master("local[2,3]").appName("recordio-tests")
+               .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+               .config("spark.driver.memory", "512m").config("spark.sql.shuffle.partitions", "4")
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    return write_dataset(tmp_path_factory.mktemp("spark") / "all.mindrecord", n=40, shard_num=4)
+
+
+ALL_TYPES = T.StructType([
+    T.StructField("b", T.ByteType()), T.StructField("s", T.ShortType()), T.StructField("i", T.IntegerType()),
+    T.StructField("l", T.LongType()), T.StructField("f", T.FloatType()), T.StructField("d", T.DoubleType()),
+    T.StructField("t", T.StringType()), T.StructField("raw", T.BinaryType()),
+    T.StructField("ids", T.ArrayType(T.LongType())), T.StructField("xy", T.ArrayType(T.ArrayType(T.IntegerType()))),
+])
+ALL_SCHEMA = {"b": {"type": "int32"}, "s": {"type": "int32"}, "i": {"type": "int32"}, "l": {"type": "int64"},
+              "f": {"type": "float32"}, "d": {"type": "float64"}, "t": {"type": "string"}, "raw": {"type": "bytes"},
+              "ids": {"type": "int64", "shape": [-1]}, "xy": {"type": "int32", "shape": [-1, 2]}}
+
+
+def all_types_rows(n):
+    rng = np.random.default_rng(1)
+    return [(int(rng.integers(-128, 128)), int(rng.integers(-2**15, 2**15)), int(rng.integers(-2**31, 2**31)),
+             int(rng.integers(-2**62, 2**62)), float(np.float32(rng.standard_normal())), float(rng.standard_normal()),
+             f"text {k} ü", bytearray(rng.integers(0, 256, k % 5, np.uint8).tobytes()),
+             rng.integers(-9, 9, k % 4).tolist(), rng.integers(0, 99, (k % 3 + 1, 2)).tolist()) for k in range(n)]
+
+
+def test_spark_types_give_the_mindrecord_schema():
+    assert mindrecord_schema(ALL_TYPES, {"xy": [[1, 2], [3, 4], [5, 6]]}) == ALL_SCHEMA
+    cube = T.StructType([T.StructField("c", T.ArrayType(T.ArrayType(T.ArrayType(T.FloatType()))))])
+    assert mindrecord_schema(cube, {"c": np.zeros((5, 2, 3)).tolist()}) == {"c": {"type": "float32",
+                                                                                  "shape": [-1, 2, 3]}}
+    back = spark_schema({"m": {"type": "float32", "shape": [2, 3]}, "n": {"type": "int64"}})
+    assert back.simpleString() == "struct<m:array<array<float>>,n:bigint>"
+
+
+@pytest.mark.parametrize("data_type", [T.BooleanType(), T.DecimalType(10, 2), T.DateType(), T.TimestampType(),
+                                       T.ArrayType(T.StringType()), T.MapType(T.StringType(), T.LongType()),
+                                       T.StructType([T.StructField("x", T.LongType())])])
+def test_a_type_mindrecord_cannot_hold_is_refused_naming_the_column(data_type):
+    struct = T.StructType([T.StructField("ok", T.LongType()), T.StructField("odd", data_type)])
+    with pytest.raises(SchemaError, match=r"column 'odd': Spark type " + data_type.simpleString().replace("(", r"\(")
+                       .replace(")", r"\)")):
+        mindrecord_schema(struct)
+
+
+def test_a_nested_array_needs_a_fixed_inner_shape():
+    struct = T.StructType([T.StructField("xy", T.ArrayType(T.ArrayType(T.IntegerType())))])
+    with pytest.raises(SchemaError, match="'xy'.*ragged"):
+        mindrecord_schema(struct, {"xy": [[1, 2], [3]]})
+    with pytest.raises(SchemaError, match="'xy'.*no row"):
+        mindrecord_schema(struct, {})
+
+
+def test_row_values_are_checked_not_cast():
+    spec = {"ids": {"type": "int32", "shape": [-1]}}
+    assert to_writer_row({"ids": [1, 2]}, spec)["ids"].dtype == np.int32
+    assert type(to_writer_row({"raw": bytearray(b"x")}, {"raw": {"type": "bytes"}})["raw"]) is bytes
+    with pytest.raises(SchemaError, match="'ids'.*float64"):
+        to_writer_row({"ids": [1.5]}, spec)
+    with pytest.raises(SchemaError, match="'ids'.*range of int32"):
+        to_writer_row({"ids": [2**40]}, spec)
+
+
+class Batch:
+    """An Arrow batch as the write task sees it (``to_pylist``)."""
+
+    def __init__(self, rows):
+        self.rows = rows
+
+    def to_pylist(self):
+        return self.rows
+
+
+def test_a_duplicate_attempt_is_never_published(tmp_path):
+    """A speculative duplicate of a partition writes its own part; only the reported attempt's part is used."""
+    path = str(tmp_path / "dup.mindrecord")
+    schema = {"n": {"type": "int64"}}
+    os.makedirs(attempts_dir(path))
+    task = WriteTask(path, 2, schema, ["n"], None, None)
+    results = []
+    for shard, attempt, rows in [(0, 7, range(0, 5)), (0, 8, range(0, 5)), (1, 9, range(5, 9)), (1, 10, [99])]:
+        folder = task.attempt_folder(shard, attempt)
+        written = task.write(shard, folder, [Batch([{"n": n} for n in rows])])
+        if attempt in (8, 9):                                 # Spark reports one successful attempt a partition
+            results.append({"shard": shard, "attempt": folder, "rows": written})
+    _publish(results, path, 2, schema, ["n"], None, overwrite=False)
+    assert [int(r["n"]) for r in read(path + "0")] == list(range(9))
+    shutil.rmtree(attempts_dir(path))
+    assert sorted(os.listdir(tmp_path)) == ["dup.mindrecord0", "dup.mindrecord0.db", "dup.mindrecord1",
+                                            "dup.mindrecord1.db"]
+
+
+def collected(df):
+    return [row.asDict() for row in df.collect()]
+
+
+def as_lists(rows):
+    """FileReader rows as Spark gives them: arrays as nested lists, numbers as Python numbers."""
+    return [{k: v.tolist() if isinstance(v, (np.ndarray, np.generic)) else v for k, v in r.items()} for r in rows]
+
+
+@pytest.mark.slow
+def test_read_equals_the_file_reader_and_writes_back(spark, dataset, tmp_path):
+    df = read_mindrecord(spark, dataset, num_partitions=6)             # more partitions than the 4 shards
+    assert df.rdd.getNumPartitions() == 6
+    assert dict(df.dtypes) == {"i32": "int", "i64": "bigint", "f32": "float", "f64": "double", "text": "string",
+                               "blob": "binary", "matrix": "array<array<float>>", "ids": "array<bigint>",
+                               "points": "array<array<int>>", "vector": "array<double>"}
+    assert collected(df) == as_lists(read(dataset))
+    assert collected(read_mindrecord(spark, dataset, ["text", "i32"])) == as_lists(
+        recordio.FileReader(dataset, columns=["text", "i32"]))
+    out = str(tmp_path / "back.mindrecord")
+    assert write_mindrecord(df, out, schema=SCHEMA, shard_num=3, index_fields=["i64"]) == 40
+    same(read(out + "0"), read(dataset))
+    assert recordio.FileReader(out + "0").file_row_counts == [13, 13, 14]
+    assert recordio.FileReader(out + "0").index_fields == ["i64"] and recordio.verify(out + "0").ok
+    inferred = str(tmp_path / "inferred.mindrecord")                    # the schema from Spark's types
+    write_mindrecord(df, inferred)
+    assert recordio.FileReader(inferred + "0").schema["matrix"] == {"type": "float32", "shape": [-1, 3]}
+    assert as_lists(read(inferred + "0")) == as_lists(read(dataset))
+
+
+@pytest.mark.slow
+def test_every_spark_type_round_trips(spark, tmp_path):
+    rows = all_types_rows(30)
+    df = spark.createDataFrame(rows, ALL_TYPES).repartition(1).repartition(3)  # 3 partitions, any order
+    out = str(tmp_path / "types.mindrecord")
+    write_mindrecord(df, out, index_fields=["l"])
+    assert recordio.FileReader(out + "0").schema == ALL_SCHEMA
+    mine = sorted(as_lists(read(out + "0")), key=lambda r: r["t"])
+    want = sorted([dict(zip(ALL_TYPES.names, r)) for r in rows], key=lambda r: r["t"])
+    for r in want:
+        r["raw"] = bytes(r["raw"])
+    assert mine == want
+    back = collected(read_mindrecord(spark, out + "0"))
+    assert sorted(back, key=lambda r: r["t"]) == want
+
+
+@pytest.mark.slow
+def test_row_fn_runs_on_the_executors_and_a_bad_column_is_refused(spark, tmp_path):
+    df = spark.createDataFrame([(f"w{i} w{i + 1}", i) for i in range(20)], "line string, label int")
+
+    def tokenize(row):
+        return {"ids": np.array([int(w[1:]) for w in row.line.split()], np.int64), "label": row.label}
+
+    out = str(tmp_path / "tok.mindrecord")
+    schema = {"ids": {"type": "int64", "shape": [-1]}, "label": {"type": "int32"}}
+    write_mindrecord(df, out, schema=schema, row_fn=tokenize, shard_num=4)
+    assert [(r["ids"].tolist(), int(r["label"])) for r in read(out + "0")] == [([i, i + 1], i) for i in range(20)]
+    with pytest.raises(SchemaError, match="column 'flag': Spark type boolean"):
+        write_mindrecord(df.selectExpr("label", "label > 3 AS flag"), str(tmp_path / "bool.mindrecord"))
+    with pytest.raises(SchemaError, match="needs schema="):
+        write_mindrecord(df, str(tmp_path / "fn.mindrecord"), row_fn=tokenize)
+    assert sorted(os.listdir(tmp_path)) == ["tok.mindrecord0", "tok.mindrecord0.db", "tok.mindrecord1",
+                                            "tok.mindrecord1.db", "tok.mindrecord2", "tok.mindrecord2.db",
+                                            "tok.mindrecord3", "tok.mindrecord3.db"]
+
+
+def fail_on_partition(partition, first_attempt_only):
+    def row_fn(row):
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        if context.partitionId() == partition and row.n == 5 * partition + 3 and (
+                context.attemptNumber() == 0 or not first_attempt_only):
+            raise RuntimeError(f"injected failure, attempt {context.attemptNumber()}")
+        return {"n": row.n}
+    return row_fn
+
+
+@pytest.mark.slow
+def test_a_retried_task_leaves_its_rows_once(spark, tmp_path):
+    df = spark.range(0, 20, 1, 4).withColumnRenamed("id", "n")          # partition p holds 5p .. 5p + 4
+    out = str(tmp_path / "retry.mindrecord")
+    schema = {"n": {"type": "int64"}}
+    assert write_mindrecord(df, out, schema=schema, row_fn=fail_on_partition(1, True), index_fields=["n"]) == 20
+    assert [int(r["n"]) for r in read(out + "0")] == list(range(20))
+    assert recordio.verify(out + "0").ok
+    assert sorted(os.listdir(tmp_path)) == sorted(f"retry.mindrecord{i}{db}" for i in range(4) for db in ("", ".db"))
+
+
+@pytest.mark.slow
+def test_a_failed_job_leaves_no_dataset_and_keeps_the_old_one(spark, tmp_path):
+    df = spark.range(0, 20, 1, 4).withColumnRenamed("id", "n")
+    out = str(tmp_path / "failed.mindrecord")
+    schema = {"n": {"type": "int64"}}
+    with pytest.raises(Exception, match="injected failure, attempt 2"):
+        write_mindrecord(df, out, schema=schema, row_fn=fail_on_partition(2, False))
+    assert os.listdir(tmp_path) == []
+    write_mindrecord(df.limit(3), out, schema=schema, shard_num=1)
+    with pytest.raises(Exception, match="injected failure"):
+        write_mindrecord(df, out, schema=schema, row_fn=fail_on_partition(0, False), shard_num=1, overwrite=True)
+    assert [int(r["n"]) for r in read(out)] == [0, 1, 2]
+    assert sorted(os.listdir(tmp_path)) == ["failed.mindrecord", "failed.mindrecord.db"]
+
+
+@pytest.mark.slow
+@pytest.mark.mindspore
+def test_mindspore_reads_what_spark_wrote(spark, mindspore_python, tmp_path):
+    df = spark.createDataFrame(make_spark_rows(24), "label int, image binary, box array<float>, text string")
+    out = str(tmp_path / "ms.mindrecord")
+    write_mindrecord(df.repartition(3), out, shard_num=3, index_fields=["label"])
+    jobs = [{"op": "read", "source": out + "0", "readers": ["FileReader", "MindDataset"]}]
+    [answer] = run_oracle(mindspore_python, jobs, tmp_path)
+    ours = read(out + "0")
+    assert answer["MindDataset_size"] == 24
+    for reader in ("FileReader", "MindDataset"):
+        theirs = from_plain(answer[reader])
+        assert len(theirs) == 24, reader
+        for mine, their in zip(ours, theirs, strict=True):
+            assert sorted(mine) == sorted(their)
+            for key in mine:
+                a, b = np.asarray(mine[key]), np.asarray(their[key])
+                if key == "image" and reader == "MindDataset":
+                    assert bytes(b) == mine[key]                 # MindDataset gives bytes as a uint8 array
+                elif key == "text":
+                    assert str(np.asarray(their[key])) == mine[key]
+                else:
+                    assert a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b), (reader, key)
+
+
+def make_spark_rows(n):
+    rng = np.random.default_rng(3)
+    return [(i % 5, bytearray(rng.integers(0, 256, 10 + i, np.uint8).tobytes()),
+             rng.standard_normal(4).astype(np.float32).tolist(), f"caption {i}") for i in range(n)]
