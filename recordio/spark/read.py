@@ -87,7 +87,8 @@ def read_mindrecord(spark: SparkSession, path: str | os.PathLike | Sequence[str 
     Scalars keep their type (int32 -> ``int``, float32 -> ``float``, ...), strings are ``string``,
     bytes ``binary``, an array field of ``k`` dimensions is ``k`` nested ``array`` types.
     """
-    given = [os.fspath(p) for p in path] if isinstance(path, (list, tuple)) else os.fspath(path)
+    given: str | list[str] = ([os.fspath(p) for p in path] if isinstance(path, (list, tuple))
+                              else os.fspath(path))      # type: ignore[arg-type]
     with FileReader(given, columns=columns) as reader:           # checks the files, schema and columns
         files, counts, schema = reader.files, reader.file_row_counts, dict(reader.schema)
     columns = list(columns) if columns is not None else list(schema)

@@ -70,7 +70,7 @@ def mindrecord_schema(struct: T.StructType, samples: dict | None = None) -> dict
 
 
 def spark_type(spec: dict) -> T.DataType:
-    data_type = _SPARK[spec["type"]]
+    data_type: T.DataType = _SPARK[spec["type"]]
     for _ in spec.get("shape") or ():
         data_type = T.ArrayType(data_type, containsNull=False)
     return data_type
