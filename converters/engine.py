@@ -13,7 +13,7 @@ A *source* (ImageFolder, CIFAR, MNIST, Parquet) is a picklable object with
 
 Units are split into ``shard_num`` contiguous runs, so the dataset's row order is the
 source's order whatever the shard count. Each shard is written by one task through
-:class:`recordio.ShardWriter`, on a process pool or on Ray; :func:`recordio.finalize_shards`
+:class:`recordio.ShardWriter`, on a process pool, on Ray or on Spark; :func:`recordio.finalize_shards`
 then publishes the dataset atomically. A rerun after a crash writes only the shards that
 are not complete.
 """
@@ -29,7 +29,7 @@ from recordio.errors import FormatError
 
 __all__ = ["Job", "PartialRows", "Summary", "convert", "input_files", "plan_shards", "write_shard"]
 
-ENGINES = ("process", "ray")
+ENGINES = ("process", "ray", "spark")
 CHUNK_BYTES = 64 << 20    # rows are handed to the writer at least every 64 MiB of bytes/strings
 
 
@@ -211,6 +211,9 @@ def _run(engine, job, tasks, workers, progress):
     if engine == "ray":
         from recordio.converters.ray_engine import run_ray
         run_ray(job, tasks, progress)
+    elif engine == "spark":
+        from recordio.converters.spark_engine import run_spark
+        run_spark(job, tasks, progress)
     else:
         from recordio.converters.pool import run_pool
         run_pool(job, tasks, workers, progress)

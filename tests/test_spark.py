@@ -274,3 +274,29 @@ def make_spark_rows(n):
     rng = np.random.default_rng(3)
     return [(i % 5, bytearray(rng.integers(0, 256, 10 + i, np.uint8).tobytes()),
              rng.standard_normal(4).astype(np.float32).tolist(), f"caption {i}") for i in range(n)]
+
+
+@pytest.mark.slow
+def test_convert_parquet_on_spark_equals_the_process_pool(spark, tmp_path, capsys):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from recordio.converters import convert_parquet
+    from recordio.tools.__main__ import main
+
+    (tmp_path / "in").mkdir()
+    for k in range(3):
+        i = np.arange(40 * k, 40 * k + 40)
+        table = pa.table({"n": i, "name": [f"row {j}" for j in i], "vec": [list(range(j % 4)) for j in i]})
+        pq.write_table(table, tmp_path / "in" / f"part-{k}.parquet", row_group_size=16)
+    on_spark = convert_parquet(tmp_path / "in", tmp_path / "spark.mindrecord", shard_num=4, engine="spark", quiet=True)
+    on_pool = convert_parquet(tmp_path / "in", tmp_path / "pool.mindrecord", shard_num=4, workers=1, quiet=True)
+    assert on_spark.rows == on_pool.rows == 120 and len(on_spark.files) == 4
+    same(read(on_spark.files), read(on_pool.files))
+    out = tmp_path / "cli.mindrecord"
+    assert main(["convert", "parquet", str(tmp_path / "in"), str(out), "--engine", "spark", "--shards", "2",
+                 "--quiet"]) == 0
+    assert capsys.readouterr().out.startswith(f"wrote 120 rows in 2 shard(s) to {out}")
+    pq.write_table(pa.table({"n": [1, None], "name": ["a", "b"], "vec": [[1], [2]]}), tmp_path / "in" / "part-3.parquet")
+    with pytest.raises(recordio.FormatError, match="part-3.parquet.*is null"):   # raised on an executor
+        convert_parquet(tmp_path / "in", tmp_path / "bad.mindrecord", shard_num=2, engine="spark", quiet=True)

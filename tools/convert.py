@@ -42,8 +42,8 @@ def _common(parser):
                         help="number of data files (default: one per worker)")
     parser.add_argument("--workers", type=int, default=None, metavar="N",
                         help="worker processes (default: the CPU count)")
-    parser.add_argument("--engine", choices=("process", "ray"), default="process",
-                        help="run shard tasks on a local process pool (default) or on Ray Data")
+    parser.add_argument("--engine", choices=("process", "ray", "spark"), default="process",
+                        help="run shard tasks on a local process pool (default), on Ray Data or on Spark")
     parser.add_argument("--skip-bad", action="store_true",
                         help="skip unreadable source files and count them in the summary (default: fail)")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing dataset")
