@@ -192,6 +192,10 @@ def test_row_fn_runs_on_the_executors_and_a_bad_column_is_refused(spark, tmp_pat
     assert [(r["ids"].tolist(), int(r["label"])) for r in read(out + "0")] == [([i, i + 1], i) for i in range(20)]
     with pytest.raises(SchemaError, match="column 'flag': Spark type boolean"):
         write_mindrecord(df.selectExpr("label", "label > 3 AS flag"), str(tmp_path / "bool.mindrecord"))
+    with pytest.raises(ValueError, match="does not upload to object storage"):
+        write_mindrecord(df, "s3://bucket/tok.mindrecord")
+    with pytest.raises(ValueError, match="not from object storage"):
+        read_mindrecord(spark, "s3://bucket/tok.mindrecord0")
     with pytest.raises(SchemaError, match="needs schema="):
         write_mindrecord(df, str(tmp_path / "fn.mindrecord"), row_fn=tokenize)
     assert sorted(os.listdir(tmp_path)) == ["tok.mindrecord0", "tok.mindrecord0.db", "tok.mindrecord1",

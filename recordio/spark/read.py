@@ -10,6 +10,7 @@ import numpy as np
 
 from recordio.extras import requires
 from recordio.mindrecord.reader import FileReader
+from recordio.mindrecord.remote_store import is_url
 from recordio.mindrecord.row_runs import plan_reads
 from recordio.spark.types import spark_schema
 
@@ -89,6 +90,9 @@ def read_mindrecord(spark: SparkSession, path: str | os.PathLike | Sequence[str 
     """
     given: str | list[str] = ([os.fspath(p) for p in path] if isinstance(path, (list, tuple))
                               else os.fspath(path))      # type: ignore[arg-type]
+    if any(is_url(p) for p in ([given] if isinstance(given, str) else given)):
+        raise ValueError(f"{path}: read_mindrecord reads from a filesystem that every executor sees at the same "
+                         f"path (a shared or mounted one), not from object storage URLs")
     with FileReader(given, columns=columns) as reader:           # checks the files, schema and columns
         files, counts, schema = reader.files, reader.file_row_counts, dict(reader.schema)
     columns = list(columns) if columns is not None else list(schema)

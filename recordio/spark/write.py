@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 
 from recordio.errors import SchemaError
 from recordio.extras import requires
+from recordio.mindrecord.remote_store import is_url
 from recordio.mindrecord.schema import Schema
 from recordio.mindrecord.shard_writer import ShardWriter, finalize_shards, parts_dir
 from recordio.mindrecord.writer import FileWriter
@@ -146,6 +147,9 @@ def write_mindrecord(df: DataFrame, path: str | os.PathLike, *, schema: dict | N
 
     Raises what the failed job raised; then no dataset is published and one already at ``path`` is kept.
     """
+    if is_url(path):
+        raise ValueError(f"{path}: write_mindrecord writes to a filesystem that the driver and every executor "
+                         f"see at the same path (a shared or mounted one); it does not upload to object storage")
     path = os.path.abspath(os.fspath(path))
     schema = _schema_of(df, schema, row_fn)
     shard_num = shard_num if shard_num is not None else max(1, df.rdd.getNumPartitions())
