@@ -63,7 +63,7 @@ def all_types_rows(n):
     return [(int(rng.integers(-128, 128)), int(rng.integers(-2**15, 2**15)), int(rng.integers(-2**31, 2**31)),
              int(rng.integers(-2**62, 2**62)), float(np.float32(rng.standard_normal())), float(rng.standard_normal()),
              f"text {k} ü", bytearray(rng.integers(0, 256, k % 5, np.uint8).tobytes()),
-             rng.integers(-9, 9, k % 4).tolist(), rng.integers(0, 99, (k % 3 + 1, 2)).tolist()) for k in range(n)]
+             rng.integers(-9, 9, k % 4).tolist(), rng.integers(0, 99, (k % 3, 2)).tolist()) for k in range(n)]
 
 
 def test_spark_types_give_the_mindrecord_schema():
@@ -96,6 +96,7 @@ def test_a_nested_array_needs_a_fixed_inner_shape():
 def test_row_values_are_checked_not_cast():
     spec = {"ids": {"type": "int32", "shape": [-1]}}
     assert to_writer_row({"ids": [1, 2]}, spec)["ids"].dtype == np.int32
+    assert to_writer_row({"xy": []}, {"xy": {"type": "int32", "shape": [-1, 2]}})["xy"].shape == (0, 2)
     assert type(to_writer_row({"raw": bytearray(b"x")}, {"raw": {"type": "bytes"}})["raw"]) is bytes
     with pytest.raises(SchemaError, match="'ids'.*float64"):
         to_writer_row({"ids": [1.5]}, spec)

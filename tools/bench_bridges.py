@@ -10,11 +10,18 @@ written once as a 4-shard MindRecord dataset and as 4 Parquet files of the same 
 * ``recordio.converters.to_hf`` (MindRecord -> Arrow cache) and one pass over its rows (numpy
   batches of 1,024), against ``datasets.Dataset.from_generator`` over the same rows held in
   memory and the same pass;
+* ``recordio.spark.write_mindrecord`` of ``spark.read.parquet`` of the Parquet files on a local
+  Spark (``local[cpus]``), against Mosaic Streaming's ``dataframe_to_mds`` of the same DataFrame
+  (when ``streaming`` imports: ``--mds-path`` adds its folder to ``sys.path``) and against
+  ``recordio convert parquet`` on the local process pool (``--cpus`` workers, one shard per
+  worker); ``recordio.spark.read_mindrecord`` against ``spark.read.parquet``, each consumed by one
+  aggregation over both columns (``sum(length(image))``, ``sum(label)``);
 * ``recordio.mix`` of three MindDatasets (the workload cut in 3 datasets, weights 0.5/0.3/0.2,
   batches of 256) against iterating the same three sources alone, globally shuffled, one after the
   other (rows/s over the same number of rows).
 
     python tools/bench_bridges.py [--rows 50000] [--cpus 2] [--repeats 3] [--quick] [--json]
+        [--only ray,hf,spark,mix] [--mds-path FOLDER]
 """
 
 import os
@@ -33,6 +40,9 @@ def add_arguments(parser):
     parser.add_argument("--repeats", type=int, default=3, help="repeats of each measure; the best counts")
     parser.add_argument("--quick", action="store_true", help=f"{QUICK_ROWS} rows, one repeat (a smoke run)")
     parser.add_argument("--workdir", default=None, help="where to write (default: a temporary folder)")
+    parser.add_argument("--only", default="ray,hf,spark,mix", help="the comma-separated parts to run (default: all)")
+    parser.add_argument("--mds-path", default=None, metavar="FOLDER",
+                        help="a folder holding mosaicml-streaming (pip install --target), for the Spark baseline")
 
 
 def _row(name, value, unit, baseline=None, base=None):
@@ -157,6 +167,74 @@ def _mix(folder, rows, args):
             _row("the 3 sources alone, shuffled: rows/s", n / base, "rows/s")]
 
 
+def _spark_session(cpus):
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    session = (SparkSession.builder.master(f"local[{cpus}]").appName("bench_bridges")
+               .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+               .config("spark.driver.memory", "2g").getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def _aggregate(df):
+    from pyspark.sql import functions as F
+
+    row = df.select(F.count("label").alias("n"), F.sum(F.length("image")), F.sum("label")).collect()[0]
+    return row["n"]
+
+
+def _mds_writer(args):
+    """Mosaic's ``dataframe_to_mds`` (its folders also on the executors' PYTHONPATH), or None."""
+    if args.mds_path:
+        folders = args.mds_path.split(os.pathsep)
+        sys.path[:0] = folders
+        os.environ["PYTHONPATH"] = os.pathsep.join(folders + [os.environ.get("PYTHONPATH", "")])
+    try:
+        from streaming.base.converters import dataframe_to_mds
+    except ImportError as exc:
+        print(f"bench_bridges: no Mosaic Streaming baseline ({exc})", file=sys.stderr)
+        return None
+    return dataframe_to_mds
+
+
+def _spark(path, parquet, n, folder, args):
+    from recordio.converters import convert_parquet
+    from recordio.spark import read_mindrecord, write_mindrecord
+
+    runs = iter(range(10 ** 6))
+    mds = _mds_writer(args)
+    spark = _spark_session(args.cpus)
+    try:
+        df = spark.read.parquet(parquet)
+        assert _aggregate(df) == n                                                   # warm the workers
+        write_mindrecord(df.limit(100), os.path.join(folder, "warm.mindrecord"))
+        ours, count = _best(args.repeats, lambda: write_mindrecord(
+            df, os.path.join(folder, f"spark-{next(runs)}.mindrecord")))
+        pool, _ = _best(args.repeats, lambda: convert_parquet(
+            parquet, os.path.join(folder, f"pool-{next(runs)}.mindrecord"), shard_num=args.cpus,
+            workers=args.cpus, quiet=True).rows)
+        rows = [_row("spark write_mindrecord: rows/s", n / ours, "rows/s", "convert parquet, process pool", n / pool),
+                _row("convert parquet, process pool: rows/s", n / pool, "rows/s")]
+        if mds is not None:
+            columns = {"image": "bytes", "label": "int32"}
+            theirs, _ = _best(args.repeats, lambda: mds(df, merge_index=True, mds_kwargs={
+                "out": os.path.join(folder, f"mds-{next(runs)}"), "columns": columns}) and n)
+            rows[1:1] = [_row("spark write_mindrecord vs Mosaic: rows/s", n / ours, "rows/s",
+                              "streaming dataframe_to_mds", n / theirs),
+                         _row("streaming dataframe_to_mds: rows/s", n / theirs, "rows/s")]
+        read_pq, count_pq = _best(args.repeats, lambda: _aggregate(spark.read.parquet(parquet)))
+        read_mr, count_mr = _best(args.repeats, lambda: _aggregate(read_mindrecord(spark, path)))
+    finally:
+        spark.stop()
+    assert count == count_pq == count_mr == n, (count, count_pq, count_mr)
+    return rows + [_row("spark read_mindrecord: rows/s", n / read_mr, "rows/s", "spark.read.parquet", n / read_pq),
+                   _row("spark.read.parquet: rows/s", n / read_pq, "rows/s")]
+
+
 def _gen(rows):
     yield from rows
 
@@ -167,7 +245,13 @@ def run(args):
         args.repeats = 1
     with tempfile.TemporaryDirectory(dir=args.workdir) as folder:
         path, parquet, rows = _write(folder, n)
-        return _ray(path, parquet, n, args) + _hf(path, rows, folder, args) + _mix(folder, rows, args)
+        parts = {"ray": lambda: _ray(path, parquet, n, args), "hf": lambda: _hf(path, rows, folder, args),
+                 "spark": lambda: _spark(path, parquet, n, folder, args), "mix": lambda: _mix(folder, rows, args)}
+        wanted = args.only.split(",")
+        unknown = sorted(set(wanted) - set(parts))
+        if unknown:
+            raise ValueError(f"--only: unknown part(s) {unknown}; the parts are {sorted(parts)}")
+        return [row for name in wanted for row in parts[name]()]
 
 
 def main(argv=None):

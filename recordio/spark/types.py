@@ -104,8 +104,8 @@ def _array(value, spec, name):
     except ValueError:
         raise SchemaError(f"field {name!r}: expected an array of {spec['type']} of shape {spec['shape']}, "
                           f"found a ragged nested list") from None
-    if array.size == 0:
-        return array.astype(spec["type"])
+    if array.size == 0:                              # [] for a [-1, 2] field: no rows of two
+        return array.astype(spec["type"]).reshape([0 if d == -1 else d for d in spec["shape"]])
     if array.dtype.kind not in "iuf" or (array.dtype.kind == "f" and spec["type"].startswith("int")):
         raise SchemaError(f"field {name!r}: expected an array of {spec['type']}, found values of {array.dtype}")
     out = array.astype(spec["type"])

@@ -47,6 +47,7 @@ class WriteTask:
     def __init__(self, path, shard_num, schema, index_fields, desc, row_fn):
         self.path, self.shard_num, self.schema = path, shard_num, schema
         self.index_fields, self.desc, self.row_fn = list(index_fields), desc, row_fn
+        self.convert = row_fn is not None or any(spec.get("shape") for spec in schema.values())
 
     def __call__(self, batches):
         context = TaskContext.get()
@@ -80,8 +81,10 @@ class WriteTask:
     def _write_chunk(self, writer, shard, first, rows):
         if self.row_fn is not None:
             rows = [self.row_fn(Row(**row)) for row in rows]
+        if self.convert:                       # Arrow gives scalars, str and bytes as the writer takes them
+            rows = [to_writer_row(row, self.schema) for row in rows]
         try:
-            writer.write_raw_data([to_writer_row(row, self.schema) for row in rows])
+            writer.write_raw_data(rows)
         except SchemaError as exc:
             raise SchemaError(f"{self.path}: partition {shard}, rows {first}..{first + len(rows) - 1}: {exc}") from exc
 
@@ -94,11 +97,11 @@ def _schema_of(df, schema, row_fn):
         return dict(schema)
     if row_fn is not None:
         raise SchemaError("write_mindrecord with row_fn needs schema= (the fields row_fn returns)")
-    nested = nested_columns(df.schema)
     samples = {}
-    if nested:
-        first = df.select(*nested).dropna().limit(1).collect()
-        samples = first[0].asDict() if first else {}
+    for name in nested_columns(df.schema):          # the inner shape of a nested array: its first non-empty value
+        first = df.select(name).where(F.size(F.col(name)) > 0).limit(1).collect()
+        if first:
+            samples[name] = first[0][0]
     return mindrecord_schema(df.schema, samples)
 
 
