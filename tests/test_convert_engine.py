@@ -52,7 +52,7 @@ def test_existing_dataset_is_refused_before_any_work(folder, tmp_path):
 
 
 @pytest.mark.parametrize("kwargs,message", [({"workers": 0}, "workers"), ({"shard_num": -1}, "shard_num"),
-                                            ({"engine": "spark"}, "engine")])
+                                            ({"engine": "dask"}, "engine")])
 def test_bad_options(folder, tmp_path, kwargs, message):
     with pytest.raises(ValueError, match=message):
         convert_imagefolder(folder, tmp_path / "x.mindrecord", **kwargs)
