@@ -191,6 +191,9 @@ def test_row_fn_runs_on_the_executors_and_a_bad_column_is_refused(spark, tmp_pat
     schema = {"ids": {"type": "int64", "shape": [-1]}, "label": {"type": "int32"}}
     write_mindrecord(df, out, schema=schema, row_fn=tokenize, shard_num=4)
     assert [(r["ids"].tolist(), int(r["label"])) for r in read(out + "0")] == [([i, i + 1], i) for i in range(20)]
+    with pytest.raises(Exception, match=r"null.mindrecord: partition 0, rows 0..1: .*'label'"):   # no nulls
+        write_mindrecord(spark.createDataFrame([(1,), (None,)], "label int").coalesce(1),
+                         str(tmp_path / "null.mindrecord"))
     with pytest.raises(SchemaError, match="column 'flag': Spark type boolean"):
         write_mindrecord(df.selectExpr("label", "label > 3 AS flag"), str(tmp_path / "bool.mindrecord"))
     with pytest.raises(ValueError, match="does not upload to object storage"):

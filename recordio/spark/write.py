@@ -81,9 +81,9 @@ class WriteTask:
     def _write_chunk(self, writer, shard, first, rows):
         if self.row_fn is not None:
             rows = [self.row_fn(Row(**row)) for row in rows]
-        if self.convert:                       # Arrow gives scalars, str and bytes as the writer takes them
-            rows = [to_writer_row(row, self.schema) for row in rows]
         try:
+            if self.convert:                   # Arrow gives scalars, str and bytes as the writer takes them
+                rows = [to_writer_row(row, self.schema) for row in rows]
             writer.write_raw_data(rows)
         except SchemaError as exc:
             raise SchemaError(f"{self.path}: partition {shard}, rows {first}..{first + len(rows) - 1}: {exc}") from exc
