@@ -22,8 +22,8 @@ from conftest import ROOT, child_pythonpath
 
 FENCE = re.compile(r"^```python[ \t]*\n(.*?)^```", re.S | re.M)
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-NAMESPACES = ("recordio", "recordio.vision", "recordio.transforms", "recordio.converters", "recordio.ray")
-LINKED = ("quickstart.md", "porting.md", "howto-distributed.md", "howto-resume.md", "howto-ray.md",
+NAMESPACES = ("recordio", "recordio.vision", "recordio.transforms", "recordio.converters", "recordio.ray", "recordio.spark")
+LINKED = ("quickstart.md", "howto-spark.md", "porting.md", "howto-distributed.md", "howto-resume.md", "howto-ray.md",
           "howto-verify.md", "bridges.md", "FORMAT.md", "threat-model.md")
 
 
