@@ -13,6 +13,13 @@ from recordio.mindrecord import locations
 ROWS = 41_000                     # 2 shards of 20,500 rows: 81 blocks each, two runs of up to 64
 
 
+@pytest.fixture(autouse=True)
+def db_locations(monkeypatch):
+    """Locations from the ``.db`` (RECORDIO_LOCATIONS=db; a remote dataset's path): the runs of `.db` queries is tested
+    here; a local reader walks the data file instead (tests/test_page_walk.py)."""
+    monkeypatch.setenv("RECORDIO_LOCATIONS", "db")
+
+
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory):
     path = str(tmp_path_factory.mktemp("first-pass") / "rows.mindrecord")

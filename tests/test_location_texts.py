@@ -14,6 +14,13 @@ from recordio.mindrecord import index, locations
 ROWS = 3_000                      # 2 shards of 1,500 rows: 6 blocks each, one run per shard
 
 
+@pytest.fixture(autouse=True)
+def db_locations(monkeypatch):
+    """Locations from the ``.db`` (RECORDIO_LOCATIONS=db; a remote dataset's path): the `.db` fetch is tested
+    here; a local reader walks the data file instead (tests/test_page_walk.py)."""
+    monkeypatch.setenv("RECORDIO_LOCATIONS", "db")
+
+
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory):
     path = str(tmp_path_factory.mktemp("texts") / "rows.mindrecord")

@@ -8,16 +8,14 @@ the headline, open included), then three more passes (the best is the warm figur
 ``--repeats`` times, in turns, and the best of its first passes is kept. Contenders, on the same rows:
 
 * ``cifar`` (3,072-byte images and a label, tools/workloads.py), batches of 256: recordio's
-  ``FileReader.read_batch`` in order and shuffled, recordio's ``MindDataset(shuffle=False).batch(256)``
-  (numpy output), Hugging Face ``datasets`` (Arrow, ``with_format("numpy")``) in order and shuffled,
+  ``FileReader.read_batch`` in order and shuffled, recordio's ``MindDataset(...).batch(256)`` in order
+  and shuffled (numpy output), Hugging Face ``datasets`` (Arrow, ``with_format("numpy")``) in order and shuffled,
   and the flat file of the same payload bytes read through a memory map (the limit);
 * ``tokens`` (rows of 2,049 int32 ids), batches of 32: the same contenders, the flat file being the
   ``(rows, 2049)`` int32 array;
-* recordio's ``read_batch`` with the ``.db``'s locations fetched a Python tuple a row (as before they
-  came as one text per column, ``index.integer_columns``): what that change is worth;
-* recordio's ``read_batch`` once more with the opt-in location cache (``RECORDIO_LOCATION_CACHE=1``,
-  recordio/mindrecord/location_cache.py) filled by an earlier process: what a restarted job or a
-  spawned worker meets.
+* recordio's ``read_batch`` with every location read from the ``.db`` (``RECORDIO_LOCATIONS=db``, as
+  MindSpore locates rows and as a remote dataset is read) beside the default, which walks the data
+  file's length prefixes (recordio/mindrecord/page_walk.py): what the walk is worth.
 
 Goals (issue 34): first pass >= 0.8x the warm pass; cifar first pass >= 2x Hugging Face's and
 >= 0.5x the flat file's; tokens first pass >= 1.5x Hugging Face's in order, >= 2x shuffled.
@@ -45,10 +43,8 @@ import numpy as np
 kind, path, batch, order_seed, width = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 if kind.startswith("recordio") or kind == "minddataset":
     import recordio, recordio.dataset
-    from recordio.mindrecord import codec, columns, count, index, locations, reader   # imports: not timed
+    from recordio.mindrecord import codec, columns, count, index, locations, page_walk, reader   # not timed
     recordio.FileReader, recordio.count_rows, recordio.dataset.MindDataset
-    if kind == "recordio-rowfetch":               # the .db's locations fetched row by row, as before
-        index.integer_columns = lambda *args: None
 elif kind.startswith("hf"):
     import datasets
 start = time.perf_counter()
@@ -70,7 +66,7 @@ order = None if order_seed < 0 else np.random.default_rng(order_seed).permutatio
 
 def one_pass():
     if kind == "minddataset":
-        pipeline = recordio.dataset.MindDataset(path, shuffle=False).batch(batch)
+        pipeline = recordio.dataset.MindDataset(path, shuffle=order is not None).batch(batch)
         return sum(1 for _ in pipeline.create_tuple_iterator(output_numpy=True, num_epochs=1))
     for lo in range(0, n, batch):
         read(lo, min(lo + batch, n), order)
@@ -135,12 +131,11 @@ def _hf(folder, name, columns):
 
 # --- measuring -----------------------------------------------------------------------------------------
 
-def measure(kind, path, batch, shuffled, width, cache=None):
-    """One fresh process: ``{"rows", "first", "warm"}`` seconds; ``cache``: a location cache folder to
-    use (RECORDIO_LOCATION_CACHE=1), else none."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RECORDIO_LOCATION_CACHE")}
-    if cache:
-        env.update(RECORDIO_LOCATION_CACHE="1", RECORDIO_LOCATION_CACHE_DIR=cache)
+def measure(kind, path, batch, shuffled, width, db=False):
+    """One fresh process: ``{"rows", "first", "warm"}`` seconds; ``db``: locations from the ``.db``."""
+    env = {k: v for k, v in os.environ.items() if k != "RECORDIO_LOCATIONS"}
+    if db:
+        env["RECORDIO_LOCATIONS"] = "db"
     done = subprocess.run([sys.executable, "-c", CHILD, kind, path, str(batch), "0" if shuffled else "-1",
                            str(width)], capture_output=True, text=True, timeout=1800, env=env)
     if done.returncode != 0:
@@ -150,13 +145,14 @@ def measure(kind, path, batch, shuffled, width, cache=None):
 
 
 def contenders(path, flat, hf):
-    """``(label, kind, data, shuffled, location cache)`` of each contender."""
+    """``(label, kind, data, shuffled, locations from the .db)`` of each contender."""
     out = [("recordio read_batch", "recordio", path, False, False),
            ("recordio read_batch shuffled", "recordio", path, True, False),
-           ("recordio read_batch, restarted with the location cache", "recordio", path, False, True),
-           ("recordio read_batch shuffled, restarted with the location cache", "recordio", path, True, True),
-           ("recordio read_batch, .db rows fetched one by one", "recordio-rowfetch", path, False, False),
-           ("recordio MindDataset.batch", "minddataset", path, False, False), ("flat file (mmap)", "flat", flat, False, False)]
+           ("recordio read_batch, locations from the .db", "recordio", path, False, True),
+           ("recordio read_batch shuffled, locations from the .db", "recordio", path, True, True),
+           ("recordio MindDataset.batch", "minddataset", path, False, False),
+           ("recordio MindDataset.batch shuffled", "minddataset", path, True, False),
+           ("flat file (mmap)", "flat", flat, False, False)]
     if hf:
         out += [("HF datasets", "hf", hf, False, False), ("HF datasets shuffled", "hf", hf, True, False)]
     return out
@@ -164,39 +160,14 @@ def contenders(path, flat, hf):
 
 def bench(name, data, n, batch, repeats):
     path, flat, hf, width = data
-    cache = os.path.join(os.path.dirname(path), f"{name}-locations")
-    measure("recordio", path, batch, False, width, cache)          # an earlier run filled the cache
     best = {}
     for _ in range(repeats):                  # contenders take turns, so load on the machine spreads
-        for label, kind, target, shuffled, cached in contenders(path, flat, hf):
-            got = measure(kind, target, batch, shuffled, width, cache if cached else None)
+        for label, kind, target, shuffled, db in contenders(path, flat, hf):
+            got = measure(kind, target, batch, shuffled, width, db)
             old = best.get(label)
             best[label] = {"first": min(got["first"], old["first"]) if old else got["first"],
                            "warm": min(got["warm"], old["warm"]) if old else got["warm"]}
-    return rows_out(name, n, batch, best) + fetch_costs(name, path)
-
-
-def fetch_costs(name, path, repeats=15):
-    """CPU ns a ``.db`` row costs fetched row by row (``fetchall`` + ``np.array``) and as one text per
-    column (``index.integer_columns``): the best of ``repeats`` fetches of the first shard's whole table."""
-    import time
-
-    from recordio.mindrecord import index, locations
-    from recordio.tools.bench_storage import row
-    conn = index.connect_ro(path + ".db")
-    n = conn.execute("SELECT MAX(ROW_ID) + 1 FROM INDEXES").fetchone()[0]
-    ways = {"row by row": lambda: np.array(conn.execute(locations._SELECT, (0, n)).fetchall(), dtype=np.int64),
-            "texts": lambda: index.integer_columns(conn, locations._SELECT, locations._COLUMNS, (0, n))}
-    best = dict.fromkeys(ways, float("inf"))
-    for _ in range(repeats):
-        for way, fetch in ways.items():
-            start = time.process_time()
-            fetch()
-            best[way] = min(best[way], time.process_time() - start)
-    conn.close()
-    ns = {way: t / n * 1e9 for way, t in best.items()}
-    return [row(f"{name} .db fetch, CPU ns a row: texts / row by row", ns["texts"], "ns", "row by row",
-                ns["row by row"], "")]
+    return rows_out(name, n, batch, best)
 
 
 def rows_out(name, n, batch, best):
@@ -207,13 +178,12 @@ def rows_out(name, n, batch, best):
         out.append(row(f"{name} {label} ({batch}): first pass / warm pass", n / t["first"], "rows/s",
                        "warm pass, same process", n / t["warm"], ">= 0.8x" if label.startswith("recordio") else ""))
     vs_hf = ">= 2x" if name == "cifar" else ">= 1.5x"
-    restarted = "recordio read_batch, restarted with the location cache"
     goals = {"recordio read_batch": [("HF datasets", vs_hf), ("flat file (mmap)", ">= 0.5x" if name == "cifar" else ""),
                                      ("recordio MindDataset.batch", ""),
-                                     ("recordio read_batch, .db rows fetched one by one", "")],
-             "recordio read_batch shuffled": [("HF datasets shuffled", ">= 2x" if name == "tokens" else "")],
-             restarted: [("HF datasets", vs_hf), ("flat file (mmap)", "")],
-             restarted.replace("read_batch", "read_batch shuffled"): [("HF datasets shuffled", "")]}
+                                     ("recordio read_batch, locations from the .db", "")],
+             "recordio read_batch shuffled": [("HF datasets shuffled", ">= 2x" if name == "tokens" else ""),
+                                              ("recordio read_batch shuffled, locations from the .db", "")],
+             "recordio MindDataset.batch": [("HF datasets", "")]}
     for ours, baselines in goals.items():
         for theirs, target in baselines:
             if ours in rate and theirs in rate:

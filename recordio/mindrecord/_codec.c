@@ -1046,6 +1046,62 @@ static PyObject *py_permute(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* walk_entries(data, start, count, limit, out) -> int: the positions of `count` consecutive
+ * [u64 LE n][n bytes] entries from byte `start` of data (a page's entries, FORMAT.md section 4):
+ * out (int64, count + 1 items) gets each entry's prefix position and, last, the end of the last one.
+ * -1 when every entry lies inside [start, limit), else the index of the first that does not (out is
+ * filled up to it). limit must not pass the buffer's end. */
+static PyObject *py_walk_entries(PyObject *self, PyObject *args)
+{
+    PyObject *data, *target;
+    long long start, count, limit;
+    Py_buffer in, out;
+    if (!PyArg_ParseTuple(args, "OLLLO:walk_entries", &data, &start, &count, &limit, &target))
+        return NULL;
+    if (PyObject_GetBuffer(data, &in, PyBUF_SIMPLE) < 0)
+        return NULL;
+    if (get_ints(target, &out, 1) < 0) {
+        PyBuffer_Release(&in);
+        return NULL;
+    }
+    if (out.itemsize != 8 || count < 0 || out.len / 8 != count + 1 || start < 0 || limit < start ||
+            limit > (long long)in.len) {
+        PyErr_Format(PyExc_ValueError, "walk_entries: %lld entries from byte %lld to %lld of a %zd-byte "
+                     "buffer into %zd int64 items", count, start, limit, in.len, out.len / out.itemsize);
+        PyBuffer_Release(&out);
+        PyBuffer_Release(&in);
+        return NULL;
+    }
+    const uint8_t *base = (const uint8_t *)in.buf;
+    int64_t *pos = (int64_t *)out.buf;
+    uint64_t at = (uint64_t)start, stop = (uint64_t)limit;
+    Py_ssize_t bad = -1;
+    Py_BEGIN_ALLOW_THREADS
+    for (long long i = 0; i < count; i++) {
+        pos[i] = (int64_t)at;
+        if (stop - at < 8) {
+            bad = (Py_ssize_t)i;
+            break;
+        }
+        uint64_t n;
+        memcpy(&n, base + at, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+        n = __builtin_bswap64(n);
+#endif
+        if (n > stop - at - 8) {
+            bad = (Py_ssize_t)i;
+            break;
+        }
+        at += 8 + n;
+    }
+    if (bad < 0)
+        pos[count] = (int64_t)at;
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&out);
+    PyBuffer_Release(&in);
+    return PyLong_FromSsize_t(bad);
+}
+
 static PyMethodDef methods[] = {
     {"measure", py_measure, METH_O,
      "measure(part) -> int: the element count of a well-formed encoding, else -1."},
@@ -1058,6 +1114,9 @@ static PyMethodDef methods[] = {
      "measure_ranges(data, starts, ends, counts): each range's element count (-1: malformed)"},
     {"decode_ranges", py_decode_ranges, METH_VARARGS,
      "decode_ranges(data, starts, ends, out) -> -1, or the index of the first part that failed"},
+    {"walk_entries", py_walk_entries, METH_VARARGS,
+     "walk_entries(data, start, count, limit, out) -> -1, or the index of the first entry that does not "
+     "fit before limit (out: each entry's prefix position, then the end)"},
     {"copy_ranges", py_copy_ranges, METH_VARARGS,
      "copy_ranges(data, starts, ends, out): the ranges one after another into out"},
     {"decode_records", py_decode_records, METH_VARARGS,

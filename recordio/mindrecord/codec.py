@@ -52,6 +52,7 @@ _FLT_MAX = 3.4028234663852886e38
 _F32 = struct.Struct(">f")
 _F64 = struct.Struct(">d")
 _U64BE = struct.Struct(">Q")
+_U64LE = struct.Struct("<Q")
 _packb = msgpack.Packer(use_bin_type=True, autoreset=True).pack
 _I32, _I64 = np.dtype(np.int32), np.dtype(np.int64)
 
@@ -201,6 +202,27 @@ def copy_ranges(buf, starts, ends, out):
     _codec.copy_ranges(buf, np.ascontiguousarray(starts, dtype=np.int64),
                        np.ascontiguousarray(ends, dtype=np.int64), out)
     return True
+
+
+def walk_entries(buf, start, count, limit):
+    """Positions of ``count`` consecutive ``[u64 LE n][n bytes]`` entries from byte ``start`` of ``buf``
+    (FORMAT.md section 4): ``(pos, bad)`` with ``pos`` an int64 array of each entry's prefix position and,
+    last, the end of the last entry; ``bad`` is -1 when every entry ends by ``limit`` (``<= len(buf)``),
+    else the index of the first that does not (``pos`` is then filled only up to it)."""
+    pos = np.zeros(count + 1, np.int64)
+    if _codec is not None:
+        return pos, _codec.walk_entries(buf, start, count, limit, pos)
+    at = start
+    for i in range(count):
+        pos[i] = at
+        if limit - at < 8:
+            return pos, i
+        n = _U64LE.unpack_from(buf, at)[0]
+        if n > limit - at - 8:
+            return pos, i
+        at += 8 + n
+    pos[count] = at
+    return pos, -1
 
 
 def _native_ints(values):

@@ -15,7 +15,7 @@ import numpy as np
 
 from recordio.mindrecord import format as fmt
 from recordio.mindrecord import index
-from recordio.mindrecord import locations
+from recordio.mindrecord import locations, page_walk
 from recordio.errors import FormatError
 from recordio.mindrecord.format import BLOB, RAW
 from recordio.mindrecord.schema import Schema
@@ -72,12 +72,14 @@ def require_given(files, use_index=True):
             index.require_db(index.db_path(os.path.realpath(os.fspath(given))))
 
 
-def open_shards(files, use_index=True):
+def open_shards(files, use_index=True, walk=False):
     """Open a dataset: ``files`` is one data file (siblings found from its header) or a list.
 
     With ``use_index`` nothing per row is read: each shard's ``source`` gives its locations in checked
-    blocks (:mod:`recordio.mindrecord.locations`). Without it the page table is walked now and
-    ``raw``/``blob`` hold every row's ranges."""
+    blocks (:mod:`recordio.mindrecord.locations`): with ``walk`` (a local reader) walked from the data
+    file's pages block by block (:mod:`recordio.mindrecord.page_walk`, the ``.db`` checked at open and
+    on the first block), else read from the ``.db``. Without ``use_index`` the page table is walked
+    now and ``raw``/``blob`` hold every row's ranges."""
     require_given(files, use_index)
     if isinstance(files, (str, os.PathLike)):
         paths = fmt.dataset_paths(files)
@@ -94,6 +96,8 @@ def open_shards(files, use_index=True):
         shard.page_table = locations.PageTable(shard)
         if use_index:
             shard.source = locations.open_db_facts(shard, keep=len(shards) <= locations.KEEP_OPEN)
+            if walk and page_walk.enabled():
+                shard.source = page_walk.WalkBlocks(shard, shard.source, locations.BLOCK_ROWS)
         else:
             _locate_from_pages(shard)
             _check_locations(shard)

@@ -106,7 +106,7 @@ class FileReader:
                 require_given(file_name, use_index)
                 check_journals(file_name)
             target, self._plain = encryption.plaintext_of(file_name)      # decrypted copies when a key is set
-            shards, schema = open_shards(target, use_index)
+            shards, schema = open_shards(target, use_index, walk=self._remote is None)
         except FormatError as exc:
             if self._plain is not None:
                 self._plain.close()
@@ -132,15 +132,18 @@ class FileReader:
         self._starts = np.cumsum([0] + [s.count for s in shards]).tolist()
         self._decode, self._need_raw, self._need_blob = schema.decoder(self._columns)
         self._maps: collections.OrderedDict = collections.OrderedDict()
-        self._where = Locations([s.source for s in shards], [s.count for s in shards])
-        self._where.prime()
-        self._verified: list[set] = [set() for _ in shards]
         self._fds: dict[int, int] = {}
         self._closed = False
         self._next_row = 0          # get_next()'s position: one pass over the rows, as in MindSpore
         if len(shards) <= KEEP_OPEN:
             for k in range(len(shards)):
                 self._fds[k] = self._open_checked(k)
+        for k, shard in enumerate(shards):
+            shard.source.verify_all = verify      # a walking source then reads the .db's locations, checked
+            shard.source.fd = self._fds.get(k)    # and maps the file this reader holds open
+        self._where = Locations([s.source for s in shards], [s.count for s in shards])
+        self._where.prime()
+        self._verified: list[set] = [set() for _ in shards]
         if verify:
             for shard in shards:
                 shard.checksums = shard.source.read_checksums()      # one row per page: only to verify
@@ -355,16 +358,11 @@ class FileReader:
         if self._closed:
             raise ValueError(f"{self._shards[k].path}: I/O on a closed FileReader; open a new reader")
         shard = self._shards[k]
-        kept = self._fds.get(k)
-        fd = kept if kept is not None else self._open_checked(k)
-        try:
-            size = os.fstat(fd).st_size
-            if size < shard.size:
-                raise FormatError(f"{shard.path}: file shrank from {shard.size} to {size} bytes while open")
-            mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
-        finally:
-            if kept is None:
-                os.close(fd)
+        mapped = getattr(shard.source, "mapped", None)
+        if mapped is not None:            # a walking source: one map of the file for the walk and the reads
+            mm = mapped()
+        else:
+            mm = _map_file(shard, self._fds.get(k), lambda: self._open_checked(k))
         self._maps[k] = mm
         if len(self._maps) > MAX_OPEN_FILES:
             self._maps.popitem(last=False)[1].close()
@@ -494,3 +492,17 @@ def _require_checksums(shards):
 
 def fmt_page_offset(shard, page):
     return page_offset(shard.header["header_size"], shard.header["page_size"], page.page_id)
+
+
+def _map_file(shard, kept, open_checked):
+    """A read-only map of ``shard``'s file through descriptor ``kept`` (None: ``open_checked()`` opens
+    one, closed once mapped), refused when the file shrank below the size it was opened with."""
+    fd = kept if kept is not None else open_checked()
+    try:
+        size = os.fstat(fd).st_size
+        if size < shard.size:
+            raise FormatError(f"{shard.path}: file shrank from {shard.size} to {size} bytes while open")
+        return mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+    finally:
+        if kept is None:
+            os.close(fd)
