@@ -5,7 +5,6 @@ import os
 import pathlib
 import subprocess
 import sys
-import tempfile
 
 import pytest
 from hypothesis import settings
@@ -26,9 +25,6 @@ SHARED_GOLDEN = ROOT.parent / "shared" / "golden"      # the full set, when it s
 # sources instead of the wheel: tests start children through child_pythonpath() and cwd=TESTS.
 INSTALLED = not pathlib.Path(importlib.util.find_spec("recordio").origin).resolve().is_relative_to(ROOT / "recordio")
 os.environ.setdefault("RECORDIO_GOLDEN", str(GOLDEN_COPIES))      # tools/fuzz.py's cases, installed or not
-# The opt-in location cache (recordio/mindrecord/location_cache.py) stays out of ~/.cache when a run
-# turns it on (RECORDIO_LOCATION_CACHE=1); tests/test_first_pass.py turns it on where it tests it.
-os.environ.setdefault("RECORDIO_LOCATION_CACHE_DIR", tempfile.mkdtemp(prefix="recordio-locations-"))
 
 
 def child_pythonpath(*folders):

@@ -34,7 +34,7 @@ import numpy as np
 
 from recordio.errors import DatasetChangedError, FormatError, IndexFileError
 from recordio.mindrecord import format as fmt
-from recordio.mindrecord import index, location_cache
+from recordio.mindrecord import index
 
 __all__ = ["BLOCK_ROWS", "CACHE_BYTES", "RUN_BLOCKS", "DbBlocks", "Locations", "SlotPool", "TableBlocks"]
 
@@ -173,15 +173,7 @@ class DbBlocks:
         return conn
 
     def load(self, a, b):
-        """Checked absolute locations of local rows ``[a, b)``: from the node's location cache when it
-        holds this shard (:mod:`~recordio.mindrecord.location_cache`), else from the ``.db``."""
-        cached = self._cached()
-        if cached is not None:
-            try:
-                return self._checked(a, b, np.asarray(cached[max(a - 1, 0):b]))
-            except (IndexFileError, FormatError):
-                location_cache.drop(self._cache_key)        # damaged: forget it, read the .db
-                self._cache, self._cache_key = False, None
+        """Checked absolute locations of local rows ``[a, b)`` from the ``.db``."""
         lo = max(a - 1, 0)                       # the previous row: where this block's first entry starts
         with self._lock:
             table = self._fetch(lo, b)
@@ -189,9 +181,7 @@ class DbBlocks:
         self.queries += 1
         if len(table) != b - lo or not np.array_equal(table[:, 0], np.arange(lo, b)):
             raise IndexFileError(f"{self.db}: INDEXES ROW_ID values are not 0..{self.shard.count - 1}")
-        locs = self._checked(a, b, table[:, 1:])
-        self._collect(lo, table[:, 1:])
-        return locs
+        return self._checked(a, b, table[:, 1:])
 
     def _fetch(self, lo, b):
         """INDEXES rows of ``ROW_ID`` ``[lo, b)`` in ``ROW_ID`` order, as an ``(n, 7)`` int64 array: one
@@ -220,32 +210,6 @@ class DbBlocks:
         locs = absolute(self.shard, table)
         check_inside(self.shard, locs, a)
         return locs
-
-    def _cached(self):
-        """This shard's cached table, or None (looked up once per process)."""
-        state = getattr(self, "_cache", None)
-        if state is None:
-            self._cache, self._cache_key, self._collector = False, None, None
-            count = int(self.shard.count)
-            if location_cache.enabled() and 0 < count <= location_cache.MAX_ROWS:
-                try:
-                    now = _identity(self.shard.path)
-                except OSError:
-                    return None
-                if self.shard.identity and tuple(now[:2]) != tuple(self.shard.identity):
-                    return None                  # replaced since open: the reader refuses it when it reads
-                self._cache_key = location_cache.key(self.shard.path, now, self.identity)
-                self._cache = location_cache.load(self._cache_key, count)
-                if self._cache is None:
-                    self._cache = False
-                    self._collector = location_cache.Collector(self._cache_key, count)
-            state = self._cache
-        return state if state is not False else None
-
-    def _collect(self, lo, table):
-        collector = getattr(self, "_collector", None)
-        if collector is not None and collector.add(lo, table):
-            self._collector = None
 
     def read_checksums(self):
         """The ``.db``'s checksum table (``index.read_checksums``), or None without one."""
