@@ -308,3 +308,82 @@ def test_convert_parquet_on_spark_equals_the_process_pool(spark, tmp_path, capsy
     pq.write_table(pa.table({"n": [1, None], "name": ["a", "b"], "vec": [[1], [2]]}), tmp_path / "in" / "part-3.parquet")
     with pytest.raises(recordio.FormatError, match="part-3.parquet.*is null"):   # raised on an executor
         convert_parquet(tmp_path / "in", tmp_path / "bad.mindrecord", shard_num=2, engine="spark", quiet=True)
+
+
+# --- filters on index fields pushed to the .db (recordio/spark/source.py) ------------------------------
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("indexed") / "ix.mindrecord")
+    w = recordio.FileWriter(path, 3)
+    w.add_schema({"label": {"type": "int32"}, "name": {"type": "string"}, "v": {"type": "float32"},
+                  "blob": {"type": "bytes"}})
+    w.add_index(["label", "name"])
+    w.write_raw_data([{"label": i % 7, "name": "ab\x00c" if i == 5 else f"n{i % 3}", "v": float(i),
+                       "blob": bytes([i % 256]) * (i % 4)} for i in range(300)])
+    w.commit()
+    return path + "0"
+
+
+@pytest.fixture
+def pushdown(spark):
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    yield spark
+    spark.conf.unset("spark.sql.python.filterPushdown.enabled")
+
+
+def _plan(df):
+    """The physical plan's nodes above the scan ("Filter (...)" when Spark still filters)."""
+    return df._jdf.queryExecution().executedPlan().toString().split("BatchScan")[0]
+
+
+def _expected(path, keep):
+    return sorted((r for r in as_lists(read(path)) if keep(r)), key=lambda r: r["v"])
+
+
+@pytest.mark.slow
+def test_index_field_filters_are_answered_by_the_db(pushdown, indexed):
+    from pyspark.sql import functions as F
+
+    df = read_mindrecord(pushdown, indexed, num_partitions=4).filter((F.col("label") == 3) & (F.col("v") > 10))
+    plan = _plan(df)
+    assert "Filter (v#" in plan and "label#" not in plan.split("Filter", 1)[1].split("\n")[0]  # label pushed
+    assert sorted(collected(df), key=lambda r: r["v"]) == _expected(indexed, lambda r: r["label"] == 3 and r["v"] > 10)
+    df = read_mindrecord(pushdown, indexed, ["v", "name"]).filter(F.col("name").isin("ab", "n1"))
+    assert "Filter" not in _plan(df)                                    # all of it pushed
+    assert sorted(collected(df), key=lambda r: r["v"]) == [
+        {"v": r["v"], "name": r["name"]} for r in _expected(indexed, lambda r: r["name"] in ("ab", "n1"))]
+    none = read_mindrecord(pushdown, indexed).filter(F.col("label") == 99)
+    assert collected(none) == []
+    # a float field and a value of another type stay with Spark, and still give the right rows
+    df = read_mindrecord(pushdown, indexed).filter(F.col("v") == 7.0)
+    assert "Filter" in _plan(df) and [r["v"] for r in collected(df)] == [7.0]
+
+
+@pytest.mark.slow
+def test_without_pushdown_the_same_filters_give_the_same_rows(spark, indexed):
+    from pyspark.sql import functions as F
+
+    assert spark.conf.get("spark.sql.python.filterPushdown.enabled", "false") == "false"
+    df = read_mindrecord(spark, indexed).filter((F.col("label") == 3) & (F.col("name") == "n0"))
+    assert "Filter" in _plan(df)
+    assert sorted(collected(df), key=lambda r: r["v"]) == _expected(
+        indexed, lambda r: r["label"] == 3 and r["name"] == "n0")
+
+
+@pytest.mark.slow
+def test_a_db_that_names_a_row_with_another_value_is_refused(pushdown, indexed, tmp_path):
+    import sqlite3
+
+    from pyspark.sql import functions as F
+
+    folder = os.path.dirname(indexed)
+    for name in os.listdir(folder):
+        shutil.copy(os.path.join(folder, name), tmp_path / name)
+    first = str(tmp_path / os.path.basename(indexed))
+    conn = sqlite3.connect(first + ".db")
+    conn.execute("UPDATE INDEXES SET label_0 = 3 WHERE ROW_ID = 1")    # row 1 of shard 0 holds another label
+    conn.commit()
+    conn.close()
+    with pytest.raises(Exception, match="the .db disagrees with its data file"):
+        read_mindrecord(pushdown, first).filter(F.col("label") == 3).collect()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from collections.abc import Sequence
@@ -11,17 +12,13 @@ import numpy as np
 from recordio.extras import requires
 from recordio.mindrecord.reader import FileReader
 from recordio.mindrecord.remote_store import is_url
-from recordio.mindrecord.row_runs import plan_reads
-from recordio.spark.types import spark_schema
+from recordio.spark.source import PARTITIONS_PER_CORE, MindRecordSource
 
 with requires("recordio.spark", "spark"):
     import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
 __all__ = ["read_mindrecord"]
-
-BATCH_BYTES = 8 << 20         # a task yields an Arrow batch every 8 MiB of file bytes
-PARTITIONS_PER_CORE = 2       # default partitions: this many per core of the cluster, at least one per shard
 
 _ARROW = {"int32": pa.int32(), "int64": pa.int64(), "float32": pa.float32(), "float64": pa.float64(),
           "string": pa.string(), "bytes": pa.binary()}
@@ -49,27 +46,16 @@ def rows_batch(rows, schema, columns):
             arrays.append(pa.array(values, _ARROW[spec["type"]]))
         else:
             arrays.append(pa.array(np.asarray(values, dtype=spec["type"]), _ARROW[spec["type"]]))
-    return pa.RecordBatch.from_arrays(arrays, names=list(columns))
+    fields = [pa.field(name, _arrow_type(schema[name]), nullable=False) for name in columns]
+    return pa.RecordBatch.from_arrays([a.cast(f.type) for a, f in zip(arrays, fields)], schema=pa.schema(fields))
 
 
-class ReadTask:
-    """The executors' side: partition ``i`` reads run ``i`` of the rows as Arrow batches (picklable)."""
-
-    def __init__(self, runs, files, sizes, counts, schema, columns):
-        self.runs, self.files, self.sizes, self.counts = runs, files, sizes, counts
-        self.schema, self.columns = schema, columns
-
-    def __call__(self, batches):
-        for batch in batches:
-            for run in batch.column(0).to_pylist():
-                yield from self.read_run(self.runs[run])
-
-    def read_run(self, run):
-        for f, start, stop in run:
-            step = max(1, int(BATCH_BYTES * max(1, self.counts[f]) // max(1, self.sizes[f])))
-            with FileReader([self.files[f]], columns=self.columns) as reader:
-                for first in range(start, stop, step):
-                    yield rows_batch(reader[first:min(stop, first + step)], self.schema, self.columns)
+def _arrow_type(spec):
+    """The Arrow type Spark expects of a field: no nulls anywhere, list items named ``element``."""
+    kind = _ARROW[spec["type"]]
+    for _ in spec.get("shape") or ():
+        kind = pa.list_(pa.field("element", kind, nullable=False))
+    return kind
 
 
 def read_mindrecord(spark: SparkSession, path: str | os.PathLike | Sequence[str | os.PathLike],
@@ -87,6 +73,11 @@ def read_mindrecord(spark: SparkSession, path: str | os.PathLike | Sequence[str 
 
     Scalars keep their type (int32 -> ``int``, float32 -> ``float``, ...), strings are ``string``,
     bytes ``binary``, an array field of ``k`` dimensions is ``k`` nested ``array`` types.
+
+    The DataFrame is the ``mindrecord`` data source (:mod:`recordio.spark.source`): with
+    ``spark.sql.python.filterPushdown.enabled=true`` on the session, ``==`` and ``isin`` filters on
+    integer and string **index fields** are answered by the ``.db`` and only the matching rows are
+    read (each checked against the data file).
     """
     given: str | list[str] = ([os.fspath(p) for p in path] if isinstance(path, (list, tuple))
                               else os.fspath(path))      # type: ignore[arg-type]
@@ -94,11 +85,13 @@ def read_mindrecord(spark: SparkSession, path: str | os.PathLike | Sequence[str 
         raise ValueError(f"{path}: read_mindrecord reads from a filesystem that every executor sees at the same "
                          f"path (a shared or mounted one), not from object storage URLs")
     with FileReader(given, columns=columns) as reader:           # checks the files, schema and columns
-        files, counts, schema = reader.files, reader.file_row_counts, dict(reader.schema)
-    columns = list(columns) if columns is not None else list(schema)
+        files = reader.files
     if num_partitions is None:
         num_partitions = max(len(files), PARTITIONS_PER_CORE * spark.sparkContext.defaultParallelism)
-    runs = plan_reads(counts, num_partitions)
-    task = ReadTask(runs, files, [os.path.getsize(f) for f in files], counts, schema, columns)
-    ids = spark.range(0, len(runs), 1, max(1, len(runs)))
-    return ids.mapInArrow(task, spark_schema(schema, columns))
+    spark.dataSource.register(MindRecordSource)
+    load = (spark.read.format("mindrecord").option("path", json.dumps(given) if isinstance(given, list) else given)
+            .option("numPartitions", str(int(num_partitions)))
+            .option("pushdown", spark.conf.get("spark.sql.python.filterPushdown.enabled", "false").lower()))
+    if columns is not None:
+        load = load.option("columns", json.dumps(list(columns)))
+    return load.load()
