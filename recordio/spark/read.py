@@ -91,7 +91,7 @@ def read_mindrecord(spark: SparkSession, path: str | os.PathLike | Sequence[str 
     spark.dataSource.register(MindRecordSource)
     load = (spark.read.format("mindrecord").option("path", json.dumps(given) if isinstance(given, list) else given)
             .option("numPartitions", str(int(num_partitions)))
-            .option("pushdown", spark.conf.get("spark.sql.python.filterPushdown.enabled", "false").lower()))
+            .option("pushdown", str(spark.conf.get("spark.sql.python.filterPushdown.enabled", "false")).lower()))
     if columns is not None:
         load = load.option("columns", json.dumps(list(columns)))
     return load.load()
