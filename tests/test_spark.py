@@ -387,3 +387,27 @@ def test_a_db_that_names_a_row_with_another_value_is_refused(pushdown, indexed, 
     conn.close()
     with pytest.raises(Exception, match="the .db disagrees with its data file"):
         read_mindrecord(pushdown, first).filter(F.col("label") == 3).collect()
+
+
+@pytest.mark.parametrize("equal", [True, False], ids=["equal-lengths", "varying-lengths"])
+def test_columns_batch_equals_rows_batch(tmp_path, equal):
+    """The columnar Arrow batch a read task yields is the row-by-row one, for every kind of column."""
+    from recordio.spark.read import columns_batch, rows_batch
+
+    rng = np.random.default_rng(3)
+    schema = {"i": {"type": "int32"}, "l": {"type": "int64"}, "f": {"type": "float32"}, "d": {"type": "float64"},
+              "t": {"type": "string"}, "b": {"type": "bytes"}, "fixed": {"type": "int64", "shape": [2, 3]},
+              "var": {"type": "float32", "shape": [-1, 2]}}
+    path = str(tmp_path / "c.mindrecord")
+    w = recordio.FileWriter(path)
+    w.add_schema(schema)
+    w.write_raw_data([{"i": k, "l": -k, "f": k / 2, "d": k / 3, "t": f"t{k} ü" * (k % 3),
+                       "b": bytes(rng.integers(0, 256, 4 if equal else k % 5, np.uint8)),
+                       "fixed": rng.integers(-9, 9, (2, 3)),
+                       "var": rng.random((2 if equal else k % 3, 2), dtype=np.float32)} for k in range(9)])
+    w.commit()
+    with recordio.FileReader(path) as reader:
+        columns = ["t", "b", "fixed", "var", "i", "l", "f", "d"]
+        got = columns_batch(reader.read_batch(slice(1, 8)), dict(reader.schema), columns)
+        want = rows_batch(reader[1:8], dict(reader.schema), columns)
+    assert got.schema == want.schema and got.equals(want)

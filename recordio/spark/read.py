@@ -35,6 +35,30 @@ def _nested(values, spec):
     return leaf
 
 
+def columns_batch(batch, schema, columns):
+    """A ``FileReader.read_batch`` result as one Arrow record batch of ``columns`` (no Python object a
+    value for numbers, arrays and bytes)."""
+    fields = [pa.field(name, _arrow_type(schema[name]), nullable=False) for name in columns]
+    arrays = [_column(batch[name], schema[name], f.type) for name, f in zip(columns, fields)]
+    return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def _column(values, spec, kind):
+    if spec["type"] == "bytes":
+        if isinstance(values, np.ndarray):                  # every value of one length: (n, L) uint8
+            n, width = values.shape
+            offsets, data = np.arange(n + 1, dtype=np.int64) * width, np.ascontiguousarray(values).ravel()
+        else:                                               # a BytesColumn: one buffer and its offsets
+            offsets, data = np.asarray(values.offsets, np.int64), values.buffer
+        return pa.Array.from_buffers(pa.large_binary(), len(offsets) - 1,
+                                     [None, pa.py_buffer(offsets), pa.py_buffer(data)]).cast(kind)
+    if spec["type"] == "string" or not spec.get("shape"):
+        return pa.array(values, _ARROW[spec["type"]]).cast(kind)
+    if isinstance(values, np.ndarray):                      # one shape: (n, *shape)
+        values = list(values)
+    return _nested(values, spec).cast(kind)
+
+
 def rows_batch(rows, schema, columns):
     """FileReader rows as one Arrow record batch of ``columns``."""
     arrays = []

@@ -131,14 +131,15 @@ class MindRecordReader(DataSourceReader):
         return out
 
     def read(self, partition):
-        from recordio.spark.read import rows_batch
+        from recordio.spark.read import columns_batch, rows_batch
         kind, value = partition.value
         if kind == "runs":
             for f, start, stop in value:
                 step = max(1, int(BATCH_BYTES * max(1, self.counts[f]) // max(1, self.sizes[f])))
                 with FileReader([self.files[f]], columns=self.columns) as reader:
                     for first in range(start, stop, step):
-                        yield rows_batch(reader[first:min(stop, first + step)], self.schema, self.columns)
+                        batch = reader.read_batch(slice(first, min(stop, first + step)))
+                        yield columns_batch(batch, self.schema, self.columns)
             return
         needed = list(dict.fromkeys(self.columns + [field for field, _ in self.conditions]))
         for f, rows in value:
