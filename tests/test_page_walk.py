@@ -57,6 +57,8 @@ def _both(path):
         sources = walked._where.sources
         assert all(isinstance(s, page_walk.WalkBlocks) for s in sources)
         got = [s._walked(0, s.shard.count) for s in sources]
+        for s, g in zip(sources, got):                    # without the .db (use_index=False, verify)
+            assert np.array_equal(page_walk.walk_shard(s.shard), g)
         listed = [s.db.load(0, s.shard.count) if s.shard.count else np.zeros((0, 4), np.int64) for s in sources]
     return got, listed
 

@@ -9,7 +9,6 @@ a :class:`FormatError` naming it, never a crash or wrong data.
 """
 
 import os
-import struct
 
 import numpy as np
 
@@ -22,7 +21,6 @@ from recordio.mindrecord.schema import Schema
 
 __all__ = ["Shard", "open_shards"]
 
-_U64LE = struct.Struct("<Q")
 _COMPARED = ("header_size", "page_size", "version", "index_fields")
 
 
@@ -147,74 +145,11 @@ def _check_pages(shard):
         raise FormatError(f"{shard.path}: two BLOB pages share a row-group id")
 
 
-def _blob_page_by_group(shard):
-    return {p.type_id: p for p in shard.pages if p.kind == BLOB}
-
-
-def _set_locations(shard, table):
-    """``table`` rows: (group, blob_start, blob_end, raw_page, raw_start, raw_end) in-page offsets."""
-    hs, ps = shard.header["header_size"], shard.header["page_size"]
-    by_group = _blob_page_by_group(shard)
-    n = len(table)
-    try:
-        blob_page = np.array([by_group[g].page_id for g in table[:, 0].tolist()], dtype=np.int64)
-    except KeyError as exc:
-        raise FormatError(f"{shard.path}: a row refers to row group {exc.args[0]}, which has no BLOB page") from None
-    blob_base = hs + blob_page * ps + fmt.ENTRY_PREFIX
-    raw_base = hs + table[:, 3] * ps + fmt.ENTRY_PREFIX
-    shard.blob = np.stack([blob_base + table[:, 1], blob_base - fmt.ENTRY_PREFIX + table[:, 2]], axis=1)
-    shard.raw = np.stack([raw_base + table[:, 4], raw_base - fmt.ENTRY_PREFIX + table[:, 5]], axis=1)
-    shard.raw = shard.raw.reshape(n, 2)
-    shard.blob = shard.blob.reshape(n, 2)
-
-
-def _read_page(fd, shard, page):
-    data = os.pread(fd, page.size, fmt.page_offset(shard.header["header_size"], shard.header["page_size"],
-                                                    page.page_id))
-    if len(data) != page.size:
-        raise FormatError(f"{shard.path}: page {page.page_id} is cut off: {len(data)} of {page.size} bytes")
-    return data
-
-
-def _entry_ends(data, start, count, where):
-    """Offsets (start, end) of ``count`` consecutive entries from ``start`` in page bytes."""
-    out, pos = [], start
-    for _ in range(count):
-        if pos + fmt.ENTRY_PREFIX > len(data):
-            raise FormatError(f"{where}: entry at offset {pos} runs past the page's used bytes")
-        n = _U64LE.unpack_from(data, pos)[0]
-        if pos + fmt.ENTRY_PREFIX + n > len(data):
-            raise FormatError(f"{where}: entry at offset {pos} claims {n} bytes, past the page's used "
-                              f"{len(data)} bytes")
-        out.append((pos, pos + fmt.ENTRY_PREFIX + n))
-        pos += fmt.ENTRY_PREFIX + n
-    return out
-
-
 def _locate_from_pages(shard):
-    """Locations by walking the page table (FORMAT.md §4.3), without the ``.db``."""
-    by_group = _blob_page_by_group(shard)
-    rows = {}
-    fd = os.open(shard.path, os.O_RDONLY)
-    try:
-        for raw in (p for p in shard.pages if p.kind == RAW):
-            raw_data = _read_page(fd, shard, raw)
-            for group, offset in raw.groups:
-                bp = by_group.get(group)
-                if bp is None:
-                    raise FormatError(f"{shard.path}: RAW page {raw.page_id} refers to row group {group}, "
-                                      f"which has no BLOB page")
-                n = bp.end_row - bp.start_row
-                where = f"{shard.path}: page {raw.page_id}"
-                raws = _entry_ends(raw_data, offset, n, where)
-                blobs = _entry_ends(_read_page(fd, shard, bp), 0, n, f"{shard.path}: page {bp.page_id}")
-                for k in range(n):
-                    rows[bp.start_row + k] = (group, *blobs[k], raw.page_id, *raws[k])
-    finally:
-        os.close(fd)
-    if sorted(rows) != list(range(shard.count)):
-        raise FormatError(f"{shard.path}: the page table does not reach every row 0..{shard.count - 1}")
-    _set_locations(shard, np.array([rows[i] for i in range(shard.count)], dtype=np.int64).reshape(-1, 6))
+    """Every row's locations by walking the page table and the entries' length prefixes (FORMAT.md
+    §4.3), without the ``.db``."""
+    locs = page_walk.walk_shard(shard, locations.BLOCK_ROWS)
+    shard.raw, shard.blob = locs[:, 0:2].copy(), locs[:, 2:4].copy()
 
 
 def _check_locations(shard):

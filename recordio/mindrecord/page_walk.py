@@ -30,7 +30,7 @@ from recordio.errors import DatasetChangedError, FormatError, IndexFileError
 from recordio.mindrecord import codec
 from recordio.mindrecord import format as fmt
 
-__all__ = ["WalkBlocks", "enabled"]
+__all__ = ["WalkBlocks", "enabled", "walk_shard"]
 
 
 def enabled():
@@ -76,10 +76,21 @@ class _Groups:
         return int(np.searchsorted(self.start, row, side="right")) - 1
 
 
+def walk_shard(shard, block=256):
+    """Every row's absolute ``[raw start, raw end, blob start, blob end)`` of ``shard``, walked without
+    its ``.db`` (``FileReader(use_index=False)``, ``recordio verify``)."""
+    walker = WalkBlocks(shard, None, block)
+    try:
+        return walker.load(0, shard.count)
+    finally:
+        walker.close()
+
+
 class WalkBlocks:
-    """Blocks of one shard's locations from walking its pages; ``db`` (a ``locations.DbBlocks``) is the
-    shard's ``.db``: checksums come from it, and its locations are compared with the walk's on the
-    blocks :meth:`compare` is asked for (or every block, with ``verify_all``)."""
+    """Blocks of one shard's locations from walking its pages; ``db`` (a ``locations.DbBlocks``, or None
+    to walk without one) is the shard's ``.db``: checksums come from it, and its locations are
+    compared with the walk's on the blocks :meth:`compare` is asked for (or read instead of walked,
+    with ``verify_all``)."""
 
     def __init__(self, shard, db, block):
         self.shard, self.db, self.block = shard, db, block
@@ -98,19 +109,20 @@ class WalkBlocks:
 
     @property
     def rows_read(self):
-        return self.db.rows_read
+        return self.db.rows_read if self.db is not None else 0
 
     @property
     def queries(self):
-        return self.db.queries
+        return self.db.queries if self.db is not None else 0
 
     def read_checksums(self):
-        return self.db.read_checksums()
+        return self.db.read_checksums() if self.db is not None else self.shard.checksums
 
     def release(self):
         """Let go of the ``.db`` connection unless the dataset keeps it open (few shards); the map is the
         reader's to close (its bound on open files)."""
-        self.db.release()
+        if self.db is not None:
+            self.db.release()
 
     def _unmap(self):
         with self._lock:
@@ -119,7 +131,8 @@ class WalkBlocks:
             self._mm = None
 
     def close(self):
-        self.db.close()
+        if self.db is not None:
+            self.db.close()
         self._unmap()
 
     def __getstate__(self):
@@ -152,6 +165,8 @@ class WalkBlocks:
         with the ``.db``; with ``verify_all`` (``FileReader(verify=True)``) the ``.db``'s locations are
         read and checked instead, and the reader checks them against each entry's length prefix."""
         self.loads += 1
+        if self.db is None or b <= a:
+            return self._walked(a, b)
         if self.verify_all:              # the .db's own checks, then each prefix as rows are read
             return self.db.load(a, b)
         if not self._db_seen:
