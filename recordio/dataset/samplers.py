@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from recordio import config
-from recordio.dataset import ms_order
+from recordio.dataset import ms_chains, ms_order
 from recordio.dataset.order import (ADAPTIVE_LIMIT, Ids, Shuffle, block_positions, epoch_rng, global_order,
                                     shard_positions, shard_size, shuffled_ids)
 from recordio.dataset.permutation import Padded, pick
@@ -103,7 +103,7 @@ class Sampler:
         if self.child_sampler is None:
             return self._own_order(n, seed, epoch, source)
         if _mindspore_orders() and _random_chain(self):
-            ms_order.refuse(type(self).__name__, "a sampler chain (add_child / add_sampler) that shuffles")
+            return ms_chains.chain_order(self, n, seed, epoch, source)
         base = child_output(self.child_sampler, n, _child_seed(seed), epoch, source)
         return pick(base, np.asarray(self._own_order(len(base), seed, epoch, source), dtype=np.int64))
 
@@ -111,6 +111,8 @@ class Sampler:
         """Length of ``order`` without computing it."""
         if self.child_sampler is None:
             return self._own_total(n, source)
+        if _mindspore_orders() and _random_chain(self):
+            return ms_chains.chain_total(self, n, source)
         return self._own_total(child_count(self.child_sampler, n, source), source)
 
     def _own_order(self, n: int, seed: int, epoch: int, source: Any) -> Ids:
@@ -121,7 +123,8 @@ class Sampler:
 
 
 def _random_chain(sampler):
-    """Whether any sampler of the chain draws randomness (order mode "mindspore" reproduces no such chain)."""
+    """Whether any sampler of the chain draws randomness (order mode "mindspore" runs such a chain as
+    MindSpore does: ``ms_chains``)."""
     while sampler is not None:
         mode = sampler.get_shuffle_mode()
         if mode != Shuffle.FALSE or getattr(sampler, "shuffle", False) is True:
