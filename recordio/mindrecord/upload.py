@@ -74,11 +74,11 @@ class WriteTarget:
     (nothing for a local path). A rerun after a failure stages into the same folder (a resumable
     writer continues there) and publishes again."""
 
-    def __init__(self, destination, shard_num, overwrite=False, storage_options=None):
+    def __init__(self, destination, shard_num, overwrite=False, storage_options=None, staging_dir=None):
         from recordio.mindrecord.remote_store import is_url
         self.destination = destination
         self.remote = is_url(destination)
-        self._upload = Upload(destination, shard_num, overwrite, storage_options) if self.remote else None
+        self._upload = Upload(destination, shard_num, overwrite, storage_options, staging_dir) if self.remote else None
         self.path = self._upload.local_name if self.remote else os.fspath(destination)
         self.shard_num = shard_num
 
@@ -93,8 +93,9 @@ class WriteTarget:
             self._upload.publish([os.path.abspath(n) for n in fmt.shard_file_names(self.path, self.shard_num)])
 
 
-def write_target(destination, shard_num, *, overwrite=False, storage_options=None) -> WriteTarget:
+def write_target(destination, shard_num, *, overwrite=False, storage_options=None, staging_dir=None) -> WriteTarget:
     """The :class:`WriteTarget` of ``destination`` (a path or a URL) for ``shard_num`` shards; for a
     URL that holds a dataset already, :class:`~recordio.errors.DatasetExistsError` unless
-    ``overwrite``."""
-    return WriteTarget(os.fspath(destination), shard_num, overwrite, storage_options)
+    ``overwrite``. ``staging_dir``: where a URL's dataset is staged (default: the node's cache folder;
+    writers on several machines need a folder they all see)."""
+    return WriteTarget(os.fspath(destination), shard_num, overwrite, storage_options, staging_dir)

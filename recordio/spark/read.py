@@ -83,17 +83,21 @@ def _arrow_type(spec):
 
 
 def read_mindrecord(spark: SparkSession, path: str | os.PathLike | Sequence[str | os.PathLike],
-                    columns: Sequence[str] | None = None, *, num_partitions: int | None = None) -> DataFrame:
+                    columns: Sequence[str] | None = None, *, num_partitions: int | None = None,
+                    storage_options: dict | None = None) -> DataFrame:
     """A MindRecord dataset as a DataFrame, rows in the dataset's order.
 
     Args:
         spark: the session.
         path: any data file of the dataset (its shards are found from its header), or a list of data
-            files; every executor must see them at the same path.
+            files, that every executor sees at the same path; or the URL of a data file
+            (``s3://...``, docs/howto-remote.md), which each executor reads through its node's cache.
         columns: the fields to read (default: all), in that order.
         num_partitions: the number of partitions, each a contiguous run of rows (cut inside shards and
             across them, so 4 shards are read by 16 tasks when asked for 16). Default: two per core
             (``defaultParallelism``), at least one per shard.
+        storage_options: a URL's fsspec options (they travel to the executors with the read's options;
+            credentials from the executors' environment need none).
 
     Scalars keep their type (int32 -> ``int``, float32 -> ``float``, ...), strings are ``string``,
     bytes ``binary``, an array field of ``k`` dimensions is ``k`` nested ``array`` types.
@@ -105,10 +109,9 @@ def read_mindrecord(spark: SparkSession, path: str | os.PathLike | Sequence[str 
     """
     given: str | list[str] = ([os.fspath(p) for p in path] if isinstance(path, (list, tuple))
                               else os.fspath(path))      # type: ignore[arg-type]
-    if any(is_url(p) for p in ([given] if isinstance(given, str) else given)):
-        raise ValueError(f"{path}: read_mindrecord reads from a filesystem that every executor sees at the same "
-                         f"path (a shared or mounted one), not from object storage URLs")
-    with FileReader(given, columns=columns) as reader:           # checks the files, schema and columns
+    if isinstance(given, list) and any(is_url(p) for p in given):
+        raise ValueError(f"{path}: a dataset at a URL is read from one of its data files' URL, not a list")
+    with FileReader(given, columns=columns, storage_options=storage_options) as reader:   # checks it all
         files = reader.files
     if num_partitions is None:
         num_partitions = max(len(files), PARTITIONS_PER_CORE * spark.sparkContext.defaultParallelism)
@@ -118,4 +121,6 @@ def read_mindrecord(spark: SparkSession, path: str | os.PathLike | Sequence[str 
             .option("pushdown", str(spark.conf.get("spark.sql.python.filterPushdown.enabled", "false")).lower()))
     if columns is not None:
         load = load.option("columns", json.dumps(list(columns)))
+    if storage_options:
+        load = load.option("storageOptions", json.dumps(storage_options))
     return load.load()

@@ -10,14 +10,15 @@ only past a NUL (MindSpore's ``.db`` cuts strings there) is dropped, any other d
 :class:`~recordio.errors.IndexFileError` naming the ``.db`` and row. A float field, a value of
 another type and every other filter stay with Spark.
 
-Options: ``path`` (a data file, or a JSON list of them), ``columns`` (a JSON list), ``numPartitions``,
+Options: ``path`` (a data file, a JSON list of them, or a dataset's URL), ``storageOptions`` (JSON: a
+URL's fsspec options), ``columns`` (a JSON list), ``numPartitions``,
 ``pushdown`` (``"true"``: the session pushes filters; :func:`read_mindrecord` sets it from the session).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-import os
 
 import numpy as np
 
@@ -25,6 +26,7 @@ from recordio.errors import IndexFileError
 from recordio.extras import requires
 from recordio.mindrecord import index
 from recordio.mindrecord.reader import FileReader
+from recordio.mindrecord.remote_store import is_url
 from recordio.mindrecord.row_runs import plan_reads
 
 with requires("recordio.spark", "spark"):
@@ -44,9 +46,12 @@ class _Dataset:
     def __init__(self, options):
         path = options["path"]
         self.given = json.loads(path) if path.startswith("[") else path
+        self.remote = isinstance(self.given, str) and is_url(self.given)
+        self.storage = json.loads(options["storageOptions"]) if options.get("storageOptions") else None
         columns = json.loads(options["columns"]) if options.get("columns") else None
-        with FileReader(self.given, columns=columns) as reader:      # checks the files, schema and columns
-            self.files, self.counts = reader.files, reader.file_row_counts
+        with FileReader(self.given, columns=columns, storage_options=self.storage) as reader:   # checks it all
+            self.files, self.counts = reader.files, reader.file_row_counts    # (a URL's: its local copies)
+            self.sizes = [s.size for s in reader._shards]
             self.schema, self.index_fields = dict(reader.schema), reader.index_fields
         self.columns = list(columns) if columns is not None else list(self.schema)
         self.partitions = int(options.get("numPartitions") or len(self.files))
@@ -76,8 +81,8 @@ class MindRecordReader(DataSourceReader):
 
     def __init__(self, data):
         self.files, self.counts, self.schema, self.columns = data.files, data.counts, data.schema, data.columns
-        self.index_fields, self.partitions_wanted = data.index_fields, data.partitions
-        self.sizes = [os.path.getsize(f) for f in self.files]
+        self.index_fields, self.partitions_wanted, self.sizes = data.index_fields, data.partitions, data.sizes
+        self.given, self.remote, self.storage = data.given, data.remote, data.storage
         self.conditions: list[tuple[str, list]] = []          # (field, allowed values), ANDed
 
     def _condition(self, f):
@@ -136,19 +141,31 @@ class MindRecordReader(DataSourceReader):
         if kind == "runs":
             for f, start, stop in value:
                 step = max(1, int(BATCH_BYTES * max(1, self.counts[f]) // max(1, self.sizes[f])))
-                with FileReader([self.files[f]], columns=self.columns) as reader:
+                with self._open(f, self.columns) as (reader, base):
                     for first in range(start, stop, step):
-                        batch = reader.read_batch(slice(first, min(stop, first + step)))
+                        batch = reader.read_batch(slice(base + first, base + min(stop, first + step)))
                         yield columns_batch(batch, self.schema, self.columns)
             return
         needed = list(dict.fromkeys(self.columns + [field for field, _ in self.conditions]))
         for f, rows in value:
-            with FileReader([self.files[f]], columns=needed) as reader:
+            with self._open(f, needed) as (reader, base):
                 for a in range(0, len(rows), BATCH_ROWS):
                     ids = rows[a:a + BATCH_ROWS]
-                    kept = [r for i, r in zip(ids, reader.__getitems__(ids)) if self._keeps(f, i, r)]
+                    got = reader.__getitems__([base + i for i in ids])
+                    kept = [r for i, r in zip(ids, got) if self._keeps(f, i, r)]
                     if kept:
                         yield rows_batch(kept, self.schema, self.columns)
+
+    @contextlib.contextmanager
+    def _open(self, f, columns):
+        """A reader of file ``f`` and the global row of its first row: the file alone when local; the
+        dataset at its URL otherwise (each executor caches what it fetches, docs/howto-remote.md)."""
+        if not self.remote:
+            with FileReader([self.files[f]], columns=columns) as reader:
+                yield reader, 0
+            return
+        with FileReader(self.given, columns=columns, storage_options=self.storage) as reader:
+            yield reader, sum(self.counts[:f])
 
     def _keeps(self, f, row_id, row):
         """Whether a row the ``.db`` named satisfies the filters (values from the data file)."""

@@ -16,9 +16,9 @@ from collections.abc import Callable, Sequence
 
 from recordio.errors import SchemaError
 from recordio.extras import requires
-from recordio.mindrecord.remote_store import is_url
 from recordio.mindrecord.schema import Schema
 from recordio.mindrecord.shard_writer import ShardWriter, finalize_shards, parts_dir
+from recordio.mindrecord.upload import write_target
 from recordio.mindrecord.writer import FileWriter
 from recordio.spark.types import check_columns, mindrecord_schema, nested_columns, to_writer_row
 
@@ -131,14 +131,17 @@ def _publish(results, path, shard_num, schema, index_fields, desc, overwrite):
 def write_mindrecord(df: DataFrame, path: str | os.PathLike, *, schema: dict | None = None,
                      index_fields: Sequence[str] = (), shard_num: int | None = None,
                      row_fn: Callable[[Row], dict] | None = None, overwrite: bool = False,
-                     desc: str | None = None) -> int:
+                     desc: str | None = None, storage_options: dict | None = None,
+                     staging_dir: str | os.PathLike | None = None) -> int:
     """Write ``df`` as the MindRecord dataset ``path`` (``shard_num`` files), in its row order; returns the rows.
 
     Args:
         df: the DataFrame. Without ``schema``, its Spark types give the MindRecord schema (see
             :mod:`recordio.spark`); a column MindRecord cannot hold is refused before any task runs.
         path: the dataset's file name (shards are ``path0``, ``path1``, ... when ``shard_num > 1``), on a
-            filesystem the driver and every executor see at the same path.
+            filesystem the driver and every executor see at the same path, or a URL (``s3://...``,
+            docs/howto-remote.md): then the shards are written into ``staging_dir`` and uploaded from
+            the driver once the job succeeded, shard 0's ``.db`` last (nothing opens before).
         schema: the MindRecord schema; needed with ``row_fn``. Without ``row_fn`` the columns must be its
             fields, and array columns of its element type.
         index_fields: fields indexed in the ``.db`` (``FileWriter.add_index``).
@@ -147,15 +150,19 @@ def write_mindrecord(df: DataFrame, path: str | os.PathLike, *, schema: dict | N
         row_fn: ``row_fn(Row) -> dict`` run on the executors for every row (tokenize, decode, crop).
         overwrite: replace a dataset already at ``path`` (only once the new one is complete).
         desc: the schema's description.
+        storage_options: for a URL: the fsspec options (credentials, endpoint).
+        staging_dir: for a URL: the folder the shards are staged in before the upload, one the driver
+            and every executor see (default: the driver's cache folder, which fits local mode only).
 
     Raises what the failed job raised; then no dataset is published and one already at ``path`` is kept.
     """
-    if is_url(path):
-        raise ValueError(f"{path}: write_mindrecord writes to a filesystem that the driver and every executor "
-                         f"see at the same path (a shared or mounted one); it does not upload to object storage")
-    path = os.path.abspath(os.fspath(path))
     schema = _schema_of(df, schema, row_fn)
     shard_num = shard_num if shard_num is not None else max(1, df.rdd.getNumPartitions())
+    target = write_target(os.fspath(path), shard_num, overwrite=overwrite, storage_options=storage_options,
+                          staging_dir=os.fspath(staging_dir) if staging_dir is not None else None)
+    if target.remote:                          # staged locally (a rerun replaces the staged copy), uploaded last
+        path, overwrite = target.path, True
+    path = os.path.abspath(os.fspath(path))
     FileWriter(path, shard_num=shard_num, overwrite=overwrite)     # name, count, target: checked, then let go
     attempts = attempts_dir(path)
     for folder in (attempts, parts_dir(path)):                     # what an earlier, failed write left
@@ -170,4 +177,5 @@ def write_mindrecord(df: DataFrame, path: str | os.PathLike, *, schema: dict | N
         raise
     finally:
         shutil.rmtree(attempts, ignore_errors=True)
+    target.publish()
     return sum(r["rows"] for r in results)
