@@ -15,7 +15,8 @@ written once as a 4-shard MindRecord dataset and as 4 Parquet files of the same 
   (when ``streaming`` imports: ``--mds-path`` adds its folder to ``sys.path``) and against
   ``recordio convert parquet`` on the local process pool (``--cpus`` workers, one shard per
   worker); ``recordio.spark.read_mindrecord`` against ``spark.read.parquet``, each consumed by one
-  aggregation over both columns (``sum(length(image))``, ``sum(label)``);
+  aggregation over both columns (``sum(length(image))``, ``sum(label)``); and the Spark write against
+  ``recordio.ray.write_mindrecord`` of ``ray.data.read_parquet`` of the same files;
 * ``recordio.mix`` of three MindDatasets (the workload cut in 3 datasets, weights 0.5/0.3/0.2,
   batches of 256) against iterating the same three sources alone, globally shuffled, one after the
   other (rows/s over the same number of rows).
@@ -231,8 +232,38 @@ def _spark(path, parquet, n, folder, args):
     finally:
         spark.stop()
     assert count == count_pq == count_mr == n, (count, count_pq, count_mr)
+    ray_write = _ray_write(parquet, folder, args)
+    if ray_write is not None:
+        rows[1:1] = [_row("spark write_mindrecord vs Ray: rows/s", n / ours, "rows/s",
+                          "recordio.ray write_mindrecord", n / ray_write)]
     return rows + [_row("spark read_mindrecord: rows/s", n / read_mr, "rows/s", "spark.read.parquet", n / read_pq),
                    _row("spark.read.parquet: rows/s", n / read_pq, "rows/s")]
+
+
+def _ray_write(parquet, folder, args):
+    """Best seconds of ``recordio.ray.write_mindrecord`` of ``ray.data.read_parquet`` of the same files
+    (``--cpus`` shards on a local Ray); None without Ray."""
+    try:
+        import ray
+    except ImportError:
+        print("  bridges: Ray is not installed; the Spark write is not compared with it", file=sys.stderr)
+        return None
+    from recordio.ray import write_mindrecord
+
+    os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+    ray.init(num_cpus=args.cpus, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    ray.data.DataContext.get_current().enable_progress_bars = False
+    runs = iter(range(10 ** 6))
+    schema = {"image": {"type": "bytes"}, "label": {"type": "int32"}}
+    try:
+        write_mindrecord(ray.data.read_parquet(parquet).limit(100), os.path.join(folder, "ray-warm.mindrecord"),
+                         schema)
+        seconds, _ = _best(args.repeats, lambda: write_mindrecord(
+            ray.data.read_parquet(parquet), os.path.join(folder, f"ray-{next(runs)}.mindrecord"), schema,
+            shard_num=args.cpus))
+    finally:
+        ray.shutdown()
+    return seconds
 
 
 def _gen(rows):
