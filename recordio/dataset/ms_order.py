@@ -101,12 +101,13 @@ def uniform(g, a: int, b: int) -> int:
             return r // scaling + a
 
 
-def shuffle_list(items: list, seed: int) -> list:
-    """``std::shuffle(items, std::default_random_engine(seed))`` in place (libstdc++); returns it."""
+def shuffle_list(items: list, seed: int, engine=MinStd0) -> list:
+    """``std::shuffle(items, std::default_random_engine(seed))`` in place (libstdc++); returns it.
+    ``engine``: another engine class (``MT19937``: ``std::shuffle`` with ``std::mt19937(seed)``)."""
     n = len(items)
     if n < 2:
         return items
-    g = MinStd0(seed)
+    g = engine(seed)
     span = g.max - g.min
     if span // n >= n:                            # two positions from one draw
         i = 1

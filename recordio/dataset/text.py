@@ -5,8 +5,12 @@ import os
 
 import numpy as np
 
+from recordio import config
+from recordio.dataset import ms_order, ms_text
 from recordio.dataset.generator import GeneratorDataset
-from recordio.dataset.order import Shuffle
+from recordio.dataset.order import Shuffle, shuffle_mode
+from recordio.dataset.samplers import DefaultOrder
+from recordio.dataset.source import check_shards
 
 __all__ = ["TextFileDataset"]
 
@@ -24,12 +28,62 @@ def _files(dataset_files):
 
 def _lines(files):
     """Every non-empty line of ``files`` in order, without its ``\\n`` (a ``\\r`` before it stays, as
-    in MindSpore)."""
-    out = []
+    in MindSpore), and the number of them in each file."""
+    out, counts = [], []
     for path in files:
         with open(path, encoding="utf-8", newline="") as f:
-            out.extend(line.removesuffix("\n") for line in f)
-    return [line for line in out if line]
+            lines = [line for line in (raw.removesuffix("\n") for raw in f) if line]
+        out.extend(lines)
+        counts.append(len(lines))
+    return out, counts
+
+
+class _TextOrder(DefaultOrder):
+    """TextFileDataset's order: the default one, or under ``config.set_order_mode("mindspore")``
+    MindSpore's (``ms_text``): each shard's rows are dealt into the positions the source reads for
+    that shard, so the source's usual shard split gives MindSpore's shard."""
+
+    def __init__(self, mode, num_shards, shard_id, num_samples, counts, workers):
+        super().__init__(mode, num_shards, shard_id, 0, num_samples)
+        self.counts, self.workers = list(counts), workers
+
+    def _ms_mode(self):
+        if self.mode is None:
+            return None
+        if self.mode in (Shuffle.GLOBAL, Shuffle.ADAPTIVE):
+            ms_order.refuse("TextFileDataset", "Shuffle.GLOBAL (MindSpore's ShuffleOp over the rows: its slot "
+                                               "sequence is not that of the ShuffleOp sources, see "
+                                               "docs/conformance.md); Shuffle.FILES and shuffle=False are")
+        if self.mode != Shuffle.FILES:
+            raise ValueError(f"TextFileDataset: shuffle must be a bool, Shuffle.GLOBAL or Shuffle.FILES, "
+                             f"got {self.mode!r}")
+        return "files"
+
+    def _ms_shape(self):
+        num, _ = self.shards or (1, 0)
+        per = -(-sum(self.counts) // num)
+        return num, min(per, self.num_samples) if self.num_samples else per
+
+    def _own_order(self, n, seed, epoch, source):
+        from recordio.dataset.samplers import _mindspore_orders
+        if not _mindspore_orders():
+            return super()._own_order(n, seed, epoch, source)
+        mode = self._ms_mode()
+        num, per = self._ms_shape()
+        keys = ms_text.file_orders(len(self.counts), mode is not None, num > 1, seed, epoch + 1)[epoch]
+        workers = self.workers or config.get_num_parallel_workers()
+        dealt = np.zeros(num * per, dtype=np.int64)
+        for shard in range(num):
+            rows = ms_text.epoch_rows(self.counts, mode, workers, num, shard, self.num_samples, seed, epoch, keys)
+            dealt[shard::num] = rows
+        return dealt
+
+    def _own_total(self, n, source):
+        from recordio.dataset.samplers import _mindspore_orders
+        if not _mindspore_orders():
+            return super()._own_total(n, source)
+        num, per = self._ms_shape()
+        return num * per
 
 
 class _Lines:
@@ -57,5 +111,8 @@ class TextFileDataset(GeneratorDataset):
         if cache is not None:
             raise NotImplementedError("TextFileDataset: cache is not supported by recordio")
         self.dataset_files = _files(dataset_files)
-        super().__init__(_Lines(_lines(self.dataset_files)), ["text"], num_samples=num_samples,
-                         shuffle=shuffle, num_shards=num_shards, shard_id=shard_id, python_multiprocessing=False)
+        lines, counts = _lines(self.dataset_files)
+        check_shards(num_shards, shard_id)
+        order = _TextOrder(shuffle_mode(shuffle), num_shards, shard_id, num_samples, counts, num_parallel_workers)
+        super().__init__(_Lines(lines), ["text"], sampler=order, python_multiprocessing=False)
+        self.num_samples = num_samples

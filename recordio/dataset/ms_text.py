@@ -1,0 +1,141 @@
+"""MindSpore 2.10's row orders for TextFileDataset, reproduced (``config.set_order_mode("mindspore")``).
+
+TextFileDataset is a non-mappable source in MindSpore (``TextFileOp`` on ``NonMappableLeafOp``);
+its order comes from four steps, each reproduced here:
+
+* the files, sorted by name, in an order shuffled at the start of every epoch when ``shuffle`` is
+  ``Shuffle.GLOBAL`` (the default) or ``Shuffle.FILES`` (``NonMappableLeafOp::ShuffleKeys``):
+  ``std::shuffle`` with ``std::mt19937``, applied to the previous epoch's file order; its seed is
+  ``config.get_seed()`` every epoch without shards, ``e + 1`` in epoch ``e`` (0-based) with shards
+  (a counter of the op's own, the same on every shard);
+* the shard: ``ceil(N / num_shards)`` consecutive rows of the files in that order, from row
+  ``shard_id * ceil(N / num_shards)``, wrapping to the first file at the end
+  (``NeedPushFileToBlockQueue``, ``FillIOBlockQueue``); each file's part is an I/O block, dealt to
+  the ``num_parallel_workers`` workers in turn;
+* the workers' rows, taken one at a time from each worker in turn, a worker dropping out when it
+  has read its blocks (``JaggedConnector::Pop``); at most ``num_samples`` of them;
+* with ``Shuffle.GLOBAL``, a ``ShuffleOp`` over that stream: a buffer of
+  ``max(4 * rows per shard // files, 10000)`` rows; each row out is the buffer's slot
+  ``mt19937_64() % size``, refilled from the stream (the last row moving into the slot once the
+  stream ends); its engine is seeded ``config.get_seed() + e`` in epoch ``e``.
+
+The order therefore depends on ``num_parallel_workers`` (as MindSpore's does), whose default here
+is ``config.get_num_parallel_workers()``; MindSpore's default is its own config's
+``num_parallel_workers``, which follows the machine's CPU count: give ``num_parallel_workers`` to
+reproduce an order across machines.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from recordio.dataset import ms_order
+
+__all__ = ["MT19937_64", "shard_rows", "shuffle_buffer"]
+
+SHUFFLE_MIN = 10_000          # ComputeShuffleSize's shuffle_max
+FILES_MULTIPLIER = 4          # ComputeShuffleSize's average_files_multiplier
+_M64 = (1 << 64) - 1
+
+
+class MT19937_64:
+    """``std::mt19937_64``."""
+
+    def __init__(self, seed: int) -> None:
+        mt = [int(seed) & _M64]
+        for i in range(1, 312):
+            mt.append((6364136223846793005 * (mt[-1] ^ (mt[-1] >> 62)) + i) & _M64)
+        self.mt, self.i = mt, 312
+
+    def _twist(self):
+        mt = self.mt
+        for k in range(312):
+            y = (mt[k] & 0xFFFFFFFF80000000) | (mt[(k + 1) % 312] & 0x7FFFFFFF)
+            mt[k] = mt[(k + 156) % 312] ^ (y >> 1) ^ (0xB5026F5AA96619E9 if y & 1 else 0)
+        self.i = 0
+
+    def __call__(self) -> int:
+        if self.i >= 312:
+            self._twist()
+        y = self.mt[self.i]
+        self.i += 1
+        y ^= (y >> 29) & 0x5555555555555555
+        y ^= (y << 17) & 0x71D67FFFEB88E000
+        y ^= (y << 37) & 0xFFF7EEE000000000
+        return y ^ (y >> 43)
+
+
+def file_orders(num_files: int, shuffle_files: bool, sharded: bool, seed: int, epochs: int) -> list:
+    """The file order of each of ``epochs`` epochs (each epoch shuffles the previous one's)."""
+    keys, out = list(range(num_files)), []
+    for e in range(epochs):
+        if shuffle_files:
+            keys = ms_order.shuffle_list(keys, (e + 1) if sharded else seed, ms_order.MT19937)
+        out.append(list(keys))
+    return out
+
+
+def shard_rows(counts, keys, num_shards: int, shard_id: int, workers: int, num_samples=None) -> np.ndarray:
+    """Row ids (numbered in file-name order) shard ``shard_id`` reads, in the order its workers'
+    rows come out, with files in the order ``keys``."""
+    starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    total = int(starts[-1])
+    per = -(-total // num_shards)
+    begin, end = shard_id * per, (shard_id + 1) * per
+    blocks, pre = [], 0
+    while True:
+        for f in keys:
+            count = int(counts[f])
+            lo, hi = max(begin, pre), min(end, pre + count)
+            if lo < hi or (pre <= begin < pre + count):
+                blocks.append(np.arange(starts[f] + lo - pre, starts[f] + max(lo, hi) - pre, dtype=np.int64))
+            pre += count
+        if pre >= end or total == 0:
+            break
+    streams = [blocks[w::workers] for w in range(workers)]
+    streams = [np.concatenate(s) if s else np.zeros(0, np.int64) for s in streams]
+    lengths = np.array([len(s) for s in streams])
+    out = []
+    for r in range(int(lengths.max()) if len(lengths) else 0):     # one row of each live worker in turn
+        out.extend(int(s[r]) for s in streams if r < len(s))
+    out = np.asarray(out, dtype=np.int64)
+    return out[:num_samples] if num_samples else out
+
+
+def shuffle_buffer(rows, size: int, seed: int) -> list:
+    """MindSpore's ``ShuffleOp`` over the stream ``rows`` with a buffer of ``size`` rows."""
+    rows = list(rows)
+    g = MT19937_64(seed)
+    buffer = rows[:size]
+    upstream = iter(rows[size:])
+    active = len(rows) >= size
+    out = []
+    last = len(buffer) - 1
+    while last >= 0:
+        slot = g() % (last + 1)
+        out.append(buffer[slot])
+        buffer[slot] = buffer[last]
+        if active:
+            nxt = next(upstream, None)
+            if nxt is None:
+                active = False
+            else:
+                buffer[last] = nxt
+        if not active:
+            last -= 1
+    return out
+
+
+def buffer_size(total: int, num_files: int, num_shards: int) -> int:
+    per = -(-total // num_shards)
+    return max(per // num_files * FILES_MULTIPLIER, SHUFFLE_MIN)
+
+
+def epoch_rows(counts, mode, workers, num_shards, shard_id, num_samples, seed, epoch, keys) -> np.ndarray:
+    """Shard ``shard_id``'s rows of epoch ``epoch`` (``mode``: None, "files" or "global"), the
+    files in the order ``keys``."""
+    rows = shard_rows(counts, keys, num_shards, shard_id, workers, num_samples)
+    if mode == "global":
+        size = buffer_size(int(sum(counts)), len(counts), num_shards)
+        rows = np.asarray(shuffle_buffer(rows.tolist(), size, seed + epoch), dtype=np.int64)
+    return rows
