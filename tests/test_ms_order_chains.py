@@ -1,8 +1,9 @@
 """Order mode "mindspore" for sampler chains over a MindDataset and for TextFileDataset.
 
 Chains (``add_child``, ``add_sampler``, ``use_sampler``) run as MindSpore 2.10's MindRecord
-operators (``recordio.dataset.ms_chains``); TextFileDataset's ``Shuffle.FILES`` and
-``shuffle=False`` orders as its ``TextFileOp`` (``recordio.dataset.ms_text``). The first part pins
+operators (``recordio.dataset.ms_chains``); TextFileDataset's orders (``Shuffle.GLOBAL``, the
+default, ``Shuffle.FILES`` and ``shuffle=False``) as its ``TextFileOp`` and ``ShuffleOp``
+(``recordio.dataset.ms_text``). The first part pins
 orders that MindSpore 2.10 itself produced (copied from its output, three epochs each), so that CI
 without MindSpore still checks them; the ``mindspore`` tier compares with MindSpore 2.10 for
 several seeds, shard counts, shard ids and three epochs."""
@@ -196,16 +197,47 @@ def test_text_shards_cover_the_files_once(texts, mindspore_orders):
     assert all(len(s) == 8 for s in shards) and sorted(sum(shards, [])) == list(range(24))
 
 
-def test_text_global_shuffle_is_refused_in_mindspore_mode_only(texts, mindspore_orders):
-    with pytest.raises(NotImplementedError, match="Shuffle.GLOBAL"):
-        ids_of(TextFileDataset(texts), 1, "text")
-    config.set_order_mode("recordio")
+def test_text_global_shuffle_is_mindspore_s(texts, mindspore_orders):
+    config.set_seed(5)              # the default shuffle (GLOBAL), two workers: MindSpore 2.10's three epochs
+    assert ids_of(TextFileDataset(texts, num_parallel_workers=2), column="text") == [
+        12, 13, 5, 15, 19, 18, 1, 3, 21, 9, 22, 8, 0, 17, 7, 6, 2, 14, 16, 23, 11, 20, 10, 4,
+        12, 1, 3, 21, 0, 13, 18, 15, 2, 20, 11, 4, 9, 7, 5, 8, 23, 22, 16, 10, 17, 19, 6, 14,
+        21, 22, 12, 6, 4, 11, 1, 3, 0, 23, 5, 20, 7, 18, 19, 17, 8, 15, 13, 10, 9, 2, 16, 14]
+    config.set_seed(5)
+    data = TextFileDataset(texts, num_shards=3, shard_id=1, num_parallel_workers=2)
+    assert ids_of(data, column="text") == [3, 2, 14, 1, 13, 4, 0, 15, 10, 17, 12, 18, 13, 20, 19, 11,
+                                           11, 14, 13, 9, 10, 12, 8, 15]
+    with pytest.raises(NotImplementedError, match="Shuffle.INFILE"):
+        ids_of(TextFileDataset(texts, shuffle=Shuffle.INFILE), 1, "text")
+
+
+def test_the_shuffle_buffer_draws_on_across_epochs():
+    # MindSpore 2.10: NumpySlicesDataset(range(24), shuffle=False).shuffle(size), seed 5, two epochs
+    expected = {
+        10000: [[22, 23, 14, 13, 4, 2, 3, 7, 8, 19, 10, 18, 1, 0, 17, 16, 5, 11, 15, 12, 21, 6, 20, 9],
+                [22, 8, 12, 9, 6, 23, 3, 2, 10, 7, 21, 14, 19, 17, 15, 18, 13, 11, 4, 20, 1, 5, 16, 0]],
+        5: [[2, 3, 0, 5, 8, 4, 1, 11, 6, 13, 10, 7, 16, 9, 15, 18, 14, 21, 19, 17, 23, 20, 12, 22],
+            [4, 3, 2, 7, 1, 8, 9, 5, 10, 6, 13, 0, 12, 16, 11, 19, 18, 20, 15, 21, 17, 23, 14, 22]],
+    }
+    for size, epochs in expected.items():
+        g = ms_text.MT19937_64(5)
+        assert [ms_text.shuffle_buffer(range(24), size, g) for _ in epochs] == epochs
+    engines = ms_text.Engines()
+    g = engines.at(5, 0, 24)
+    assert ms_text.shuffle_buffer(range(24), 10000, g) == expected[10000][1]
+    assert engines.at(5, 0, 24).mt == ms_text.Engines().at(5, 0, 24).mt
+
+
+def test_text_orders_in_the_default_mode_are_untouched(texts):
+    config.set_seed(3)
     assert sorted(ids_of(TextFileDataset(texts), 1, "text")) == list(range(24))
+    assert ids_of(TextFileDataset(texts, shuffle=False), 1, "text") == list(range(24))
 
 
 def test_the_shuffle_buffer_engine_gives_the_standards_value():
-    g = ms_text.MT19937_64(5489)                   # [rand.predef]: the 10000th output
-    assert [g() for _ in range(10000)][-1] == 9981545732273789042
+    g = ms_text.MT19937_64(5489)                   # [rand.predef]: the 10000th output; the first one
+    outputs = [g() for _ in range(10000)]
+    assert outputs[0] == 14514284786278117030 and outputs[-1] == 9981545732273789042
 
 
 # --- MindSpore 2.10 as the oracle -------------------------------------------------------------------
@@ -308,14 +340,15 @@ for seed, kwargs in specs:
     data = ds.TextFileDataset(files, **kwargs)
     it = data.create_dict_iterator(num_epochs=3, output_numpy=True)
     out.append([[int(str(row["text"])) for row in it] for _ in range(3)] + [data.get_dataset_size()])
-print(json.dumps(out))
+print(json.dumps([ds.config.get_num_parallel_workers(), out]))
 """
 
 
 def text_cases():
     out = []
     for seed in (5, 1234, 77):
-        for shuffle in ("FILES", False):
+        out.append([seed, {}])                      # the default: Shuffle.GLOBAL, the default workers
+        for shuffle in ("GLOBAL", "FILES", False):
             for workers in (1, 2):
                 out.append([seed, {"shuffle": shuffle, "num_parallel_workers": workers}])
                 for num, ids in ((2, (0, 1)), (3, (0, 1, 2))):
@@ -340,18 +373,24 @@ def text_oracle(mindspore_python, texts, tmp_path_factory):
 @pytest.mark.mindspore
 @pytest.mark.slow
 def test_text_orders_match_mindspore(text_oracle, texts, mindspore_orders):
+    default_workers, results = text_oracle
     cases = text_cases()
-    assert len(text_oracle) == len(cases)
+    assert len(results) == len(cases)
+    workers = config.get_num_parallel_workers()
+    config.set_num_parallel_workers(default_workers)        # MindSpore's default follows the CPU count
     mismatches = []
-    for (seed, kwargs), theirs in zip(cases, text_oracle):
-        kwargs = dict(kwargs)
-        if isinstance(kwargs.get("shuffle"), str):
-            kwargs["shuffle"] = getattr(Shuffle, kwargs["shuffle"])
-        config.set_seed(seed)
-        data = TextFileDataset(texts, **kwargs)
-        ours = np.reshape(ids_of(data, 3, "text"), (3, -1)).tolist() + [data.get_dataset_size()]
-        if ours != theirs:
-            mismatches.append((seed, kwargs, theirs, ours))
+    try:
+        for (seed, kwargs), theirs in zip(cases, results):
+            kwargs = dict(kwargs)
+            if isinstance(kwargs.get("shuffle"), str):
+                kwargs["shuffle"] = getattr(Shuffle, kwargs["shuffle"])
+            config.set_seed(seed)
+            data = TextFileDataset(texts, **kwargs)
+            ours = np.reshape(ids_of(data, 3, "text"), (3, -1)).tolist() + [data.get_dataset_size()]
+            if ours != theirs:
+                mismatches.append((seed, kwargs, theirs, ours))
+    finally:
+        config.set_num_parallel_workers(workers)
     assert not mismatches, mismatches[:3]
 
 

@@ -16,8 +16,9 @@ its order comes from four steps, each reproduced here:
   has read its blocks (``JaggedConnector::Pop``); at most ``num_samples`` of them;
 * with ``Shuffle.GLOBAL``, a ``ShuffleOp`` over that stream: a buffer of
   ``max(4 * rows per shard // files, 10000)`` rows; each row out is the buffer's slot
-  ``mt19937_64() % size``, refilled from the stream (the last row moving into the slot once the
-  stream ends); its engine is seeded ``config.get_seed() + e`` in epoch ``e``.
+  ``mt19937_64() % size``, the slot taking the buffer's last row and the last slot the stream's
+  next row; one engine, seeded ``config.get_seed()`` when the pipeline is built, draws on across
+  epochs (``ShuffleOp::SelfReset`` reseeds it only when it does not reshuffle each epoch).
 
 The order therefore depends on ``num_parallel_workers`` (as MindSpore's does), whose default here
 is ``config.get_num_parallel_workers()``; MindSpore's default is its own config's
@@ -31,7 +32,7 @@ import numpy as np
 
 from recordio.dataset import ms_order
 
-__all__ = ["MT19937_64", "shard_rows", "shuffle_buffer"]
+__all__ = ["Engines", "MT19937_64", "epoch_rows", "file_orders", "shard_rows", "shuffle_buffer"]
 
 SHUFFLE_MIN = 10_000          # ComputeShuffleSize's shuffle_max
 FILES_MULTIPLIER = 4          # ComputeShuffleSize's average_files_multiplier
@@ -60,7 +61,7 @@ class MT19937_64:
         y = self.mt[self.i]
         self.i += 1
         y ^= (y >> 29) & 0x5555555555555555
-        y ^= (y << 17) & 0x71D67FFFEB88E000
+        y ^= (y << 17) & 0x71D67FFFEDA60000
         y ^= (y << 37) & 0xFFF7EEE000000000
         return y ^ (y >> 43)
 
@@ -92,23 +93,23 @@ def shard_rows(counts, keys, num_shards: int, shard_id: int, workers: int, num_s
             pre += count
         if pre >= end or total == 0:
             break
-    streams = [blocks[w::workers] for w in range(workers)]
-    streams = [np.concatenate(s) if s else np.zeros(0, np.int64) for s in streams]
-    lengths = np.array([len(s) for s in streams])
-    out = []
-    for r in range(int(lengths.max()) if len(lengths) else 0):     # one row of each live worker in turn
-        out.extend(int(s[r]) for s in streams if r < len(s))
-    out = np.asarray(out, dtype=np.int64)
+    streams = [np.concatenate(blocks[w::workers]) if blocks[w::workers] else np.zeros(0, np.int64)
+               for w in range(workers)]
+    longest = max((len(s) for s in streams), default=0)
+    rows: list[int] = []
+    for r in range(longest):                        # one row of each live worker in turn
+        rows.extend(int(s[r]) for s in streams if r < len(s))
+    out = np.asarray(rows, dtype=np.int64)
     return out[:num_samples] if num_samples else out
 
 
-def shuffle_buffer(rows, size: int, seed: int) -> list:
-    """MindSpore's ``ShuffleOp`` over the stream ``rows`` with a buffer of ``size`` rows."""
+def shuffle_buffer(rows, size: int, g) -> list:
+    """MindSpore's ``ShuffleOp`` over the stream ``rows`` with a buffer of ``size`` rows, drawing
+    from the engine ``g`` (one draw per row out)."""
     rows = list(rows)
-    g = MT19937_64(seed)
     buffer = rows[:size]
     upstream = iter(rows[size:])
-    active = len(rows) >= size
+    active = len(rows) > size
     out = []
     last = len(buffer) - 1
     while last >= 0:
@@ -126,16 +127,39 @@ def shuffle_buffer(rows, size: int, seed: int) -> list:
     return out
 
 
+class Engines:
+    """Each shard's ``ShuffleOp`` engine: ``mt19937_64(seed)``, made once and drawn on across epochs
+    (``ShuffleOp::SelfReset`` does not reseed it when it reshuffles each epoch). Keeps the latest
+    state, so epoch after epoch costs that epoch's draws only."""
+
+    def __init__(self) -> None:
+        self._states: dict = {}
+
+    def at(self, seed: int, shard: int, draws: int) -> MT19937_64:
+        """The engine of ``(seed, shard)`` after ``draws`` draws (a copy)."""
+        done, g = self._states.get((seed, shard), (0, None))
+        if g is None or done > draws:
+            done, g = 0, MT19937_64(seed)
+        for _ in range(draws - done):
+            g()
+        self._states[(seed, shard)] = (draws, g)
+        copy = MT19937_64.__new__(MT19937_64)
+        copy.mt, copy.i = list(g.mt), g.i
+        return copy
+
+
 def buffer_size(total: int, num_files: int, num_shards: int) -> int:
     per = -(-total // num_shards)
     return max(per // num_files * FILES_MULTIPLIER, SHUFFLE_MIN)
 
 
-def epoch_rows(counts, mode, workers, num_shards, shard_id, num_samples, seed, epoch, keys) -> np.ndarray:
+def epoch_rows(counts, mode, workers, num_shards, shard_id, num_samples, seed, epoch, keys,
+               engines: Engines | None = None) -> np.ndarray:
     """Shard ``shard_id``'s rows of epoch ``epoch`` (``mode``: None, "files" or "global"), the
     files in the order ``keys``."""
     rows = shard_rows(counts, keys, num_shards, shard_id, workers, num_samples)
     if mode == "global":
         size = buffer_size(int(sum(counts)), len(counts), num_shards)
-        rows = np.asarray(shuffle_buffer(rows.tolist(), size, seed + epoch), dtype=np.int64)
+        g = (engines or Engines()).at(seed, shard_id, epoch * len(rows))     # every epoch draws len(rows)
+        rows = np.asarray(shuffle_buffer(rows.tolist(), size, g), dtype=np.int64)
     return rows

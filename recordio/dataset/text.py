@@ -46,17 +46,16 @@ class _TextOrder(DefaultOrder):
     def __init__(self, mode, num_shards, shard_id, num_samples, counts, workers):
         super().__init__(mode, num_shards, shard_id, 0, num_samples)
         self.counts, self.workers = list(counts), workers
+        self._engines = ms_text.Engines()
 
     def _ms_mode(self):
         if self.mode is None:
             return None
         if self.mode in (Shuffle.GLOBAL, Shuffle.ADAPTIVE):
-            ms_order.refuse("TextFileDataset", "Shuffle.GLOBAL (MindSpore's ShuffleOp over the rows: its slot "
-                                               "sequence is not that of the ShuffleOp sources, see "
-                                               "docs/conformance.md); Shuffle.FILES and shuffle=False are")
+            return "global"
         if self.mode != Shuffle.FILES:
-            raise ValueError(f"TextFileDataset: shuffle must be a bool, Shuffle.GLOBAL or Shuffle.FILES, "
-                             f"got {self.mode!r}")
+            ms_order.refuse("TextFileDataset", f"{self.mode} (MindSpore's TextFileDataset takes Shuffle.GLOBAL, "
+                                               f"Shuffle.FILES or shuffle=False)")
         return "files"
 
     def _ms_shape(self):
@@ -74,7 +73,8 @@ class _TextOrder(DefaultOrder):
         workers = self.workers or config.get_num_parallel_workers()
         dealt = np.zeros(num * per, dtype=np.int64)
         for shard in range(num):
-            rows = ms_text.epoch_rows(self.counts, mode, workers, num, shard, self.num_samples, seed, epoch, keys)
+            rows = ms_text.epoch_rows(self.counts, mode, workers, num, shard, self.num_samples, seed, epoch, keys,
+                                      self._engines)
             dealt[shard::num] = rows
         return dealt
 
