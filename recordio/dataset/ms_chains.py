@@ -218,7 +218,11 @@ def type_name(op):
 def _chain(root, n, seed, source):
     ms_order._check_source(source, "a sampler chain")
     cache = root.__dict__.setdefault("_ms_chains", {})
-    key = (n, seed)
+    links, sampler = [], root
+    while sampler is not None:                 # a chain changed by add_child later is another chain
+        links.append(id(sampler))
+        sampler = sampler.child_sampler
+    key = (n, seed, tuple(links))
     if key not in cache:
         if len(cache) >= 4:
             cache.pop(next(iter(cache)))
