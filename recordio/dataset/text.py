@@ -102,7 +102,8 @@ class TextFileDataset(GeneratorDataset):
     glob pattern or a list of them; files sorted by name). ``shuffle``: as MindSpore's (``GLOBAL``
     by default, ``False``/``Shuffle.FALSE`` for file order, which MindSpore gives with one worker:
     its workers interleave files); ``num_shards``/``shard_id``/``num_samples`` as for the other
-    sources; ``cache`` is not supported."""
+    sources; ``cache`` is not supported. Under ``config.set_order_mode("mindspore")`` the order is
+    MindSpore 2.10's for every shuffle, shard and ``num_parallel_workers`` (``ms_text``)."""
 
     _thread_bound = False         # lines of files: any thread may read on
 
