@@ -194,7 +194,7 @@ class _Chain:
         else:
             items = self._cumulative(epoch)
         if len(items) != len(self.first):
-            ms_order.refuse(type_name(self.ops[-1]), "a chain whose epochs after the first have another length "
+            ms_order.refuse(_type_name(self.ops[-1]), "a chain whose epochs after the first have another length "
                                                      "(MindSpore runs its DistributedSamplers only, from the second "
                                                      "epoch on)")
         return items
@@ -210,7 +210,7 @@ class _Chain:
         return self.items
 
 
-def type_name(op):
+def _type_name(op):
     return {"shuffle": "RandomSampler", "ds": "DistributedSampler", "seq": "SequentialSampler"}.get(op.kind,
                                                                                                   "SubsetSampler")
 
