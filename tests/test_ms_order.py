@@ -110,11 +110,22 @@ def test_the_default_mode_is_untouched(files):
     assert recordio_order != mindspore_order and epochs(MindDataset(files)) == recordio_order
 
 
+def test_pk_sampler_shuffles_as_in_the_default_mode(files):
+    """MindSpore 2.10's PKSampler over a MindDataset repeats row 0 (docs/conformance.md): the mode keeps
+    recordio's keyed PK shuffle, num_val rows of each class, instead of refusing it."""
+    config.set_seed(3)
+    ours = epochs(MindDataset(files, sampler=PKSampler(2, shuffle=True, class_column="id")))
+    config.set_order_mode("mindspore")
+    try:
+        theirs = epochs(MindDataset(files, sampler=PKSampler(2, shuffle=True, class_column="id")))
+    finally:
+        config.set_order_mode("recordio")
+    assert theirs == ours and all(len(e) == 2 * sum(COUNTS) for e in ours)
+
+
 def test_what_the_mode_does_not_reproduce_is_refused(files, mindspore_orders):
     with pytest.raises(NotImplementedError, match="MindDataset's orders only"):
         epochs(GeneratorDataset([(i,) for i in range(5)], ["id"], shuffle=True))
-    with pytest.raises(NotImplementedError, match="PKSampler"):
-        epochs(MindDataset(files, sampler=PKSampler(2, shuffle=True, class_column="id")))
     chained = MindDataset(files, sampler=RandomSampler(num_samples=20))    # MindSpore reads past its list
     chained.add_sampler(RandomSampler(num_samples=30))
     with pytest.raises(NotImplementedError, match="chain"):
