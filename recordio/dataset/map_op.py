@@ -61,6 +61,16 @@ def run_chunk(ops, uid, seed, chunk):
     """A worker's job: a list of ``(input values, row, epoch)``. Ops that declare ``uses_keys = False``
     (they draw no randomness) run without the row's key scopes."""
     if all(getattr(op, "uses_keys", True) is False for op in ops):
+        if len(ops) == 1:               # _apply_keyless of one op, inlined (a map per column: TypeCast)
+            op, outs = ops[0], []
+            for values, row, epoch in chunk:
+                try:
+                    out = op(*values)
+                except Exception as e:
+                    _note(e, uid, 0, op, row, epoch)
+                    raise
+                outs.append(out if isinstance(out, tuple) else (out,))
+            return outs
         return [_apply_keyless(ops, uid, values, row, epoch) for values, row, epoch in chunk]
     uids = [derive_uid(uid, j) for j in range(len(ops))]
     return [apply_ops(ops, uid, seed, values, row, epoch, uids) for values, row, epoch in chunk]
@@ -71,12 +81,17 @@ def _apply_keyless(ops, uid, values, row, epoch):
         try:
             out = op(*values)
         except Exception as e:
-            first_row = int(row) if not hasattr(row, "__len__") else int(row[0])
-            e.add_note(f"recordio: in map #{uid}, operation {j} ({_op_name(op)}), row {first_row}, epoch {epoch}")
-            e.recordio_row = first_row
+            _note(e, uid, j, op, row, epoch)
             raise
         values = out if isinstance(out, tuple) else (out,)
     return values
+
+
+def _note(e, uid, j, op, row, epoch):
+    """Where ``e`` was raised: map ``uid``'s operation ``j`` on ``row`` of ``epoch``."""
+    first_row = int(row) if not hasattr(row, "__len__") else int(row[0])
+    e.add_note(f"recordio: in map #{uid}, operation {j} ({_op_name(op)}), row {first_row}, epoch {epoch}")
+    e.recordio_row = first_row
 
 
 class MapDataset(Dataset):
@@ -200,6 +215,17 @@ class MapDataset(Dataset):
     @staticmethod
     def _merged(results, sent, ins, outs, uid, hooks):
         in_place = list(ins) == list(outs)
+        if in_place and len(outs) == 1 and hooks is None:
+            # one column replaced in place (TypeCast per column: NLP scripts' maps): merge_values's
+            # result, without its call and checks a row
+            name = outs[0]
+            for item, values in zip(sent.popleft(), results):
+                if len(values) != 1:
+                    merge_values(item.cols, ins, outs, values, uid, item.row, True)     # raises
+                cols = item.cols.copy()
+                cols[name] = values[0]
+                yield Item(cols, item.row, item.epoch, item.pos)
+            return
         for item, values in zip(sent.popleft(), results):
             out = Item(merge_values(item.cols, ins, outs, values, uid, item.row, in_place), item.row, item.epoch,
                        item.pos)
