@@ -10,7 +10,9 @@ so a run killed half-way keeps what it finished):
     {"kind": "collect_error", "nodeid": <module>, "message": ...}
     {"kind": "finished"}
 
-``key`` names a test the same way on both sides: ``path::function``, and for a parametrized test
+On recordio's side it first sets ``config.set_order_mode`` / ``set_bytes_form`` from
+``$RECORDIO_CONFORMANCE_ORDER_MODE`` / ``$RECORDIO_CONFORMANCE_BYTES_FORM`` (``--order-mode``,
+``--bytes-form``). ``key`` names a test the same way on both sides: ``path::function``, and for a parametrized test
 ``path::function[#k]`` (its k-th case), since pytest's own ids print the parameter values, which
 differ between MindSpore's objects and recordio's. With ``$RECORDIO_CONFORMANCE_TIMEOUT`` seconds, a
 test still running after that long fails (SIGALRM).
@@ -74,6 +76,15 @@ def first_line(report):
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     errors = [line[1:].strip() for line in lines if line.startswith("E ")]
     return (errors or lines or ["(no message)"])[0]
+
+
+def pytest_configure(config):
+    """recordio's side: the order mode and bytes form ``recordio conformance`` was asked for."""
+    if os.environ.get("RECORDIO_CONFORMANCE_MODE") != "recordio":
+        return
+    from recordio import config as settings
+    settings.set_order_mode(os.environ.get("RECORDIO_CONFORMANCE_ORDER_MODE", "recordio"))
+    settings.set_bytes_form(os.environ.get("RECORDIO_CONFORMANCE_BYTES_FORM", "recordio"))
 
 
 def pytest_collection_finish(session):
