@@ -243,3 +243,21 @@ def test_mapping_in_a_fresh_interpreter(tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == ("No module named 'mindspore.dataset.no_such_thing' (mapped to "
                                    "recordio.dataset.no_such_thing: none exists)")
+
+
+def test_the_plugin_sets_the_modes_asked_for_on_recordios_side_only(monkeypatch):
+    from recordio import config
+    from recordio.tools import _conformance_plugin as plugin
+
+    monkeypatch.setenv("RECORDIO_CONFORMANCE_ORDER_MODE", "mindspore")
+    monkeypatch.setenv("RECORDIO_CONFORMANCE_BYTES_FORM", "mindspore")
+    try:
+        monkeypatch.setenv("RECORDIO_CONFORMANCE_MODE", "stub")        # the collecting side: untouched
+        plugin.pytest_configure(None)
+        assert (config.get_order_mode(), config.get_bytes_form()) == ("recordio", "uint8")
+        monkeypatch.setenv("RECORDIO_CONFORMANCE_MODE", "recordio")
+        plugin.pytest_configure(None)
+        assert (config.get_order_mode(), config.get_bytes_form()) == ("mindspore", "mindspore")
+    finally:
+        config.set_order_mode("recordio")
+        config.set_bytes_form("uint8")

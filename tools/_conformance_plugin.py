@@ -12,7 +12,9 @@ so a run killed half-way keeps what it finished):
 
 On recordio's side it first sets ``config.set_order_mode`` / ``set_bytes_form`` from
 ``$RECORDIO_CONFORMANCE_ORDER_MODE`` / ``$RECORDIO_CONFORMANCE_BYTES_FORM`` (``--order-mode``,
-``--bytes-form``). ``key`` names a test the same way on both sides: ``path::function``, and for a parametrized test
+``--bytes-form``).
+
+``key`` names a test the same way on both sides: ``path::function``, and for a parametrized test
 ``path::function[#k]`` (its k-th case), since pytest's own ids print the parameter values, which
 differ between MindSpore's objects and recordio's. With ``$RECORDIO_CONFORMANCE_TIMEOUT`` seconds, a
 test still running after that long fails (SIGALRM).
@@ -84,7 +86,7 @@ def pytest_configure(config):
         return
     from recordio import config as settings
     settings.set_order_mode(os.environ.get("RECORDIO_CONFORMANCE_ORDER_MODE", "recordio"))
-    settings.set_bytes_form(os.environ.get("RECORDIO_CONFORMANCE_BYTES_FORM", "recordio"))
+    settings.set_bytes_form(os.environ.get("RECORDIO_CONFORMANCE_BYTES_FORM", "uint8"))
 
 
 def pytest_collection_finish(session):

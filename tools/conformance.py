@@ -109,8 +109,8 @@ def add_arguments(parser):
                         help="do not LD_PRELOAD the shim that reports at least 8 CPUs")
     parser.add_argument("--order-mode", choices=("recordio", "mindspore"), default="recordio",
                         help="recordio's side runs with config.set_order_mode(this) (default recordio)")
-    parser.add_argument("--bytes-form", choices=("recordio", "mindspore"), default="recordio",
-                        help="recordio's side runs with config.set_bytes_form(this) (default recordio)")
+    parser.add_argument("--bytes-form", choices=("uint8", "mindspore"), default="uint8",
+                        help="recordio's side runs with config.set_bytes_form(this) (default uint8)")
     parser.add_argument("--json", type=pathlib.Path, help="write every test's result on both sides to this file")
 
 
@@ -123,7 +123,7 @@ def run(args):
     root.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     os.environ.update(RECORDIO_CONFORMANCE_ORDER_MODE=getattr(args, "order_mode", "recordio"),     # the plugin
-                      RECORDIO_CONFORMANCE_BYTES_FORM=getattr(args, "bytes_form", "recordio"))     # sets them
+                      RECORDIO_CONFORMANCE_BYTES_FORM=getattr(args, "bytes_form", "uint8"))     # sets them
     overlay = []
     if args.mindspore_python:
         overlay = [p.resolve() for p in args.mindspore_path]
