@@ -352,6 +352,9 @@ class FileReader:
 
     def _map(self, k):
         mm = self._maps.get(k)
+        if mm is not None and mm.closed:          # a walking source's map, closed with its source
+            del self._maps[k]
+            mm = None
         if mm is not None:
             self._maps.move_to_end(k)
             return mm
