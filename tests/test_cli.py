@@ -90,7 +90,8 @@ def test_bench_quick_runs_every_suite_from_a_plain_clone(tmp_path):
                           capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     suites = {row["suite"] for row in json.loads((tmp_path / "bench.json").read_text())["results"]}
-    assert suites == set(DEFAULT_SUITES) == {"storage", "pipeline", "vision", "sink", "convert", "mindpage", "tokens", "cold"}
+    assert suites == set(DEFAULT_SUITES) == {"storage", "pipeline", "vision", "sink", "convert", "mindpage", "tokens", "cold",
+                                                  "models"}
 
 
 def _query_dataset(tmp_path):

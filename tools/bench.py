@@ -14,7 +14,8 @@ import tempfile
 
 HELP = "benchmark writing, reading, the pipeline, vision ops, the sink, conversion and token rows against baselines"
 EXAMPLE = "recordio bench --suite storage --quick --json bench.json --plot bench.png"
-SUITES = ("storage", "pipeline", "vision", "sink", "convert", "mindpage", "tokens", "cold", "scale", "remote")
+SUITES = ("storage", "pipeline", "vision", "sink", "convert", "mindpage", "tokens", "cold", "models", "scale",
+          "remote")
 DEFAULT_SUITES = SUITES[:-2]          # scale writes 10M rows, remote needs the S3 server: asked for by name
 
 
