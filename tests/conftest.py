@@ -50,6 +50,23 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(skip)
 
 
+@pytest.fixture(autouse=True)
+def _settings_restored():
+    """Each test leaves recordio's process-wide settings (seed, order mode, bytes form, MindSpore's
+    engine options) as it found them: a test that sets a seed does not decide how later tests draw."""
+    import copy
+
+    from recordio import config
+    saved = (dict(config._settings), list(config._bytes_form), list(config._order_mode), copy.deepcopy(config._engine))
+    yield
+    for live, kept in zip((config._settings, config._bytes_form, config._order_mode, config._engine), saved):
+        live.clear()
+        if isinstance(live, dict):
+            live.update(kept)
+        else:
+            live.extend(kept)
+
+
 @pytest.fixture(scope="session")
 def golden_copies():
     return GOLDEN_COPIES
