@@ -21,31 +21,9 @@ from recordio import config
 from recordio.dataset import (DistributedSampler, MindDataset, RandomSampler, SequentialSampler, Shuffle,
                               SubsetSampler, TextFileDataset)
 from recordio.dataset import ms_text
-from recordio.mindrecord import FileWriter
+from test_ms_order import COUNTS, files, mindspore_orders  # noqa: F401  (fixtures; ids 0..46 in file order)
 
-COUNTS = [23, 7, 12, 5]            # rows of the four MindRecord files; ids 0..46 in file order
 TEXT_COUNTS = [5, 9, 3, 7]         # lines of the four text files; line k holds "k"
-
-
-@pytest.fixture
-def mindspore_orders():
-    config.set_order_mode("mindspore")
-    yield
-    config.set_order_mode("recordio")
-
-
-@pytest.fixture(scope="module")
-def files(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("ms-chains")
-    paths, start = [], 0
-    for k, count in enumerate(COUNTS):
-        path = str(folder / f"part{k}.mindrecord")
-        with FileWriter(path, 1, overwrite=True) as w:
-            w.add_schema({"id": {"type": "int32"}, "blob": {"type": "bytes"}}, "ids")
-            w.write_raw_data([{"id": start + i, "blob": bytes([i])} for i in range(count)])
-        paths.append(path)
-        start += count
-    return paths
 
 
 @pytest.fixture(scope="module")

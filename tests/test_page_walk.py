@@ -5,7 +5,6 @@ that disagrees is refused on the first block and under ``verify``; C and Python 
 
 import os
 import shutil
-import sqlite3
 import struct
 
 import numpy as np
@@ -16,6 +15,7 @@ from recordio import FileReader, FileWriter
 from recordio.mindrecord import codec, locations, page_walk
 from rowcheck import assert_rows_equal
 from conftest import GOLDEN_COPIES
+from test_untrusted import edit_header, sql
 
 CASES = sorted(p.name for p in GOLDEN_COPIES.iterdir() if p.is_dir())
 
@@ -123,17 +123,17 @@ def test_a_first_epoch_fetches_one_db_block_per_shard(multigroup):
     assert queries == [1, 1, 1] and rows_read <= 3 * locations.BLOCK_ROWS
 
 
-def _sql(db, *statements):
-    conn = sqlite3.connect(db)
-    for s in statements:
-        conn.execute(s)
-    conn.commit()
-    conn.close()
+def _copied(path, tmp_path):
+    """A copy of the dataset of data file ``path`` in ``tmp_path``; its first data file."""
+    folder = os.path.dirname(path)
+    for name in os.listdir(folder):
+        shutil.copy(os.path.join(folder, name), tmp_path / name)
+    return str(tmp_path / os.path.basename(path))
 
 
 def test_a_db_that_disagrees_on_the_first_block_is_refused_at_open(tmp_path):
     first = _copy(tmp_path, "matrix_s1_index")
-    _sql(first + ".db", "UPDATE INDEXES SET PAGE_OFFSET_BLOB_END = PAGE_OFFSET_BLOB_END - 1 WHERE ROW_ID = 0",
+    sql(first + ".db", "UPDATE INDEXES SET PAGE_OFFSET_BLOB_END = PAGE_OFFSET_BLOB_END - 1 WHERE ROW_ID = 0",
          "UPDATE INDEXES SET PAGE_OFFSET_BLOB = PAGE_OFFSET_BLOB - 1 WHERE ROW_ID = 1")
     with pytest.raises(recordio.IndexFileError, match=r"INDEXES row 0 gives the byte ranges .* but the data "
                                                       r"file's pages put that row at"):
@@ -141,13 +141,10 @@ def test_a_db_that_disagrees_on_the_first_block_is_refused_at_open(tmp_path):
 
 
 def test_a_late_damaged_db_row_is_not_read_and_verify_still_refuses_it(multigroup, tmp_path):
-    folder = os.path.dirname(multigroup)
-    for name in os.listdir(folder):
-        shutil.copy(os.path.join(folder, name), tmp_path / name)
-    first = str(tmp_path / os.path.basename(multigroup))
+    first = _copied(multigroup, tmp_path)
     with FileReader(first) as reader:
         want = list(reader)
-    _sql(first + ".db", "UPDATE INDEXES SET PAGE_OFFSET_RAW = PAGE_OFFSET_RAW + 1 WHERE ROW_ID = 1500")
+    sql(first + ".db", "UPDATE INDEXES SET PAGE_OFFSET_RAW = PAGE_OFFSET_RAW + 1 WHERE ROW_ID = 1500")
     with FileReader(first) as reader:
         assert_rows_equal(list(reader), want)            # the rows are the data file's
     with pytest.raises(recordio.IndexFileError, match="INDEXES row 1500"):
@@ -164,10 +161,7 @@ def _prefix_at(path, row, which):
 
 @pytest.mark.parametrize("which", ["raw", "blob"])
 def test_a_length_prefix_past_its_page_names_the_row(multigroup, tmp_path, which):
-    folder = os.path.dirname(multigroup)
-    for name in os.listdir(folder):
-        shutil.copy(os.path.join(folder, name), tmp_path / name)
-    first = str(tmp_path / os.path.basename(multigroup))
+    first = _copied(multigroup, tmp_path)
     at = _prefix_at(first, 1234, which)
     with open(first, "r+b") as f:
         f.seek(at)
@@ -181,7 +175,6 @@ def test_a_length_prefix_past_its_page_names_the_row(multigroup, tmp_path, which
 
 
 def test_a_row_group_offset_past_its_page_is_refused_at_open(tmp_path):
-    from test_untrusted import edit_header
     first = _copy(tmp_path, "matrix_s1_index")
     edit_header(first, lambda h: next(p for p in h["page"] if p["page_type"] == "RAW_DATA")
                 ["row_group_ids"][0].update(offset=1 << 30))

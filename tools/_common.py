@@ -33,3 +33,26 @@ def bench_main(doc, add_arguments, run, argv=None, value_format="10.4g", ratio_w
         extra = f"   {r['ratio']:.2f}{ratio_words} {r['baseline']}" if r.get("ratio") is not None else ""
         print(f"  {r['name']:<52} {r['value']:>{value_format}} {r['unit']}{extra}")
     return 0
+
+
+def format_row(r, width=78):
+    """One result row: ``name value unit  ratio x   target ...``."""
+    text = f"{r['name']:<{width}} {r['value']:>12.4g} {r['unit']:<7}"
+    if r["ratio"] is not None:
+        text += f" {r['ratio']:>6.2f}x"
+    return text + (f"   target {r['target']}" if r["target"] else "")
+
+
+def report_main(doc, add_arguments, run, argv=None, width=78):
+    """``main()`` of a benchmark whose ``--json FILE`` keeps the rows beside the printed table."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    add_arguments(parser)
+    parser.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
+    args = parser.parse_args(argv)
+    results = run(args)
+    for r in results:
+        print(format_row(r, width))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"python": sys.version.split()[0], "results": results}, f, indent=2)
+    return 0

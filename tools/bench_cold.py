@@ -23,7 +23,6 @@ Goals (issue 34): first pass >= 0.8x the warm pass; cifar first pass >= 2x Huggi
     python -m recordio.tools.bench_cold [--quick] [--repeats 3] [--json FILE]
 """
 
-import argparse
 import json
 import os
 import shutil
@@ -31,7 +30,6 @@ import subprocess
 import sys
 import tempfile
 
-import numpy as np
 
 SIZES = {"cifar": (50_000, 256), "tokens": (20_000, 32)}
 QUICK_SIZES = {"cifar": (5_000, 256), "tokens": (1_000, 32)}
@@ -205,25 +203,9 @@ def run(args):
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _format(r):
-    text = f"{r['name']:<78} {r['value']:>12.4g} {r['unit']:<7}"
-    if r["ratio"] is not None:
-        text += f" {r['ratio']:>6.2f}x"
-    return text + (f"   target {r['target']}" if r["target"] else "")
-
-
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add_arguments(parser)
-    parser.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
-    args = parser.parse_args(argv)
-    results = run(args)
-    for r in results:
-        print(_format(r))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"python": sys.version.split()[0], "results": results}, f, indent=2)
-    return 0
+    from recordio.tools._common import report_main
+    return report_main(__doc__, add_arguments, run, argv, width=78)
 
 
 if __name__ == "__main__":
