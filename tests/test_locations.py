@@ -289,3 +289,28 @@ def test_threads_share_a_reader_while_connections_are_evicted(tmp_path, tiny_blo
         with concurrent.futures.ThreadPoolExecutor(4) as pool:
             got = list(pool.map(lambda rows: [int(reader[int(i)]["id"]) for i in rows], chunks))
         assert all(g == [expected[int(i)] for i in rows] for g, rows in zip(got, chunks))
+
+
+def _open_dbs():
+    names = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            names.append(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:
+            pass
+    return [n for n in names if n.endswith(".db")]
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc/self/fd")
+@pytest.mark.parametrize("locations", ["walk", "db"])
+def test_close_closes_the_index_connections(small, monkeypatch, locations):
+    if locations == "db":
+        monkeypatch.setenv("RECORDIO_LOCATIONS", "db")
+    before = _open_dbs()
+    reader = FileReader(small)
+    reader[len(reader) - 1]
+    assert len(_open_dbs()) > len(before)          # the .db connections of a dataset of few shards stay open
+    reader.close()
+    assert _open_dbs() == before
+    with pytest.raises(ValueError):
+        reader[0]

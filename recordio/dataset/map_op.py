@@ -7,14 +7,17 @@ numpy (``op(*values)``) and return one value or a tuple. Op ``j`` of the map run
 """
 
 import collections
+import copy
 import functools
 import sys
 import time
 
+import numpy as np
+
 from recordio import config
 from recordio.dataset.callback import DSCallback
 from recordio.dataset.node import Dataset, Item
-from recordio.dataset.values import from_pil, to_op_input
+from recordio.dataset.values import collate, from_pil, to_op_input
 from recordio.dataset.workers import SerialRunner
 from recordio.errors import PipelineError
 from recordio.keys import derive_uid, op_scope, row_scope
@@ -156,6 +159,27 @@ class MapDataset(Dataset):
         ins, outs = self._io()
         return merge_names(self.children[0]._columns(), ins, outs)
 
+    def _epoch_rows(self, ctx, epoch):
+        """The child's rows in bulk with this map applied, where its host ops are elementwise (``TypeCast``:
+        an op of a stack of rows is the stack of the op of each) and replace one column in place: a
+        ``batch`` right after then applies them to its columns, once a batch (see :class:`ColumnMap`)."""
+        if self.callbacks or self.python_multiprocessing:
+            return None
+        spec = ctx.host_map(self)
+        ins, outs = self._io(spec)
+        if (not spec.operations or len(ins) != 1 or outs != ins
+                or not all(getattr(op, "elementwise", False) is True for op in spec.operations)):
+            return None
+        bulk = self.children[0]._epoch_rows(ctx, epoch)
+        if bulk is None:
+            return None
+        column_map = ColumnMap(spec.operations, spec.uid, ins[0], epoch)
+        mapped = copy.copy(bulk)
+        mapped.rows = column_map.rows(bulk.rows, bulk.row_ids())
+        if bulk.read_columns is not None:
+            mapped.read_columns = column_map.columns(bulk.read_columns)
+        return mapped
+
     def _items(self, ctx, epoch):
         spec = ctx.host_map(self)
         ins, outs = self._io(spec)
@@ -238,6 +262,58 @@ class MapDataset(Dataset):
             values = tuple(item.cols[c] for c in ins)
             yield Item(merge_values(item.cols, ins, outs, values, -1, item.row), item.row, item.epoch,
                        item.pos)
+
+
+class ColumnMap:
+    """Elementwise ops (``op.elementwise is True``: keyless, and ``op(stack of rows) == stack of op(row)``
+    for numeric arrays) of one in-place column, applied to a source's rows in bulk.
+
+    :meth:`columns` applies them to a batch's column: to a numeric array at once (rows of one shape,
+    as ``batch`` stacks them), to each value of a list (rows that do not stack, bytes, strings) and
+    then collated as ``batch`` collates the rows' values. Either way the batch equals the one built from
+    the mapped rows; an op's error names the row as the row path does.
+    """
+
+    def __init__(self, ops, uid, name, epoch):
+        self.ops, self.uid, self.name, self.epoch = list(ops), uid, name, epoch
+
+    def _one(self, value, row):
+        values = (to_op_input(value),)
+        for j, op in enumerate(self.ops):
+            try:
+                out = op(*values)
+            except Exception as e:
+                _note(e, self.uid, j, op, row, self.epoch)
+                raise
+            values = out if isinstance(out, tuple) else (out,)
+        if len(values) != 1:
+            merge_values({}, [self.name], [self.name], values, self.uid, row, True)     # raises
+        return values[0]
+
+    def rows(self, rows, row_ids):
+        """The rows (column dicts) with the column mapped."""
+        name = self.name
+        for cols, row in zip(rows, row_ids):
+            cols = dict(cols)
+            cols[name] = self._one(cols[name], row)
+            yield cols
+
+    def columns(self, read_columns):
+        """``read_columns`` (row ids -> a batch's columns) with the column mapped."""
+        name = self.name
+
+        def read(ids):
+            cols = read_columns(ids)
+            value = cols[name]
+            if isinstance(value, np.ndarray) and value.dtype.kind in "biuf" and value.ndim >= 1:
+                out = value
+                for op in self.ops:
+                    out = op(out)
+                cols[name] = out
+            else:
+                cols[name] = collate([self._one(v, row) for v, row in zip(value, ids.tolist())])
+            return cols
+        return read
 
 
 def _inputs(group, ins):

@@ -421,6 +421,9 @@ class FileReader:
             self._remote.close()
         if self._plain is not None:
             self._plain.close()
+        where = getattr(self, "_where", None)
+        if where is not None:            # the .db connections (and the walks' maps) of this process
+            where.close()
         while self._maps:
             self._maps.popitem()[1].close()
         while self._fds:

@@ -19,6 +19,8 @@ class TypeCast:
     """Cast to ``data_type`` (numpy dtype, torch dtype or name)."""
 
     uses_keys = False        # draws no randomness: the pipeline runs it without setting row keys
+    elementwise = True       # a cast of stacked rows is the stack of their casts: a map of it right
+    #                          before batch casts the batch's column once (map_op.ColumnMap)
 
     def __init__(self, data_type: Any) -> None:
         self.data_type = to_numpy_dtype(data_type)
