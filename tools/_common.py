@@ -18,41 +18,70 @@ def human_bytes(n):
     return f"{n} B"
 
 
-def bench_main(doc, add_arguments, run, argv=None, value_format="10.4g", ratio_words="x"):
-    """``main()`` of a benchmark tool: its arguments plus ``--json``; the rows of ``run(args)`` printed as
-    ``name value unit  ratio<ratio_words> baseline``, or as JSON."""
-    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
-    add_arguments(parser)
-    parser.add_argument("--json", action="store_true", help="print the rows as JSON")
-    args = parser.parse_args(argv)
-    results = run(args)
-    if args.json:
-        print(json.dumps(results, indent=2))
-        return 0
-    for r in results:
-        extra = f"   {r['ratio']:.2f}{ratio_words} {r['baseline']}" if r.get("ratio") is not None else ""
-        print(f"  {r['name']:<52} {r['value']:>{value_format}} {r['unit']}{extra}")
-    return 0
+def bench_row(name, value, unit, baseline=None, baseline_value=None, target="", *, note="", lower_is_better=False,
+              scale=1):
+    """One result row of a benchmark (the rows ``recordio bench`` prints, plots and writes as JSON):
+    ``value`` in ``unit`` (divided by ``scale``), compared with ``baseline`` (what it is compared with)
+    at ``baseline_value``; ``ratio`` is value / baseline_value for rates, baseline_value / value for times
+    (``lower_is_better``), so that > 1 is better either way; ``target``: the goal for the ratio."""
+    value = value / scale
+    base = None if baseline_value is None else baseline_value / scale
+    ratio = None
+    if base and value:
+        ratio = round(base / value if lower_is_better else value / base, 3)
+    row = {"name": name, "value": round(value, 4), "unit": unit, "baseline": baseline,
+           "baseline_value": None if base is None else round(base, 4), "ratio": ratio, "target": target}
+    if note:
+        row["note"] = note
+    return row
 
 
-def format_row(r, width=78):
-    """One result row: ``name value unit  ratio x   target ...``."""
-    text = f"{r['name']:<{width}} {r['value']:>12.4g} {r['unit']:<7}"
-    if r["ratio"] is not None:
-        text += f" {r['ratio']:>6.2f}x"
-    return text + (f"   target {r['target']}" if r["target"] else "")
+def format_row(r, width=64):
+    """One result row as a line: ``name value unit  ratio x baseline (its value)   target ...   note``."""
+    text = f"  {r['name']:<{width}} {r['value']:>12.4g} {r.get('unit') or '':<10}"
+    if r.get("ratio") is not None:
+        text += f" {r['ratio']:>6.2f}x {r.get('baseline') or ''}"
+        if r.get("baseline_value") is not None:
+            text += f" ({r['baseline_value']:.4g})"
+    if r.get("target"):
+        text += f"   target {r['target']}"
+    if r.get("note"):
+        text += f"   {r['note']}"
+    return text
 
 
-def report_main(doc, add_arguments, run, argv=None, width=78):
-    """``main()`` of a benchmark whose ``--json FILE`` keeps the rows beside the printed table."""
+def bench_main(doc, add_arguments, run, argv=None, width=64, check=None):
+    """``main()`` of every benchmark tool: its arguments (``add_arguments(parser)``; ``check(args)`` may
+    raise ``ValueError`` for a bad combination) plus ``--json FILE``; prints the rows of ``run(args)`` and
+    writes them as ``recordio bench --json`` does."""
     parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     add_arguments(parser)
     parser.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
     args = parser.parse_args(argv)
+    if check is not None:
+        try:
+            check(args)
+        except ValueError as exc:
+            parser.error(str(exc))
     results = run(args)
     for r in results:
-        print(format_row(r, width))
+        print(format_row(r, width), flush=True)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"python": sys.version.split()[0], "results": results}, f, indent=2)
+        write_results(args.json, results)
     return 0
+
+
+def bench_options(args, add_arguments):
+    """The options of a bench from ``args``, which may lack any (``recordio bench`` passes its own
+    namespace): the defaults of ``add_arguments`` where ``args`` has no value, as a dict."""
+    defaults = argparse.ArgumentParser()
+    add_arguments(defaults)
+    opts = vars(defaults.parse_args([]))
+    opts.update({k: v for k, v in vars(args).items() if k in opts and v is not None})
+    return opts
+
+
+def write_results(path, results):
+    """The rows as JSON, with the Python that measured them."""
+    with open(path, "w") as f:
+        json.dump({"python": sys.version.split()[0], "results": results}, f, indent=2)

@@ -7,9 +7,7 @@ for rates). ``args`` carries ``quick``, ``workdir``, ``mindspore_python`` and ``
 """
 
 import importlib
-import json
 import os
-import sys
 import tempfile
 
 HELP = "benchmark writing, reading, the pipeline, vision ops, the sink, conversion and token rows against baselines"
@@ -42,15 +40,9 @@ def _suites(text):
     return names
 
 
-def _format(row):
-    value = f"{row['value']:.4g} {row.get('unit', '')}".strip()
-    if row.get("ratio") is not None:
-        value += f"   {row['ratio']:.2f}x {row.get('baseline', '')}"
-    return f"  {row['name']:<48} {value}"
-
-
 def run(args):
     from recordio.mindrecord import codec
+    from recordio.tools._common import format_row, write_results
 
     names = _suites(args.suite)
     results = []
@@ -63,10 +55,9 @@ def run(args):
             for row in suite.run(args):
                 row = dict(row, suite=name)
                 results.append(row)
-                print(_format(row), flush=True)
+                print(format_row(row), flush=True)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"python": sys.version.split()[0], "results": results}, f, indent=2)
+        write_results(args.json, results)
     if args.plot:
         from recordio.tools.plot import plot_ratios
 

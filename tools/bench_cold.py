@@ -204,8 +204,8 @@ def run(args):
 
 
 def main(argv=None):
-    from recordio.tools._common import report_main
-    return report_main(__doc__, add_arguments, run, argv, width=78)
+    from recordio.tools._common import bench_main
+    return bench_main(__doc__, add_arguments, run, argv, width=78)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ the same JPEG bytes) and as a CSV (``label,file_name``: a CSV cannot hold the im
   ``$RECORDIO_MINDSPORE_PYTHONPATH`` adds folders to its path);
 * ``recordio convert csv`` and ``CsvToMR`` on the CSV.
 
-    python tools/bench_convert.py [--files 2000] [--quick] [--mindspore-python PY] [--json]
+    python tools/bench_convert.py [--files 2000] [--quick] [--mindspore-python PY] [--json FILE]
     python tools/bench_convert.py --workload jpeg [--rows 5000] [--mindspore-pythonpath DIRS]
 """
 
@@ -37,7 +37,7 @@ import sys
 import tempfile
 import time
 
-from recordio.tools._common import bench_main
+from recordio.tools._common import bench_main, bench_row
 
 PHOTOS = ("astronaut", "coffee", "chelsea", "rocket", "hubble_deep_field", "immunohistochemistry",
           "retina", "colorwheel")
@@ -156,11 +156,7 @@ def time_mindspore(python, src, folder, repeats):
     return float(done.stdout.split()[-1])
 
 
-def _row(name, value, unit, baseline=None, baseline_value=None):
-    ratio = value / baseline_value if baseline_value else None
-    return {"name": name, "value": round(value, 2), "unit": unit, "baseline": baseline,
-            "baseline_value": None if baseline_value is None else round(baseline_value, 2),
-            "ratio": None if ratio is None else round(ratio, 2)}
+_row = bench_row
 
 
 def run(args):
@@ -206,7 +202,7 @@ def _rows(n, mb, seconds, copy, ms):
 
 
 def main(argv=None):
-    return bench_main(__doc__, add_arguments, run, argv, value_format="10.1f")
+    return bench_main(__doc__, add_arguments, run, argv)
 
 
 if __name__ == "__main__":

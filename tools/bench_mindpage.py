@@ -5,7 +5,7 @@ string, a 64-byte blob, written once by recordio (MindSpore reads the same files
 its own process: open a ``MindPage`` and set the category field, then ``read_at_page_by_name`` of 10
 rows for 200 category names (pages in the first half of each category) in a fixed random order; the figures are per call.
 
-    python tools/bench_mindpage.py [--rows 100000] [--quick] [--mindspore-python PY] [--json]
+    python tools/bench_mindpage.py [--rows 100000] [--quick] [--mindspore-python PY] [--json FILE]
 """
 
 import json
@@ -17,7 +17,7 @@ import tempfile
 
 import numpy as np
 
-from recordio.tools._common import bench_main
+from recordio.tools._common import bench_main, bench_row
 
 ROWS, QUICK_ROWS, CATEGORIES, CALLS = 100_000, 10_000, 1000, 200
 
@@ -77,10 +77,7 @@ def time_side(python, side, path, n, calls=CALLS):
 
 
 def _row(name, value, unit, baseline=None, baseline_value=None):
-    ratio = baseline_value / value if baseline_value else None          # times: > 1 means recordio is faster
-    return {"name": name, "value": round(value, 4), "unit": unit, "baseline": baseline,
-            "baseline_value": None if baseline_value is None else round(baseline_value, 4),
-            "ratio": None if ratio is None else round(ratio, 2)}
+    return bench_row(name, value, unit, baseline, baseline_value, lower_is_better=True)     # times: > 1, recordio is faster
 
 
 def run(args):
@@ -105,7 +102,7 @@ def run(args):
 
 
 def main(argv=None):
-    return bench_main(__doc__, add_arguments, run, argv, ratio_words="x faster than")
+    return bench_main(__doc__, add_arguments, run, argv)
 
 
 if __name__ == "__main__":

@@ -22,13 +22,13 @@ Targets: >= 5x MindSpore's batched rate; pipeline overhead <= 30% over the raw r
     python tools/bench_pipeline.py --rows 50000 [--mindspore-python /path/to/ms-venv/bin/python]
 """
 
-import argparse
-import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
+
+from recordio.tools._common import bench_main, bench_options, bench_row
 
 MINDSPORE_BATCHED_QUOTED = 14_800.0     # rows/s, MindSpore 2.10 MindDataset + batch(256), measured by hand
 BATCH = 256
@@ -310,10 +310,9 @@ def _mindspore(python, path):
 
 
 def _row(name, value, unit, baseline, note=""):
-    ratio = None if not baseline else value / baseline
-    row = {"name": name, "value": round(value, 1), "unit": unit,
-           "baseline": None if baseline is None else round(baseline, 1),
-           "ratio": None if ratio is None else round(ratio, 3), "note": note}
+    """A row compared with ``baseline`` (a figure: what it is, the part of ``name`` after " / ")."""
+    what = name.rsplit(" / ", 1)[1] if baseline is not None and " / " in name else None
+    row = bench_row(name, value, unit, what, baseline, note=note)
     if hasattr(value, "cpu"):
         row["cpu_value"] = round(value.cpu, 1)
         if hasattr(baseline, "cpu"):
@@ -326,10 +325,7 @@ def run(args):
 
     ``args`` may lack any option (a dispatcher's namespace): the defaults of :func:`add_arguments` apply.
     """
-    defaults = argparse.ArgumentParser()
-    add_arguments(defaults)
-    opts = vars(defaults.parse_args([]))
-    opts.update({k: v for k, v in vars(args).items() if k in opts and v is not None})
+    opts = bench_options(args, add_arguments)
     if getattr(args, "quick", False):                       # `recordio bench --quick`: a smoke run
         opts["rows"], opts["repeats"] = min(opts["rows"], 5_000), 1
     folder = opts["dir"] or getattr(args, "workdir", None) or tempfile.mkdtemp(prefix="recordio-bench-")
@@ -402,29 +398,8 @@ def run(args):
     ]
 
 
-def _line(r):
-    text = f"{r['name']:<46} {r['value']:>8.0f} {r['unit']}"
-    if r["baseline"] is not None:
-        text += f"  baseline {r['baseline']:>8.0f}  ratio {r['ratio']:.2f}"
-    if "cpu_value" in r:
-        cpu_ratio = f", ratio {r['cpu_ratio']:.2f}" if "cpu_ratio" in r else ""
-        text += f"  (per CPU s: {r['cpu_value']:.0f}{cpu_ratio})"
-    return f"{text}  {r['note']}"
-
-
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add_arguments(parser)
-    parser.add_argument("--json", action="store_true", help="print the rows as JSON")
-    args = parser.parse_args(argv)
-    rows = run(args)
-    if args.json:
-        json.dump(rows, sys.stdout, indent=2)
-        print()
-    else:
-        for r in rows:
-            print(_line(r))
-    return 0
+    return bench_main(__doc__, add_arguments, run, argv, width=72)
 
 
 if __name__ == "__main__":

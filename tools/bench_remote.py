@@ -22,7 +22,6 @@ Needs the ``remote`` extra and ``moto[server]`` (both in ``dev``).
     python -m recordio.tools bench --suite remote [--quick] [--mds-python /path/to/venv/bin/python]
 """
 
-import argparse
 import json
 import os
 import subprocess
@@ -30,6 +29,8 @@ import tempfile
 import time
 
 import numpy as np
+
+from recordio.tools._common import bench_main, bench_options, bench_row
 
 LATENCY_MS = 20
 BUCKET = "bench"
@@ -45,10 +46,7 @@ def add_arguments(parser):
 
 
 def _options(args):
-    defaults = argparse.ArgumentParser()
-    add_arguments(defaults)
-    opts = vars(defaults.parse_args([]))
-    opts.update({k: v for k, v in vars(args).items() if k in opts and v is not None})
+    opts = bench_options(args, add_arguments)
     if getattr(args, "quick", False):
         opts["rows"] = min(opts["rows"], 300)
     return opts
@@ -71,11 +69,7 @@ def _write(path, n):
     return [path + str(i).rjust(width, "0") for i in range(shards)]
 
 
-def _row(name, value, unit, baseline=None, baseline_value=None, note=""):
-    row = {"name": name, "value": value, "unit": unit, "baseline": baseline, "note": note}
-    if baseline_value:
-        row.update(baseline_value=baseline_value, ratio=value / baseline_value)
-    return row
+_row = bench_row
 
 
 def _pipeline_rate(source, **remote):
@@ -140,7 +134,7 @@ def run(args):
         local = _pipeline_rate(files[0])
         remote = _pipeline_rate(url, storage_options=storage, cache_dir=os.path.join(cache, "pipeline"))
         rows.append(_row(f"host pipeline from S3 (+{opts['latency_ms']:g} ms) / local", remote, "images/s",
-                         "local copy", local, "target ratio >= 0.8"))
+                         "local copy", local, target=">= 0.8"))
         full = _epochs(url, storage, os.path.join(cache, "full"), 2, cache_limit=2 * dataset_bytes)
         first, second = full
         rows.append(_row("shuffled epoch: bytes fetched / bytes of rows read", first["bytes"] / first["row_bytes"],
@@ -160,7 +154,7 @@ def run(args):
         fetched = {p: sum(e["bytes"] for e in _epochs(url, storage, os.path.join(cache, p), 3, limit, p))
                    for p in ("future", "lru")}
         rows.append(_row("3 epochs, cache_limit 25%: bytes fetched, epoch order / LRU", fetched["future"], "B",
-                         "LRU eviction", fetched["lru"], "lower is better"))
+                         "LRU eviction", fetched["lru"], note="lower is better"))
         rows.append(_mosaic(opts, folder, s3, proxy, first))
     return rows
 
@@ -209,12 +203,10 @@ def _mosaic(opts, folder, s3, proxy, ours):
         return _row(name, float("nan"), "rows/s", note="failed: see the printed error")
     result = json.loads(lines[-1])
     return _row(name, ours["rate"], "rows/s", "Mosaic Streaming rows/s", result["rate"],
-                f"ratio = ours / Mosaic ({result['rows']} rows; Mosaic fetches whole shards)")
+                note=f"ratio = ours / Mosaic ({result['rows']} rows; Mosaic fetches whole shards)")
 
 
 def main(argv=None):
-    from recordio.tools._common import bench_main
-
     return bench_main(__doc__, add_arguments, run, argv)
 
 

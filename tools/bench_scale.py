@@ -27,6 +27,8 @@ import subprocess
 import sys
 import tempfile
 
+from recordio.tools._common import bench_row
+
 SIZES, QUICK_SIZES = (1_000_000, 10_000_000), (20_000, 200_000)
 WRITER_BASE, QUICK_WRITER_BASE = 100_000, 10_000
 SHARDS, BATCH = 4, 100_000
@@ -164,11 +166,7 @@ def _run(python, script, *args, timeout=7200):
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def _row(name, value, unit, baseline=None, baseline_value=None, target=""):
-    ratio = None if not baseline_value else value / baseline_value
-    return {"name": name, "value": round(value, 4), "unit": unit, "baseline": baseline,
-            "baseline_value": None if baseline_value is None else round(baseline_value, 4),
-            "ratio": None if ratio is None else round(ratio, 3), "target": target}
+_row = bench_row
 
 
 def measure(folder, n, ms_python):
@@ -201,19 +199,19 @@ def rows_at(n, m, base_peak):
     tag = f"{n // 1000}k" if n < 1_000_000 else f"{n // 1_000_000}M"
     w, o = m["write"], m["open"]
     out = [_row(f"scale {tag}: open + first row", o["s"], "s", "MindSpore FileReader + first row",
-                m["ms_open"]["s"] if "ms_open" in m else None, "<= 0.05 s at 10M"),
+                m["ms_open"]["s"] if "ms_open" in m else None, target="<= 0.05 s at 10M"),
            _row(f"scale {tag}: RSS after open", o["rss_mb"], "MB", "MindSpore FileReader",
-                m["ms_open"]["rss_mb"] if "ms_open" in m else None, "<= 60 MB"),
+                m["ms_open"]["rss_mb"] if "ms_open" in m else None, target="<= 60 MB"),
            _row(f"scale {tag}: first row of a shuffled MindDataset", m["shuffled"]["s"], "s", None, None,
-                "<= 0.1 s at 10M"),
+                target="<= 0.1 s at 10M"),
            _row(f"scale {tag}: random reader[i], first pass", m["random"]["first"], "rows/s"),
            _row(f"scale {tag}: random reader[i], second pass", m["random"]["second"], "rows/s"),
            _row(f"scale {tag}: {WORKERS} workers' location PSS vs one process", m["workers"]["pss_mb"], "MB",
-                "one process's resident cache", m["workers"]["one_mb"], "<= 1.2x"),
+                "one process's resident cache", m["workers"]["one_mb"], target="<= 1.2x"),
            _row(f"scale {tag}: write", n / w["s"], "rows/s", "MindSpore FileWriter",
                 n / m["ms_write"]["s"] if "ms_write" in m else None),
            _row(f"scale {tag}: writer peak RSS", w["peak_mb"], "MB", "writer peak at the reference size",
-                base_peak, "<= 1.2x at 10M")]
+                base_peak, target="<= 1.2x at 10M")]
     if "ms_write" in m:
         out.append(_row(f"scale {tag}: writer peak RSS vs MindSpore", w["peak_mb"], "MB", "MindSpore FileWriter",
                         m["ms_write"]["peak_mb"]))
@@ -230,7 +228,7 @@ def growth_rows(first, last, n0, n1):
     for a, b in zip(first, last):
         key = a["name"].split(": ", 1)[1]
         if any(key.startswith(g) or g in key for g in GROWTH) and a["value"]:
-            out.append(_row(f"scale growth {n0:,} -> {n1:,}: {key}", b["value"] / a["value"], "x", None, None, "~1"))
+            out.append(_row(f"scale growth {n0:,} -> {n1:,}: {key}", b["value"] / a["value"], "x", None, None, target="~1"))
     return out
 
 

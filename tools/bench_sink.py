@@ -18,15 +18,15 @@ reports host->device copy bandwidth from pinned and from pageable memory (256x3x
 Pipeline: MindDataset (cifar records) -> map(raw bytes -> 32x32x3, RandomCrop(32, padding=4),
 RandomHorizontalFlip) on the host -> map(Rescale, Normalize, HWC2CHW, offload=True) -> batch(128).
 
-    python tools/bench_sink.py [--rows 10000] [--steps 150] [--device cpu|cuda] [--workers N] [--json]
+    python tools/bench_sink.py [--rows 10000] [--steps 150] [--device cpu|cuda] [--workers N] [--json FILE]
 """
 
-import argparse
-import json
 import os
 import sys
 import tempfile
 import time
+
+from recordio.tools._common import bench_main, bench_row
 
 BATCH = 128
 WARMUP = 5
@@ -180,11 +180,7 @@ def _bandwidth(device):
     return out
 
 
-def _row(name, value, unit, baseline=None, baseline_value=None, note=""):
-    ratio = None if not baseline_value else value / baseline_value
-    return {"name": name, "value": round(value, 3), "unit": unit, "baseline": baseline,
-            "baseline_value": None if baseline_value is None else round(baseline_value, 3),
-            "ratio": None if ratio is None else round(ratio, 3), "note": note}
+_row = bench_row
 
 
 def _ways(device, steps):
@@ -253,19 +249,7 @@ def _run(args):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add_arguments(parser)
-    parser.add_argument("--json", action="store_true", help="print the rows as JSON")
-    args = parser.parse_args(argv)
-    rows = run(args)
-    if args.json:
-        json.dump(rows, sys.stdout, indent=2)
-        print()
-        return 0
-    for r in rows:
-        ratio = "" if r["ratio"] is None else f"   {r['ratio']:.2f}x {r['baseline']}"
-        print(f"{r['name']:<48} {r['value']:>10.2f} {r['unit']}{ratio}")
-    return 0
+    return bench_main(__doc__, add_arguments, run, argv, width=48)
 
 
 if __name__ == "__main__":

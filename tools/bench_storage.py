@@ -24,7 +24,6 @@ cifar; ``recordio count`` < 0.1 s; checksums cost <= 10% of write throughput.
     python tools/bench_storage.py [--quick] [--workdir DIR] [--mindspore-python PY] [--json FILE]
 """
 
-import argparse
 import json
 import os
 import pickle
@@ -35,6 +34,8 @@ import tempfile
 import time
 
 import numpy as np
+
+from recordio.tools._common import bench_main, bench_row
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SIZES = {"cifar": 50_000, "jpeg": 5_000, "arrays": 20_000}
@@ -257,11 +258,7 @@ def mindspore_storage(python, folder, name, rows, repeats):
 # --- one workload -------------------------------------------------------------------------------------
 
 
-def row(name, value, unit, baseline=None, baseline_value=None, target=""):
-    ratio = None if not baseline_value else value / baseline_value
-    return {"name": name, "value": round(value, 3), "unit": unit, "baseline": baseline,
-            "baseline_value": None if baseline_value is None else round(baseline_value, 3),
-            "ratio": None if ratio is None else round(ratio, 3), "target": target}
+row = bench_row      # other benches build their rows with it under this name
 
 
 WRITE_VARIANTS = (("plain", {}), ("no_checksums", {"checksums": False}), ("no_fsync", {"fsync": False}),
@@ -478,15 +475,7 @@ def _parts(text):
     return names
 
 
-def _format(r):
-    text = f"{r['name']:<48} {r['value']:>12.4g} {r['unit']:<7}"
-    if r["ratio"] is not None:
-        text += f" {r['ratio']:>7.2f}x {r['baseline']} ({r['baseline_value']:.4g})"
-    return text + (f"   target {r['target']}" if r["target"] else "")
-
-
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_arguments(parser):
     parser.add_argument("--quick", action="store_true", help="small workloads (a smoke run, not for quoting)")
     parser.add_argument("--workdir", default=None, help="where datasets are written (default: a temporary folder)")
     parser.add_argument("--mindspore-python", default=os.environ.get("RECORDIO_MINDSPORE_PYTHON"),
@@ -496,20 +485,10 @@ def main(argv=None):
     parser.add_argument("--parts", default=None,
                         help=f"comma-separated parts to run (default: all of {', '.join(PARTS)})")
     parser.add_argument("--device", default="cpu", help="unused by this suite (accepted for the dispatcher)")
-    parser.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
-    args = parser.parse_args(argv)
-    try:
-        _parts(args.parts)
-    except ValueError as exc:
-        parser.error(str(exc))
-    results = run(args)
-    for r in results:
-        print(_format(r))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"python": sys.version.split()[0], "results": results}, f, indent=2)
-    return 0
 
+
+def main(argv=None):
+    return bench_main(__doc__, add_arguments, run, argv, width=48, check=lambda args: _parts(args.parts))
 
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(HERE, ".."))

@@ -24,7 +24,6 @@ write >= 3x MindSpore; convert text >= 0.8x the tokenizer alone.
     python tools/bench_tokens.py [--rows 20000] [--quick] [--mindspore-python PY] [--json FILE]
 """
 
-import argparse
 import json
 import os
 import shutil
@@ -34,6 +33,8 @@ import tempfile
 import time
 
 import numpy as np
+
+from recordio.tools._common import bench_main, bench_row
 
 ROWS, QUICK_ROWS, LENGTH, BATCH, WRITE_CALL = 20_000, 2_000, 2049, 32, 1000
 SCHEMA = {"input_ids": {"type": "int32", "shape": [-1]}}
@@ -299,10 +300,8 @@ def interleaved_best(tasks, repeats):
 
 
 def row(name, value, baseline=None, baseline_value=None, target=""):
-    ratio = None if not baseline_value else value / baseline_value
-    return {"name": name, "value": round(value / 1e6, 2), "unit": "M tokens/s", "baseline": baseline,
-            "baseline_value": None if baseline_value is None else round(baseline_value / 1e6, 2),
-            "ratio": None if ratio is None else round(ratio, 3), "target": target}
+    """A row in millions of tokens a second (``value``: tokens a second)."""
+    return bench_row(name, value, "M tokens/s", baseline, baseline_value, target=target, scale=1e6)
 
 
 def compare_rows(kind, rates, flat, hf, ms):
@@ -381,18 +380,7 @@ def run(args):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add_arguments(parser)
-    parser.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
-    args = parser.parse_args(argv)
-    results = run(args)
-    for r in results:
-        extra = f"   {r['ratio']:.2f}x {r['baseline']} ({r['baseline_value']:.1f})" if r["ratio"] is not None else ""
-        print(f"  {r['name']:<64} {r['value']:>9.1f} {r['unit']}{extra}")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"python": sys.version.split()[0], "results": results}, f, indent=2)
-    return 0
+    return bench_main(__doc__, add_arguments, run, argv)
 
 
 if __name__ == "__main__":

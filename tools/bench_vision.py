@@ -12,16 +12,17 @@
 
 Every measurement runs ``--repeat`` times and keeps the best run (the machine may be shared).
 
-    python tools/bench_vision.py [--images 2048] [--repeat 3] [--device cuda] [--mindspore-python PY] [--json]
+    python tools/bench_vision.py [--images 2048] [--repeat 3] [--device cuda] [--mindspore-python PY] [--json FILE]
 """
 
-import argparse
 import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
+
+from recordio.tools._common import bench_main, bench_row
 
 BATCH, WORKERS, SIZE = 64, 2, 224
 MEAN, STD = [123.675, 116.28, 103.53], [58.395, 57.12, 57.375]
@@ -157,11 +158,8 @@ def tail_offloaded(batches, device, rounding="per_op"):
     return batches * BATCH / (time.perf_counter() - start)
 
 
-def _row(name, value, unit="images/s", baseline=None, baseline_value=None, note=None):
-    ratio = value / baseline_value if baseline_value else None
-    row = {"name": name, "value": value, "unit": unit, "baseline": baseline, "baseline_value": baseline_value,
-           "ratio": ratio}
-    return dict(row, note=note) if note else row
+def _row(name, value, unit="images/s", baseline=None, baseline_value=None, lower_is_better=False):
+    return bench_row(name, value, unit, baseline, baseline_value, lower_is_better=lower_is_better)
 
 
 def _devices(args):
@@ -204,10 +202,8 @@ def pipeline_rows(args, n, repeats):
         name = f"vision host pipeline (jpeg, batch 64, 2 worker {kind})"
         rows.append(_row(name, ours["images_per_s"], baseline=label, baseline_value=theirs["images_per_s"]))
         if kind == "threads":       # process workers' CPU is not counted in this process
-            cpu = _row(name + ", CPU per image", ours["cpu_ms_per_image"], "ms", label, theirs["cpu_ms_per_image"])
-            if theirs["cpu_ms_per_image"]:
-                cpu["ratio"] = theirs["cpu_ms_per_image"] / ours["cpu_ms_per_image"]   # > 1: we use less CPU
-            rows.append(cpu)
+            rows.append(_row(name + ", CPU per image", ours["cpu_ms_per_image"], "ms", label,
+                             theirs["cpu_ms_per_image"], lower_is_better=True))     # > 1: we use less CPU
     return rows
 
 
@@ -230,17 +226,7 @@ def run(args):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="bench_vision", description=__doc__.split("\n")[0])
-    add_arguments(parser)
-    parser.add_argument("--json", action="store_true", help="print the rows as JSON")
-    args = parser.parse_args(argv)
-    rows = run(args)
-    if args.json:
-        print(json.dumps(rows, indent=2))
-    for row in rows:
-        extra = f"  {row['ratio']:.2f}x {row['baseline']}" if row.get("ratio") else ""
-        print(f"{row['name']:<66} {row['value']:9.1f} {row['unit']}{extra}")
-    return 0
+    return bench_main(__doc__, add_arguments, run, argv, width=66)
 
 
 if __name__ == "__main__":

@@ -4,10 +4,9 @@ append preflight) on the write benchmark, against the same writer with them swit
     python -m recordio.tools.bench_write_checks [--rows 20000] [--repeats 5]
 
 Workloads: ``cifar`` (rows of 3 KB) and ``jpeg`` (rows of ~100 KB) from ``tools/workloads.py``.
-Prints rows/s with and without the checks and the ratio (1.0 = free).
+Prints rows/s with the checks and the ratio to the writer without them (1.0 = free).
 """
 
-import argparse
 import contextlib
 import os
 import tempfile
@@ -16,6 +15,7 @@ import time
 import recordio
 from recordio.mindrecord import datalock, fileio
 from recordio.tools import workloads
+from recordio.tools._common import bench_main, bench_row
 
 SCHEMAS = {"cifar": {"image": {"type": "bytes"}, "label": {"type": "int32"}},
            "jpeg": {"image": {"type": "bytes"}, "label": {"type": "int32"}, "file_name": {"type": "string"}}}
@@ -63,18 +63,25 @@ def measure(name, rows, repeats, folder):
     return min(on), min(off)
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(parser):
     parser.add_argument("--rows", type=int, default=20_000, help="cifar rows (jpeg: a tenth; default 20000)")
     parser.add_argument("--repeats", type=int, default=5)
-    args = parser.parse_args(argv)
+
+
+def run(args):
+    """One row per workload: rows/s with the checks against the same writer without them (1.0 = free)."""
+    rows_out = []
     with tempfile.TemporaryDirectory(prefix="recordio-checks-") as folder:
         for name, n in (("cifar", args.rows), ("jpeg", max(1, args.rows // 10))):
             rows = list(workloads.samples(name, n))
             on, off = measure(name, rows, args.repeats, folder)
-            print(f"{name:6} {n:6} rows: checked {n / on:10,.0f} rows/s, unchecked {n / off:10,.0f} rows/s, "
-                  f"ratio {off / on:.3f} (1.0 = free)")
-    return 0
+            rows_out.append(bench_row(f"{name}, {n} rows: write with the checks", n / on, "rows/s",
+                                      "the writer without them", n / off))
+    return rows_out
+
+
+def main(argv=None):
+    return bench_main(__doc__, add_arguments, run, argv, width=48)
 
 
 if __name__ == "__main__":
