@@ -20,14 +20,13 @@ kept for every block start the walk passed, so a block is never walked twice fro
 
 from __future__ import annotations
 
-import mmap
 import os
 import threading
 
 import numpy as np
 
-from recordio.errors import DatasetChangedError, FormatError, IndexFileError
-from recordio.mindrecord import codec
+from recordio.errors import FormatError, IndexFileError
+from recordio.mindrecord import codec, fileio
 from recordio.mindrecord import format as fmt
 
 __all__ = ["WalkBlocks", "enabled", "walk_shard"]
@@ -234,16 +233,9 @@ class WalkBlocks:
         if self._mm is not None and not self._mm.closed:
             return self._mm
         path = self.shard.path
-        fd = self.fd if self.fd is not None else os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        fd = self.fd if self.fd is not None else fileio.open_checked(path, self.shard.identity)
         try:
-            st = os.fstat(fd)
-            if self.shard.identity and (st.st_dev, st.st_ino) != tuple(self.shard.identity):
-                raise DatasetChangedError(f"{path}: the dataset was replaced after this reader opened it "
-                                          f"(another file is at the path now); open a new reader to read "
-                                          f"the new version")
-            if st.st_size < self.shard.size:
-                raise FormatError(f"{path}: file shrank from {self.shard.size} to {st.st_size} bytes while open")
-            self._mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+            self._mm = fileio.map_readonly(path, self.shard.size, fd)
         finally:
             if fd != self.fd:
                 os.close(fd)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import bisect
 import collections
 import functools
-import mmap
 import os
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -28,8 +27,8 @@ import numpy as np
 from recordio.mindrecord.checksums import HEADER_SLOT, digest_bytes, slot_range
 from recordio.mindrecord.codec import unpack_raw
 from recordio.mindrecord.format import ENTRY_PREFIX
-from recordio.errors import ChecksumError, DatasetChangedError, FormatError, ParamTypeError, SchemaError
-from recordio.mindrecord import encryption
+from recordio.errors import ChecksumError, FormatError, ParamTypeError, SchemaError
+from recordio.mindrecord import encryption, fileio
 from recordio.mindrecord.params import check_num_consumer, check_path_param
 from recordio.mindrecord.recovery import check_journals
 from recordio.mindrecord.fileset import open_shards, require_given
@@ -158,14 +157,7 @@ class FileReader:
         """A descriptor of shard ``k``'s file, refused if the path now names another file (the dataset
         was replaced since this reader, or the one it was pickled from, opened it)."""
         shard = self._shards[k]
-        fd = os.open(shard.path, os.O_RDONLY | os.O_CLOEXEC)
-        st = os.fstat(fd)
-        if shard.identity and (st.st_dev, st.st_ino) != tuple(shard.identity):
-            os.close(fd)
-            raise DatasetChangedError(f"{shard.path}: the dataset was replaced after this reader opened it "
-                                      f"(another file is at the path now); open a new reader to read the new "
-                                      f"version")
-        return fd
+        return fileio.open_checked(shard.path, shard.identity)
 
     # --- facts ----------------------------------------------------------------------------------
 
@@ -505,10 +497,7 @@ def _map_file(shard, kept, open_checked):
     one, closed once mapped), refused when the file shrank below the size it was opened with."""
     fd = kept if kept is not None else open_checked()
     try:
-        size = os.fstat(fd).st_size
-        if size < shard.size:
-            raise FormatError(f"{shard.path}: file shrank from {shard.size} to {size} bytes while open")
-        return mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+        return fileio.map_readonly(shard.path, shard.size, fd)
     finally:
         if kept is None:
             os.close(fd)
