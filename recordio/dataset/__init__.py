@@ -12,6 +12,7 @@ import importlib
 
 from recordio import config
 from recordio.dataset import callback
+from recordio.dataset import batch_op, bucket_op, map_op, ops  # noqa: F401 (they register the builders' operations)
 from recordio.dataset.balance import WeightedClassSampler
 from recordio.dataset.callback import DSCallback
 from recordio.dataset.generator import GeneratorDataset

@@ -10,9 +10,10 @@ import operator
 
 import numpy as np
 
-from recordio.dataset.node import Dataset, Item
+from recordio.dataset.map_op import merge_names, merge_values
+from recordio.dataset.node import Dataset, Item, operation
 from recordio.dataset.values import collate, pad_column, to_op_input
-from recordio.errors import PipelineError
+from recordio.errors import PipelineError, check_range, type_check
 
 __all__ = ["BatchDataset", "BatchInfo", "check_batch_size", "check_pad_info"]
 
@@ -46,7 +47,6 @@ def check_batch_size(batch_size):
 
 def check_pad_info(pad_info):
     """MindSpore's ``check_pad_info`` on each entry: ``{column: (shape list or None, value) or None}``."""
-    from recordio.errors import check_range, type_check
     type_check(pad_info, (dict,), "pad_info")
     for key, value in pad_info.items():
         type_check(key, (str,), "key in pad_info")
@@ -66,10 +66,20 @@ def check_pad_info(pad_info):
     return dict(pad_info)
 
 
+@operation
 class BatchDataset(Dataset):
     """``batch_size`` rows per batch; a callable ``batch_size(BatchInfo)`` gives each batch's size
     (numbered from 0 in each epoch, as MindSpore's). ``pad_all`` (``padded_batch``): columns not in
     ``pad_info`` are padded to the batch's largest shape with 0."""
+
+    @classmethod
+    def padded(cls, child, batch_size, drop_remainder, pad_info):
+        """``child.padded_batch(...)``: MindSpore's checks, then every column padded with a dict
+        ``pad_info`` (nothing padded without one)."""
+        check_batch_size(batch_size)
+        type_check(drop_remainder, (bool,), "drop_remainder")
+        pad = None if pad_info is None else check_pad_info(pad_info)
+        return cls(child, batch_size, drop_remainder, None, None, None, pad, pad_all=pad is not None)
 
     def __init__(self, child, batch_size, drop_remainder, per_batch_map, input_columns, output_columns,
                  pad_info, pad_all=False):
@@ -92,7 +102,6 @@ class BatchDataset(Dataset):
             return names
         ins = self.input_columns or names
         outs = self.output_columns or ins
-        from recordio.dataset.map_op import merge_names
         return merge_names(names, ins, outs, "batch")
 
     def _positional(self):
@@ -182,7 +191,6 @@ class BatchDataset(Dataset):
         if len(out) != len(outs):
             raise PipelineError(f"batch: per_batch_map returned {len(out)} column(s), expected {len(outs)} "
                                 f"(output_columns={outs})")
-        from recordio.dataset.map_op import merge_values
         return merge_values(lists, ins, outs, [list(v) for v in out], "batch", first_row)
 
     def _make(self, lists, rows, epoch, pos, number):

@@ -15,7 +15,7 @@ The batches depend only on the rows' order, so a resume replays the epoch up to 
 import numpy as np
 
 from recordio.dataset.batch_op import _row_ids, check_pad_info
-from recordio.dataset.node import Dataset, Item
+from recordio.dataset.node import Dataset, Item, operation
 from recordio.dataset.values import pad_column, to_op_input
 from recordio.errors import PipelineError, type_check
 
@@ -56,6 +56,7 @@ def check_bucket_args(column_names, boundaries, batch_sizes, length_fn, pad_info
     return {} if pad_info is None else check_pad_info(pad_info)
 
 
+@operation
 class BucketBatchDataset(Dataset):
     def __init__(self, child, column_names, bucket_boundaries, bucket_batch_sizes, element_length_function=None,
                  pad_info=None, pad_to_bucket_boundary=False, drop_remainder=False):

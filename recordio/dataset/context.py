@@ -7,11 +7,13 @@ children before parents). Op ``j`` of map ``m`` draws its randomness under
 """
 
 import dataclasses
+import sys
 
 from recordio import config
+from recordio.dataset.callback import MapHooks
 from recordio.dataset.workers import make_runner
 
-__all__ = ["Plan", "RunContext", "build_plan"]
+__all__ = ["Plan", "RunContext", "build_plan", "torch_world"]
 
 
 @dataclasses.dataclass
@@ -42,11 +44,18 @@ def build_plan(root):
                 host, offload)
 
 
+def torch_world():
+    """``(world_size, rank)`` when torch.distributed is imported and initialised, else None."""
+    dist = sys.modules.get("torch.distributed")
+    if dist is None or not dist.is_available() or not dist.is_initialized():
+        return None
+    return dist.get_world_size(), dist.get_rank()
+
+
 class RunContext:
     """The state one iteration of a pipeline carries down to its nodes."""
 
     def __init__(self, plan, seed, shards=None, resume=None, world=None, block=1):
-        from recordio.dataset.source import torch_world
         self.plan = plan
         self.world = world if world is not None else torch_world()   # (size, rank) of torch.distributed
         self.seed = seed
@@ -79,7 +88,6 @@ class RunContext:
 
     def map_hooks(self, node):
         """The callbacks of map ``node`` in this run (``ds_begin`` is called on first use)."""
-        from recordio.dataset.callback import MapHooks
         if id(node) not in self._hooks:
             self._hooks[id(node)] = MapHooks(node.callbacks)
         return self._hooks[id(node)]

@@ -16,7 +16,7 @@ import numpy as np
 
 from recordio import config
 from recordio.dataset.callback import DSCallback
-from recordio.dataset.node import Dataset, Item
+from recordio.dataset.node import Dataset, Item, operation
 from recordio.dataset.values import collate, from_pil, to_op_input
 from recordio.dataset.workers import SerialRunner
 from recordio.errors import PipelineError
@@ -97,6 +97,7 @@ def _note(e, uid, j, op, row, epoch):
     e.recordio_row = first_row
 
 
+@operation
 class MapDataset(Dataset):
     """One ``map``. With worker threads, its operations run where they pay: rows run in the pipeline's
     own thread, timed a chunk at a time (the first of :data:`PROBE_ROWS` rows), as long as the

@@ -14,9 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from recordio.dataset.order import DefaultOrder, Sampler, Shuffle, shuffle_mode
-from recordio.dataset.source import SampledSource, check_sampler_args, check_shards
+from recordio import config
 from recordio.config import get_bytes_form
+from recordio.dataset.context import RunContext
+from recordio.dataset.order import Shuffle, shuffle_mode
+from recordio.dataset.samplers import DefaultOrder, Sampler
+from recordio.dataset.source import SampledSource, check_sampler_args, check_shards
 from recordio.dataset.values import to_numpy
 from recordio.errors import PipelineError, RowRangeError, SchemaError
 
@@ -77,6 +80,9 @@ class MindDataset(SampledSource):
         padded_sample, num_padded: rows appended so that the shards divide evenly.
         num_samples: at most this many rows per shard and epoch.
     """
+
+    #: ``recordio.dataset.ms_order`` reproduces MindSpore's orders for this source (order mode "mindspore")
+    _has_mindspore_orders = True
 
     def __init__(self, dataset_files: str | os.PathLike | Sequence[str | os.PathLike],
                  columns_list: Sequence[str] | None = None, num_parallel_workers: int | None = None,
@@ -143,8 +149,6 @@ class MindDataset(SampledSource):
                             f"{type(index)}. MindDataset: index must be an int.")
         if index < 0:
             raise ValueError(f"index cannot be negative, but got {index}.")
-        from recordio import config
-        from recordio.dataset.context import RunContext
         ids = self.sampler.order(self._num_rows(), config.get_seed(), 0, self)
         num, sid = self._rank_split(RunContext.for_sizes(self))
         ids = np.asarray(ids, np.int64)[self._shard_positions(len(ids), num, sid, 0, False)]

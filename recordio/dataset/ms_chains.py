@@ -50,8 +50,8 @@ def _mode(shuffle, n, what):
 
 
 def _operators(root, n, seed, source):
-    """The chain's operators, deepest child first, with the seeds MindSpore gives them."""
-    from recordio.dataset import samplers as S
+    """The chain's operators, deepest child first, with the seeds MindSpore gives them. A sampler
+    class names its operator in ``_ms_operator`` (``recordio.dataset.samplers``; None: none)."""
     chain = []
     sampler = root
     while sampler is not None:
@@ -60,14 +60,14 @@ def _operators(root, n, seed, source):
     chain.reverse()
     ops = []
     for sampler in chain:
-        name = type(sampler).__name__
-        if isinstance(sampler, S.DistributedSampler):
+        name, kind = type(sampler).__name__, sampler._ms_operator
+        if kind == "distributed":
             if sampler.offset != -1:
                 ms_order.refuse(name, "offset in a sampler chain")
             ops.append(_Op("ds", num=sampler.num_shards, shard=sampler.shard_id, seed=sampler.seed,
-                           mode=None if sampler.shuffle == S.Shuffle.FALSE else _mode(sampler.shuffle, n, name),
-                           num_samples=sampler.num_samples, by_block=sampler.by_block))
-        elif isinstance(sampler, S.DefaultOrder):
+                           mode=_mode(sampler.shuffle, n, name), num_samples=sampler.num_samples,
+                           by_block=sampler.by_block))
+        elif kind == "default":
             if sampler.num_padded:
                 ms_order.refuse(name, "padded samples in a sampler chain")
             mode = None if sampler.mode is None else _mode(sampler.mode, n, name)
@@ -79,14 +79,13 @@ def _operators(root, n, seed, source):
             else:                      # MindSpore's RandomSampler; with num_samples, with replacement
                 ops.append(_Op("shuffle", mode=mode, seed=seed, num_samples=sampler.num_samples,
                                replacement=bool(sampler.num_samples)))
-        elif isinstance(sampler, S.RandomSampler):
+        elif kind == "random":
             ops.append(_Op("shuffle", mode=_mode(sampler.shuffle, n, name), seed=seed,
                            num_samples=sampler.num_samples, replacement=sampler.replacement))
-        elif isinstance(sampler, S.SequentialSampler):
+        elif kind == "sequential":
             ops.append(_Op("seq", start=sampler.start_index, num_samples=sampler.num_samples))
-        elif isinstance(sampler, S.SubsetSampler):
-            shuffled = isinstance(sampler, S.SubsetRandomSampler)
-            ops.append(_Op("subset", indices=sampler.indices, seed=seed if shuffled else None,
+        elif kind in ("subset", "subset_random"):
+            ops.append(_Op("subset", indices=sampler.indices, seed=seed if kind == "subset_random" else None,
                            num_samples=sampler.num_samples))
         else:
             ms_order.refuse(name, "this sampler in a sampler chain that shuffles")

@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from recordio.dataset.order import ADAPTIVE_LIMIT, Shuffle
+
 __all__ = ["Cumulative", "MT19937", "MinStd0", "distributed_order", "draws", "files", "infile", "partial",
            "random_order", "refuse", "shuffle_kind", "shuffle_list", "shuffled", "uniform"]
 
@@ -230,14 +232,12 @@ class Cumulative:
 # --- the samplers' orders in this mode ------------------------------------------------------------
 
 def _check_source(source, what):
-    from recordio.dataset.mind_dataset import MindDataset
-    if not isinstance(source, MindDataset):
+    if not getattr(source, "_has_mindspore_orders", False):       # a MindDataset (its class says so)
         raise NotImplementedError(f"order mode 'mindspore' reproduces MindDataset's orders only; {what} over "
                                   f"{type(source).__name__} has no MindSpore order here (set_order_mode('recordio'))")
 
 
 def shuffle_kind(mode, n):
-    from recordio.dataset.order import ADAPTIVE_LIMIT, Shuffle
     if mode in (None, False, Shuffle.FALSE):
         return None
     if mode == Shuffle.ADAPTIVE:

@@ -5,26 +5,48 @@ for one epoch with ``_items(ctx, epoch)``. ``epoch`` is the epoch this node is a
 iterator's epoch at the root, the data epoch below a ``repeat``. The builder methods (``map``,
 ``batch``, ...) each return a new node that consumes this one. A node consumed by two nodes makes
 the pipeline "not a tree" and is refused when iterated, as in MindSpore.
+
+Imports run one way: the operation modules (``map_op``, ``batch_op``, ``ops``, the sources, ...)
+import this module for the base class, and this module imports none of them. The builders still
+construct their nodes: each operation class is registered under its name by the ``@operation``
+decorator when its module is imported, and a builder takes the class from that table
+(``_OPS["MapDataset"]``: a dict lookup when the pipeline is built, nothing per row).
+``recordio.dataset`` imports every operation module, so the table is complete before any
+builder can be called. The builders are defined here, on the class, rather than in a module above
+that would install them on it at import, so that readers and type checkers (the package ships
+``py.typed``) see every method of :class:`Dataset` and its return type where it is declared. What running a pipeline gives (sizes,
+iterators, resume state, ``save``) comes from the base :class:`~recordio.dataset.running.Running`,
+which builds on the iterators and imports no node class either.
 """
 
 from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeVar
 
 import numpy as np
 
-from recordio.dataset.more_builders import MoreBuilders
+from recordio.dataset.order import Shuffle
+from recordio.dataset.running import Running
+from recordio.dataset.samplers import Sampler, check_new_sampler
 from recordio.errors import PipelineError
 
-if TYPE_CHECKING:
-    from recordio.dataset.iterators import DictIterator, TupleIterator
-    from recordio.offload.plan import OffloadPlan
-
-__all__ = ["Dataset", "Item", "NOT_A_TREE"]
+__all__ = ["Dataset", "Item", "NOT_A_TREE", "operation"]
 
 NOT_A_TREE = "The data pipeline is not a tree (i.e., one node has 2 consumers)"
+
+#: The operation node classes the builders make, by class name (filled by ``@operation``).
+_OPS: dict[str, Any] = {}
+
+_Op = TypeVar("_Op", bound=type)
+
+
+def operation(cls: _Op) -> _Op:
+    """Class decorator of an operation node a builder makes: registers ``cls`` in ``_OPS`` under its
+    name (see the module docstring)."""
+    _OPS[cls.__name__] = cls
+    return cls
 
 
 class Item:
@@ -55,7 +77,6 @@ def _unsupported(call, **given):
 
 def _chained(current, new):
     """``new`` with ``current`` as its child, after MindSpore's checks, in its order and wording."""
-    from recordio.dataset.order import Shuffle
     if current is not None and current.get_shuffle_mode() == Shuffle.PARTIAL:
         raise RuntimeError("When multiple samplers are used, ensure that the shuffle of the current sampler "
                            "must not be Shuffle.PARTIAL.")
@@ -66,9 +87,9 @@ def _chained(current, new):
     return new
 
 
-class Dataset(MoreBuilders):
-    """Base of every pipeline node; the builder methods mirror ``mindspore.dataset.Dataset`` (more of
-    them in :class:`~recordio.dataset.more_builders.MoreBuilders`)."""
+class Dataset(Running):
+    """Base of every pipeline node; the builder methods mirror ``mindspore.dataset.Dataset`` (what
+    running a pipeline gives is in :class:`~recordio.dataset.running.Running`)."""
 
     #: the node runs user code that may hold thread-bound resources (a generator source): the
     #: iterator then keeps the whole pipeline in one thread (no switch to the consumer's thread)
@@ -152,10 +173,8 @@ class Dataset(MoreBuilders):
     def _check_inputs(self):
         """Checks left to when the pipeline runs (a map's input columns); nothing for most nodes."""
 
-    # -- builders ----------------------------------------------------------------------------------
-    # Each builder returns the node that consumes this one. They import their node classes lazily:
-    # those modules import this one (a subclass needs its base), so a module-level import would
-    # close a circle; this is the only place in the pipeline that does so.
+
+    # -- builders (their classes from _OPS, see the module docstring) -------------------------------
     def map(self, operations: Callable | Sequence[Callable], input_columns: str | Sequence[str] | None = None,
             output_columns: str | Sequence[str] | None = None, num_parallel_workers: int | None = None,
             python_multiprocessing: bool = False, offload: bool | None = None, max_rowsize: Any = None,
@@ -170,10 +189,9 @@ class Dataset(MoreBuilders):
         objects, called as rows pass. ``max_rowsize`` is accepted and not needed (shared memory grows
         as needed); ``cache`` (MindSpore's cache server) is not supported.
         """
-        from recordio.dataset.map_op import MapDataset
         _unsupported("map", cache=cache)
-        return MapDataset(self, operations, input_columns, output_columns, num_parallel_workers,
-                          python_multiprocessing, offload, callbacks)
+        return _OPS["MapDataset"](self, operations, input_columns, output_columns, num_parallel_workers,
+                                  python_multiprocessing, offload, callbacks)
 
     def batch(self, batch_size: int | Callable, drop_remainder: bool = False, num_parallel_workers: int | None = None,
               per_batch_map: Callable | None = None, input_columns: str | Sequence[str] | None = None,
@@ -186,57 +204,47 @@ class Dataset(MoreBuilders):
         ``per_batch_map(*column lists, BatchInfo)`` runs in the pipeline thread on each batch;
         ``python_multiprocessing`` and ``max_rowsize`` are accepted for compatibility.
         """
-        from recordio.dataset.batch_op import BatchDataset
-        return BatchDataset(self, batch_size, drop_remainder, per_batch_map, input_columns,
-                            output_columns, pad_info)
+        return _OPS["BatchDataset"](self, batch_size, drop_remainder, per_batch_map, input_columns,
+                                    output_columns, pad_info)
 
     def shuffle(self, buffer_size: int) -> Dataset:
         """MindSpore's shuffle buffer of ``buffer_size`` rows, keyed by ``(seed, epoch, node position)``."""
-        from recordio.dataset.ops import ShuffleDataset
-        return ShuffleDataset(self, buffer_size)
+        return _OPS["ShuffleDataset"](self, buffer_size)
 
     def repeat(self, count: int | None = None) -> Dataset:
         """``count`` passes over the data per epoch (``None`` or -1: endless)."""
-        from recordio.dataset.ops import RepeatDataset
-        return RepeatDataset(self, count)
+        return _OPS["RepeatDataset"](self, count)
 
     def project(self, columns: str | Sequence[str]) -> Dataset:
         """Keep ``columns``, in that order."""
-        from recordio.dataset.ops import ProjectDataset
-        return ProjectDataset(self, columns)
+        return _OPS["ProjectDataset"](self, columns)
 
     def rename(self, input_columns: str | Sequence[str], output_columns: str | Sequence[str]) -> Dataset:
         """Rename columns in place (their positions do not change)."""
-        from recordio.dataset.ops import RenameDataset
-        return RenameDataset(self, input_columns, output_columns)
+        return _OPS["RenameDataset"](self, input_columns, output_columns)
 
     def filter(self, predicate: Callable[..., bool], input_columns: str | Sequence[str] | None = None,
                num_parallel_workers: int | None = None) -> Dataset:
         """Keep the rows for which ``predicate(*values of input_columns)`` is true (all columns by default)."""
-        from recordio.dataset.ops import FilterDataset
-        return FilterDataset(self, predicate, input_columns)
+        return _OPS["FilterDataset"](self, predicate, input_columns)
 
     def take(self, count: int = -1) -> Dataset:
         """The first ``count`` outputs of each epoch (-1: all)."""
-        from recordio.dataset.ops import TakeDataset
-        return TakeDataset(self, count)
+        return _OPS["TakeDataset"](self, count)
 
     def skip(self, count: int) -> Dataset:
         """Each epoch without its first ``count`` outputs."""
-        from recordio.dataset.ops import SkipDataset
-        return SkipDataset(self, count)
+        return _OPS["SkipDataset"](self, count)
 
     def zip(self, datasets: Dataset | Sequence[Dataset]) -> Dataset:
         """Rows of this dataset and ``datasets`` side by side, until the shortest ends (names must not clash)."""
-        from recordio.dataset.ops import ZipDataset
         others = list(datasets) if isinstance(datasets, (tuple, list)) else [datasets]
-        return ZipDataset([self, *others])
+        return _OPS["ZipDataset"]([self, *others])
 
     def concat(self, datasets: Dataset | Sequence[Dataset]) -> Dataset:
         """This dataset, then ``datasets``, one after another (same column names); also ``a + b``."""
-        from recordio.dataset.ops import ConcatDataset
         others = list(datasets) if isinstance(datasets, (tuple, list)) else [datasets]
-        return ConcatDataset([self, *others])
+        return _OPS["ConcatDataset"]([self, *others])
 
     def __add__(self, other: Dataset) -> Dataset:
         return self.concat(other)
@@ -262,9 +270,78 @@ class Dataset(MoreBuilders):
             raise TypeError("flat_map must return a Dataset object. flat_map: the dataset has no rows")
         return parts[0] if len(parts) == 1 else parts[0].concat(parts[1:])
 
+    def padded_batch(self, batch_size: int | Callable, drop_remainder: bool = False,
+                     num_parallel_workers: int | None = None, pad_info: dict | None = None) -> Dataset:
+        """``batch`` that pads (MindSpore's ``padded_batch``): with ``pad_info`` a dict, every column is
+        padded to the batch's largest shape with 0, except that ``pad_info={column: (shape, value)}``
+        pads that column to ``shape`` (``None`` entries: the largest) with ``value`` (cast to the
+        column's dtype). ``pad_info=None`` pads nothing (a plain ``batch``). A row larger than
+        ``shape`` raises instead of being cut. ``batch_size`` may be a callable of a ``BatchInfo``."""
+        return _OPS["BatchDataset"].padded(self, batch_size, drop_remainder, pad_info)
+
+    def bucket_batch_by_length(self, column_names: list[str], bucket_boundaries: list[int],
+                               bucket_batch_sizes: list[int], element_length_function: Callable | None = None,
+                               pad_info: dict | None = None, pad_to_bucket_boundary: bool = False,
+                               drop_remainder: bool = False) -> Dataset:
+        """Batch rows of similar length together (MindSpore's ``bucket_batch_by_length``): a row's
+        length (``element_length_function(*values of column_names)``, or the first dimension of the
+        one column) picks bucket ``i`` of ``[0, b0), [b0, b1), ..., [b_last, inf)``; a bucket that
+        holds ``bucket_batch_sizes[i]`` rows becomes a padded batch. The partial buckets follow at the
+        epoch's end, in bucket order (dropped with ``drop_remainder=True``). See
+        ``recordio.dataset.bucket_op``."""
+        return _OPS["BucketBatchDataset"](self, column_names, bucket_boundaries, bucket_batch_sizes,
+                                          element_length_function, pad_info, pad_to_bucket_boundary,
+                                          drop_remainder)
+
+    def apply(self, apply_func: Callable[[Dataset], Any]) -> Dataset:
+        """``apply_func(self)``, which must return a dataset (MindSpore's ``apply``)."""
+        if not callable(apply_func):
+            raise TypeError("apply_func must be a function.")
+        dataset = apply_func(self)
+        if not isinstance(dataset, Dataset):
+            raise TypeError(f"apply_func must return a dataset, got {type(dataset).__name__}.")
+        return dataset
+
+    def device_que(self, send_epoch_end: bool = True, create_data_info_queue: bool = False,
+                   queue_name: str = "", device: Any = None) -> Any:
+        """A :class:`recordio.sink.queue.DeviceQueue` (MindSpore's ``TransferDataset``): ``send()`` starts
+        prefetching batches onto ``device`` through a ``DataSink``, and iterating it gives one epoch
+        of them. Nothing starts until then."""
+        # DeviceQueue belongs to the sink layer, above this one: it is reached through the public name
+        # map (``recordio.DeviceQueue``), as a user would, not by importing recordio.sink from here.
+        import recordio
+        return recordio.DeviceQueue(self, send_epoch_end, create_data_info_queue, queue_name, device)
+
+    # -- facts about the operations ----------------------------------------------------------------
+    def get_batch_size(self) -> int:
+        """The batch size of the last ``batch`` of the pipeline (1 without one; -1 for a callable size,
+        as MindSpore's)."""
+        node = next((n for n in reversed(self._nodes()) if isinstance(n, _OPS["BatchDataset"])), None)
+        if node is None:
+            return 1
+        return -1 if callable(node.batch_size) else node.batch_size
+
+    def get_repeat_count(self) -> int:
+        """The count of the outermost ``repeat`` (-1: endless; 1 without one), as MindSpore's."""
+        node = self
+        while True:
+            if isinstance(node, _OPS["RepeatDataset"]):
+                return -1 if node.count is None else node.count
+            if not node.children:
+                return 1
+            node = node.children[0]
+
+    def num_classes(self) -> int | None:
+        """The number of classes of the pipeline's source, where it knows one (MindSpore's image
+        folder sources do); ``None`` for MindRecord and Python sources, as in MindSpore."""
+        for node in reversed(self._nodes()):
+            count = getattr(node, "_num_classes", None)
+            if count is not None:
+                return count
+        return None
+
     # -- sampler chains (recordio.dataset.samplers) ------------------------------------------------------
     def _current_sampler(self, call):
-        from recordio.dataset.samplers import Sampler
         sampler = getattr(self, "sampler", None)
         if not isinstance(sampler, Sampler):
             raise PipelineError(f"{call}: {type(self).__name__} has no sampler; samplers apply to the sources "
@@ -276,151 +353,11 @@ class Dataset(MoreBuilders):
         current sampler gives (that sampler's order, shard and ``num_samples``), e.g. a
         ``DistributedSampler`` splitting a ``RandomSampler``'s order. ``new_sampler``'s shuffle must
         be ``GLOBAL`` or ``FALSE``, the current one's not ``PARTIAL``."""
-        from recordio.dataset.samplers import check_new_sampler
         self.sampler = _chained(self._current_sampler("add_sampler"), check_new_sampler(new_sampler))
 
     def use_sampler(self, new_sampler: Any) -> None:
         """Replace the last sampler of the chain with ``new_sampler`` (MindSpore's ``use_sampler``): the
         current sampler's child, if any, stays and ``new_sampler`` samples its rows; a split part's
         rows stay the part's."""
-        from recordio.dataset.samplers import check_new_sampler
         check_new_sampler(new_sampler)
         self.sampler = _chained(self._current_sampler("use_sampler").child_sampler, new_sampler)
-
-    # -- facts ----------------------------------------------------------------------------------------
-    def get_col_names(self) -> list[str]:
-        """The output column names; every output (dict keys, tuples) follows this order."""
-        return list(self._columns())
-
-    def get_dataset_size(self) -> int:
-        """Outputs (rows, or batches after ``batch``) per epoch; from the index where possible."""
-        from recordio.dataset.context import RunContext
-        size = self._size(RunContext.for_sizes(self))
-        if size is None:
-            size = sum(1 for _ in self._iter_items(num_epochs=1))
-        return size
-
-    def __len__(self) -> int:
-        """``len(dataset)`` is :meth:`get_dataset_size`, as in MindSpore (it may have to run a pipeline
-        whose size the index cannot tell, e.g. after a ``filter``)."""
-        return self.get_dataset_size()
-
-    def __bool__(self) -> bool:
-        """A dataset is true even when empty (so ``if dataset`` never runs the pipeline to count it;
-        MindSpore's empty datasets are false through ``__len__``)."""
-        return True
-
-    def reset(self) -> None:
-        """MindSpore's ``reset()`` ("reset the dataset for next epoch"): nothing to do here, as in
-        MindSpore 2.10, whose method has an empty body. Each ``create_*_iterator`` runs its own epochs;
-        to resume or skip, use the iterator's ``state_dict`` / ``load_state_dict``."""
-
-    def get_batch_size(self) -> int:
-        """The batch size of the last ``batch`` of the pipeline (1 without one; -1 for a callable size,
-        as MindSpore's)."""
-        from recordio.dataset.batch_op import BatchDataset
-        node = next((n for n in reversed(self._nodes()) if isinstance(n, BatchDataset)), None)
-        if node is None:
-            return 1
-        return -1 if callable(node.batch_size) else node.batch_size
-
-    def _first_numpy(self):
-        from recordio.dataset.values import to_numpy
-        from recordio.dataset.iterators import TupleIterator
-        it = TupleIterator(self, 1, True, None, track=False)
-        try:
-            return [to_numpy(v) for v in next(iter(it))]
-        except StopIteration:
-            raise PipelineError("the pipeline produced no row, so its shapes and types are unknown") from None
-        finally:
-            it.close()
-
-    def output_shapes(self) -> list[list[int]]:
-        """The shape of each output column, from the first output."""
-        return [list(np.shape(v[0] if isinstance(v, list) else v)) for v in self._first_numpy()]
-
-    def output_types(self) -> list[np.dtype]:
-        """The numpy dtype of each output column, from the first output."""
-        return [(v[0] if isinstance(v, list) else v).dtype for v in self._first_numpy()]
-
-    # -- iteration (recordio.dataset.iterators) ---------------------------------------------------
-    def create_dict_iterator(self, num_epochs: int = -1, output_numpy: bool = False,
-                             device: Any = None) -> DictIterator:
-        """An iterator of dicts ``{column: value}`` (keys in ``get_col_names()`` order).
-
-        Each epoch ends with ``StopIteration``; iterating again starts the next one, up to
-        ``num_epochs`` (-1: no limit). Values are torch tensors (strings stay ``str``), or numpy
-        arrays with ``output_numpy=True``; ``device`` moves tensors there (and runs the offloaded
-        tail there).
-        """
-        from recordio.dataset.iterators import DictIterator
-        return DictIterator(self, num_epochs, output_numpy, device)
-
-    def create_tuple_iterator(self, columns: Sequence[str] | None = None, num_epochs: int = -1,
-                              output_numpy: bool = False, do_copy: bool = True,
-                              device: Any = None) -> TupleIterator:
-        """Like :meth:`create_dict_iterator`, with lists of values in ``get_col_names()`` order (or in
-        the order of ``columns``). ``do_copy`` is accepted for compatibility."""
-        from recordio.dataset.iterators import TupleIterator
-        return TupleIterator(self, num_epochs, output_numpy, device, columns)
-
-    def __iter__(self):
-        return iter(self.create_tuple_iterator(num_epochs=1))
-
-    def _iter_items(self, num_epochs=1):
-        """Items of an internal pass (sizes, save): no resume state is taken or recorded."""
-        from recordio.dataset.iterators import ItemStream
-        return ItemStream(self, num_epochs, track=False)
-
-    def _iter_host_batches(self, num_epochs=1):
-        from recordio.dataset.iterators import HostBatches
-        return HostBatches(self, num_epochs)
-
-    def offload_plan(self) -> OffloadPlan:
-        """Which ops run on the host and which are offloaded (``.explain()`` says why)."""
-        from recordio.dataset.context import build_plan
-        return build_plan(self).offload
-
-    def offload_module(self) -> Any:
-        """The offloaded tail as a ``torch.nn.Module`` (imports torch)."""
-        from recordio.offload.tail import build_tail
-        return build_tail(self.offload_plan())
-
-    # -- resume ------------------------------------------------------------------------------------------
-    def state_dict(self) -> dict:
-        """Where the latest iterator of this pipeline stands (see ``docs/pipeline.md``, Resume)."""
-        live = self._state() if self._state is not None else None
-        if live is not None:
-            return live()
-        from recordio import config
-        from recordio.dataset.resume import initial_state
-        return self._final_state or initial_state(config.get_seed())
-
-    def load_state_dict(self, state: dict) -> None:
-        """Make the next iterator of this pipeline start where ``state`` says."""
-        from recordio.dataset.resume import check_state
-        self._pending_state = check_state(state)
-
-    def set_init_step(self, init_step: int) -> None:
-        """Make the next iterator start at global step ``init_step`` (MindSpore's fast recovery):
-        epoch ``init_step // get_dataset_size()``, after its first ``init_step % size`` outputs.
-        A ``load_state_dict`` of the matching state, under ``config.get_seed()`` of now."""
-        if isinstance(init_step, bool) or not isinstance(init_step, int) or init_step < 0:
-            raise ValueError(f"set_init_step: init_step must be an int >= 0, got {init_step!r}")
-        from recordio import config
-        from recordio.dataset.resume import initial_state
-        size = self.get_dataset_size()
-        epoch, delivered = divmod(init_step, size) if size else (0, 0)
-        self.load_state_dict(dict(initial_state(config.get_seed()), epoch=epoch, delivered=delivered))
-        self._init_step = init_step
-        self._init_check = (init_step, size)      # checked against num_epochs by the next iterator
-
-    def get_init_step(self) -> int:
-        """The step given to :meth:`set_init_step` (0 without one)."""
-        return getattr(self, "_init_step", 0)
-
-    def save(self, file_name: str, num_files: int = 1, file_type: str = "mindrecord") -> None:
-        """Write the pipeline's output as a MindRecord dataset of ``num_files`` shards (schema from
-        the first row), through ``FileWriter``."""
-        from recordio.dataset.save import save_dataset
-        save_dataset(self, file_name, num_files, file_type)

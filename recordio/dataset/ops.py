@@ -5,10 +5,14 @@ import itertools
 
 import numpy as np
 
-from recordio.dataset.node import Dataset, Item
+from recordio.dataset.batch_op import BatchDataset
+from recordio.dataset.generator import GeneratorDataset
+from recordio.dataset.mind_dataset import MindDataset
+from recordio.dataset.node import Dataset, Item, operation
 from recordio.dataset.order import Shuffle, epoch_rng
+from recordio.dataset.samplers import DistributedSampler, RandomSampler, SubsetSampler
 from recordio.dataset.values import to_op_input
-from recordio.errors import PipelineError
+from recordio.errors import PipelineError, type_check
 
 __all__ = ["ConcatDataset", "FilterDataset", "ProjectDataset", "RenameDataset", "RepeatDataset",
            "ShuffleDataset", "SkipDataset", "TakeDataset", "ZipDataset", "zip_datasets"]
@@ -27,6 +31,7 @@ def _count(value, what, allow_all=True):
     return value
 
 
+@operation
 class ShuffleDataset(Dataset):
     """A shuffle buffer of ``buffer_size`` rows, keyed by (seed, epoch, node position)."""
 
@@ -55,6 +60,7 @@ class ShuffleDataset(Dataset):
             yield buffer.pop()
 
 
+@operation
 class RepeatDataset(Dataset):
     """``count`` data epochs per epoch (``None``/-1: endless); data epoch = epoch * count + j."""
 
@@ -73,6 +79,7 @@ class RepeatDataset(Dataset):
             yield from self.children[0]._items(ctx, data_epoch)
 
 
+@operation
 class ProjectDataset(Dataset):
     def __init__(self, child, columns):
         super().__init__([child])
@@ -92,6 +99,7 @@ class ProjectDataset(Dataset):
             yield Item({c: item.cols[c] for c in self.columns}, item.row, item.epoch, item.pos)
 
 
+@operation
 class RenameDataset(Dataset):
     def __init__(self, child, input_columns, output_columns):
         super().__init__([child])
@@ -112,6 +120,7 @@ class RenameDataset(Dataset):
                        item.pos)
 
 
+@operation
 class FilterDataset(Dataset):
     """Keep the rows for which ``predicate(*input values)`` is true."""
 
@@ -132,6 +141,7 @@ class FilterDataset(Dataset):
                 yield item
 
 
+@operation
 class TakeDataset(Dataset):
     def __init__(self, child, count):
         super().__init__([child])
@@ -151,6 +161,7 @@ class TakeDataset(Dataset):
         yield from (items if self.count == -1 else itertools.islice(items, self.count))
 
 
+@operation
 class SkipDataset(Dataset):
     def __init__(self, child, count):
         super().__init__([child])
@@ -167,6 +178,7 @@ class SkipDataset(Dataset):
         yield from itertools.islice(self.children[0]._items(ctx, epoch), self.count, None)
 
 
+@operation
 class ZipDataset(Dataset):
     """Rows side by side, until the shortest child ends; column names must not clash."""
 
@@ -200,7 +212,6 @@ class ZipDataset(Dataset):
 
 def zip_datasets(datasets):
     """``mindspore.dataset.zip``: the datasets of a tuple side by side (``ds.zip((a, b))``)."""
-    from recordio.errors import type_check
     type_check(datasets, (tuple,), "datasets")
     if len(datasets) <= 1:
         raise ValueError("Can't zip empty or just one dataset!")
@@ -210,6 +221,7 @@ def zip_datasets(datasets):
     return ZipDataset(list(datasets))
 
 
+@operation
 class ConcatDataset(Dataset):
     """The children one after another; row ids of child ``k`` are offset by ``k << 40``.
 
@@ -243,7 +255,6 @@ class ConcatDataset(Dataset):
         ``offset`` = the rows before it modulo ``n`` would: a MindDataset a contiguous block of its
         rows, the others every ``n``-th row; the other children's rows are dealt round robin, counting
         on across children and epochs (see :func:`concat_share`)."""
-        from recordio.dataset.samplers import DistributedSampler, RandomSampler
         if not isinstance(sampler, (DistributedSampler, RandomSampler)):
             raise TypeError(f"The parameter {sampler} of concat must be DistributedSampler or RandomSampler!")
         if isinstance(sampler, RandomSampler):
@@ -272,7 +283,6 @@ class ConcatDataset(Dataset):
         return self._sizes
 
     def _shard_children(self, num, sid):
-        from recordio.dataset.samplers import SubsetSampler
         self.by_row, offset = [], 0
         for child, size in zip(self.children, self._full_sizes()):
             kind = _by_row(child)
@@ -282,7 +292,6 @@ class ConcatDataset(Dataset):
             offset = (offset + size) % num
 
     def _check_split(self, sampler):
-        from recordio.dataset.batch_op import BatchDataset
         if sampler.get_shuffle_mode() != Shuffle.FALSE:
             raise ValueError("The parameter shuffle of DistributedSampler must be False!")
         if sampler.num_samples is not None:
@@ -361,8 +370,6 @@ def _by_row(child):
     """"mindrecord" / "rows" for a child MindSpore's concat shards by its own sampler (a MindDataset; a
     GeneratorDataset over a random-access source, PaddedDataset included), False for an iterable
     GeneratorDataset (MindSpore counts it as 0 rows), None for the other children (dealt round robin)."""
-    from recordio.dataset.generator import GeneratorDataset
-    from recordio.dataset.mind_dataset import MindDataset
     if isinstance(child, MindDataset):
         return "mindrecord"
     if isinstance(child, GeneratorDataset):

@@ -59,6 +59,7 @@ class Sampler:
     shards: tuple[int, int] | None = None        # (num_shards, shard_id) for a distributed sampler
     child_sampler: Sampler | None = None
     _takes_child = True                          # False: its order depends on the rows' data
+    _ms_operator: str | None = None              # the operator MindSpore makes of it in a chain (ms_chains)
 
     def __init__(self, num_samples: int | None = None) -> None:
         self.num_samples = _check_num_samples(num_samples)
@@ -168,6 +169,8 @@ def split_sampler(ids):
 class SequentialSampler(Sampler):
     """Rows in dataset order from ``start_index``."""
 
+    _ms_operator = "sequential"
+
     def __init__(self, start_index: int | None = None, num_samples: int | None = None) -> None:
         super().__init__(num_samples)
         if start_index is not None and (not isinstance(start_index, int) or start_index < 0):
@@ -184,6 +187,8 @@ class SequentialSampler(Sampler):
 class RandomSampler(Sampler):
     """A new random order each epoch (``shuffle``: a :class:`Shuffle` mode, ``GLOBAL`` by default);
     with ``replacement``, ``num_samples`` independent draws."""
+
+    _ms_operator = "random"
 
     def __init__(self, replacement: bool = False, num_samples: int | None = None,
                  shuffle: Shuffle = Shuffle.GLOBAL) -> None:
@@ -226,6 +231,8 @@ class DistributedSampler(Sampler):
     end. ``shuffle``: a bool or a :class:`Shuffle` mode.
     """
 
+    _ms_operator = "distributed"
+
     def __init__(self, num_shards: int, shard_id: int, shuffle: bool | Shuffle = True,
                  num_samples: int | None = None, offset: int = -1) -> None:
         super().__init__(num_samples)
@@ -267,6 +274,8 @@ def _ms_sharded(sampler, shuffle, n, epoch, source, padded=0):
 class SubsetSampler(Sampler):
     """The given row ids, in the given order."""
 
+    _ms_operator = "subset"
+
     def __init__(self, indices: Iterable[int], num_samples: int | None = None) -> None:
         super().__init__(num_samples)
         self.indices = np.asarray(list(indices), dtype=np.int64)
@@ -287,6 +296,8 @@ class SubsetSampler(Sampler):
 
 class SubsetRandomSampler(SubsetSampler):
     """The given row ids, in a random order each epoch."""
+
+    _ms_operator = "subset_random"
 
     def get_shuffle_mode(self) -> Shuffle:
         return Shuffle.GLOBAL
@@ -346,6 +357,8 @@ class DefaultOrder(Sampler):
 
     Without ``num_shards`` the split follows torch.distributed when it is initialised.
     """
+
+    _ms_operator = "default"
 
     def __init__(self, mode, num_shards=None, shard_id=None, num_padded=0, num_samples=None, by_block=False):
         super().__init__(num_samples)

@@ -8,11 +8,9 @@ points computed in bulk, so that ``batch`` can build its columns without an ``It
 
 import copy
 import itertools
-import sys
 import weakref
 
 import numpy as np
-
 
 from recordio.dataset import order as _order
 from recordio.dataset.samplers import split_sampler
@@ -20,17 +18,9 @@ from recordio.dataset.node import Dataset, Item
 from recordio.dataset.permutation import pick
 from recordio.errors import PipelineError
 
-__all__ = ["CHUNK", "EpochRows", "SampledSource", "torch_world"]
+__all__ = ["CHUNK", "EpochRows", "SampledSource"]
 
 CHUNK = 64
-
-
-def torch_world():
-    """``(world_size, rank)`` when torch.distributed is imported and initialised, else None."""
-    dist = sys.modules.get("torch.distributed")
-    if dist is None or not dist.is_available() or not dist.is_initialized():
-        return None
-    return dist.get_world_size(), dist.get_rank()
 
 
 def check_shards(num_shards, shard_id):

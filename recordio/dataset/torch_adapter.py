@@ -33,9 +33,9 @@ from typing import TYPE_CHECKING, Any
 
 from recordio import config
 from recordio.dataset import loader_ring
+from recordio.dataset.context import torch_world
 from recordio.dataset.iterators import ItemStream, Tail
 from recordio.dataset.resume import check_state, initial_state
-from recordio.dataset.source import torch_world
 from recordio.dataset.values import to_torch
 from recordio.errors import PipelineError
 from recordio.extras import requires
