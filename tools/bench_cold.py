@@ -10,7 +10,8 @@ the headline, open included), then three more passes (the best is the warm figur
 * ``cifar`` (3,072-byte images and a label, tools/workloads.py), batches of 256: recordio's
   ``FileReader.read_batch`` in order and shuffled, recordio's ``MindDataset(...).batch(256)`` in order
   and shuffled (numpy output), Hugging Face ``datasets`` (Arrow, ``with_format("numpy")``) in order and shuffled,
-  and the flat file of the same payload bytes read through a memory map (the limit);
+  and the flat file of the same payload bytes read through a memory map (the limit) and with
+  ``preadv`` into each batch's array (no page mapped: a first pass's other limit);
 * ``tokens`` (rows of 2,049 int32 ids), batches of 32: the same contenders, the flat file being the
   ``(rows, 2049)`` int32 array;
 * recordio's ``read_batch`` with every location read from the ``.db`` (``RECORDIO_LOCATIONS=db``, as
@@ -50,6 +51,15 @@ if kind == "flat":
     data = np.memmap(path, dtype=np.uint8, mode="r").reshape(-1, width)
     n = len(data)
     read = lambda lo, hi, order: np.array(data[lo:hi])
+elif kind == "flat-pread":
+    import os
+    fd = os.open(path, os.O_RDONLY)
+    n = os.fstat(fd).st_size // width
+
+    def read(lo, hi, order):
+        out = np.empty((hi - lo, width), np.uint8)
+        os.preadv(fd, [out], lo * width)
+        return out
 elif kind.startswith("recordio"):
     data = recordio.FileReader(path)
     n = len(data)
@@ -150,7 +160,8 @@ def contenders(path, flat, hf):
            ("recordio read_batch shuffled, locations from the .db", "recordio", path, True, True),
            ("recordio MindDataset.batch", "minddataset", path, False, False),
            ("recordio MindDataset.batch shuffled", "minddataset", path, True, False),
-           ("flat file (mmap)", "flat", flat, False, False)]
+           ("flat file (mmap)", "flat", flat, False, False),
+           ("flat file (pread)", "flat-pread", flat, False, False)]
     if hf:
         out += [("HF datasets", "hf", hf, False, False), ("HF datasets shuffled", "hf", hf, True, False)]
     return out
@@ -177,6 +188,7 @@ def rows_out(name, n, batch, best):
                        "warm pass, same process", n / t["warm"], ">= 0.8x" if label.startswith("recordio") else ""))
     vs_hf = ">= 2x" if name == "cifar" else ">= 1.5x"
     goals = {"recordio read_batch": [("HF datasets", vs_hf), ("flat file (mmap)", ">= 0.5x" if name == "cifar" else ""),
+                                     ("flat file (pread)", ""),
                                      ("recordio MindDataset.batch", ""),
                                      ("recordio read_batch, locations from the .db", "")],
              "recordio read_batch shuffled": [("HF datasets shuffled", ">= 2x" if name == "tokens" else ""),
