@@ -111,3 +111,18 @@ def test_mindspore_gives_the_same_batches(mindspore_python, transformer_files, w
     spec = bench_models.spec("widedeep", widedeep_files, quick=True)
     ours = bench_models.batches("recordio", "widedeep", spec, folder=str(tmp_path))
     assert_same(ours, bench_models.batches("mindspore", "widedeep", spec, mindspore_python, str(tmp_path)))
+
+
+@pytest.mark.mindspore
+@pytest.mark.slow
+@pytest.mark.parametrize("source_shuffle", [False, True])
+def test_in_mindspore_order_mode_the_shuffled_batches_come_in_mindspore_s_order(
+        mindspore_python, transformer_files, tmp_path, source_shuffle):
+    """With ``config.set_order_mode("mindspore")`` the transformer script's shuffles (the source's and the
+    buffer shuffle of the batches, under its ``set_seed(1)``) are MindSpore 2.10's: batch for batch.
+    (The Wide&Deep script sets no seed: MindSpore draws one at random.)"""
+    spec = bench_models.spec("transformer", transformer_files, source_shuffle=source_shuffle, order_mode="mindspore")
+    ours = bench_models.batches("recordio", "transformer", spec, folder=str(tmp_path))
+    assert_same(ours, bench_models.batches("mindspore", "transformer", spec, mindspore_python, str(tmp_path)))
+    if not source_shuffle:                  # then the batches are the rows' batches, in MindSpore's order
+        assert_same_set(ours, expected_transformer())

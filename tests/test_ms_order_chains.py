@@ -372,5 +372,94 @@ def test_text_orders_match_mindspore(text_oracle, texts, mindspore_orders):
     assert not mismatches, mismatches[:3]
 
 
+
+# --- Dataset.shuffle (MindSpore's ShuffleOp) ----------------------------------------------------------
+
+def _numbers(n=24):
+    from recordio.dataset import GeneratorDataset
+    return GeneratorDataset([(np.array(i),) for i in range(n)], column_names=["x"], shuffle=False)
+
+
+SHUFFLE_PIPELINES = {
+    "shuffle2": lambda ds: ds.shuffle(2),
+    "shuffle5": lambda ds: ds.shuffle(5),
+    "shuffle24": lambda ds: ds.shuffle(24),
+    "shuffle100": lambda ds: ds.shuffle(100),
+    "shuffle5-repeat2": lambda ds: ds.shuffle(5).repeat(2),
+    "repeat2-shuffle5": lambda ds: ds.repeat(2).shuffle(5),
+    "batch4-shuffle3": lambda ds: ds.batch(4).shuffle(3),
+    "shuffle7-batch5": lambda ds: ds.shuffle(7).batch(5),
+    "shuffle3-shuffle4": lambda ds: ds.shuffle(3).shuffle(4),
+}
+
+
+def _shuffled(name, seed, epochs=3):
+    config.set_seed(seed)
+    it = SHUFFLE_PIPELINES[name](_numbers()).create_tuple_iterator(num_epochs=epochs, output_numpy=True)
+    return [[np.asarray(t[0]).ravel().tolist() for t in it] for _ in range(epochs)]
+
+
+def test_dataset_shuffle_is_mindspore_s_shuffle_op(mindspore_orders):
+    # MindSpore 2.10: GeneratorDataset(range(24), shuffle=False).shuffle(size), set_seed(5), two epochs
+    # (the engine draws on across epochs: the second epoch is not the first again)
+    expected = {
+        10000: [[22, 23, 14, 13, 4, 2, 3, 7, 8, 19, 10, 18, 1, 0, 17, 16, 5, 11, 15, 12, 21, 6, 20, 9],
+                [22, 8, 12, 9, 6, 23, 3, 2, 10, 7, 21, 14, 19, 17, 15, 18, 13, 11, 4, 20, 1, 5, 16, 0]],
+        5: [[2, 3, 0, 5, 8, 4, 1, 11, 6, 13, 10, 7, 16, 9, 15, 18, 14, 21, 19, 17, 23, 20, 12, 22],
+            [4, 3, 2, 7, 1, 8, 9, 5, 10, 6, 13, 0, 12, 16, 11, 19, 18, 20, 15, 21, 17, 23, 14, 22]],
+    }
+    for size, epochs in expected.items():
+        config.set_seed(5)
+        it = _numbers().shuffle(size).create_tuple_iterator(num_epochs=2, output_numpy=True)
+        assert [[int(t[0]) for t in it] for _ in epochs] == epochs
+
+
+def test_dataset_shuffle_in_mindspore_mode_needs_the_epoch_s_size(mindspore_orders):
+    data = _numbers().filter(lambda x: x % 2 == 0, input_columns=["x"]).shuffle(4)
+    with pytest.raises(NotImplementedError, match="Dataset.shuffle"):
+        list(data.create_tuple_iterator(num_epochs=1, output_numpy=True))
+
+
+def test_dataset_shuffle_in_the_default_mode_is_keyed():
+    config.set_seed(5)
+    first = _shuffled("shuffle5", 5)
+    assert first == _shuffled("shuffle5", 5) and all(sorted(sum(e, [])) == list(range(24)) for e in first)
+    assert sum(first[0], []) != [2, 3, 0, 5, 8, 4, 1, 11, 6, 13, 10, 7, 16, 9, 15, 18, 14, 21, 19, 17, 23, 20, 12, 22]
+
+
+SHUFFLE_SCRIPT = r"""
+import json, sys
+import numpy as np
+import mindspore.dataset as ds
+pipelines = {
+    "shuffle2": lambda d: d.shuffle(2), "shuffle5": lambda d: d.shuffle(5), "shuffle24": lambda d: d.shuffle(24),
+    "shuffle100": lambda d: d.shuffle(100), "shuffle5-repeat2": lambda d: d.shuffle(5).repeat(2),
+    "repeat2-shuffle5": lambda d: d.repeat(2).shuffle(5), "batch4-shuffle3": lambda d: d.batch(4).shuffle(3),
+    "shuffle7-batch5": lambda d: d.shuffle(7).batch(5), "shuffle3-shuffle4": lambda d: d.shuffle(3).shuffle(4),
+}
+out = {}
+for seed in json.loads(sys.argv[1]):
+    for name, build in pipelines.items():
+        ds.config.set_seed(seed)
+        data = build(ds.GeneratorDataset([(np.array(i),) for i in range(24)], column_names=["x"], shuffle=False))
+        it = data.create_tuple_iterator(num_epochs=3, output_numpy=True)
+        out[f"{name}/{seed}"] = [[np.asarray(t[0]).ravel().tolist() for t in it] for _ in range(3)]
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.mindspore
+def test_dataset_shuffle_matches_mindspore(mindspore_python, tmp_path, mindspore_orders):
+    seeds = [5, 1234, 0]
+    script = tmp_path / "shuffle_orders.py"
+    script.write_text(SHUFFLE_SCRIPT)
+    done = subprocess.run([mindspore_python, str(script), json.dumps(seeds)], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    theirs = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(theirs) == len(seeds) * len(SHUFFLE_PIPELINES)
+    mismatches = [key for key, orders in theirs.items() if _shuffled(key.split("/")[0], int(key.split("/")[1])) != orders]
+    assert not mismatches
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__]))

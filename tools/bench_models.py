@@ -78,6 +78,8 @@ if lib == "mindspore":
 else:
     import recordio.dataset as ds
     import recordio.dataset.transforms as transforms
+    import recordio.config
+    recordio.config.set_order_mode(spec.get("order_mode", "recordio"))
     import recordio.common.dtype as mstype
 
 
@@ -214,14 +216,17 @@ def write_widedeep(folder, n, lines=LINE_PER_SAMPLE, seed=0):
     return [path]
 
 
-def spec(name, files, quick=False, shuffle=True, source_shuffle=False):
-    """What the child builds: the script's settings for ``name`` on ``files``."""
+def spec(name, files, quick=False, shuffle=True, source_shuffle=False, order_mode="recordio"):
+    """What the child builds: the script's settings for ``name`` on ``files`` (``order_mode``: recordio's
+    ``config.set_order_mode``; "mindspore" gives MindSpore's shuffled orders too)."""
     if name == "transformer":
         return {"files": files, "columns": list(TRANSFORMER_COLUMNS), "batch_size": TRANSFORMER_BATCH,
-                "shuffle": shuffle, "source_shuffle": source_shuffle, "count": "source_eos_ids", "lines": 1}
+                "shuffle": shuffle, "source_shuffle": source_shuffle, "count": "source_eos_ids", "lines": 1,
+                "order_mode": order_mode}
     lines = QUICK_WIDEDEEP_LINES if quick else LINE_PER_SAMPLE
     return {"files": files, "columns": list(WIDEDEEP_COLUMNS), "batch_size": WIDEDEEP_BATCH // LINE_PER_SAMPLE * lines,
-            "line_per_sample": lines, "source_shuffle": source_shuffle, "count": "label", "lines": lines}
+            "line_per_sample": lines, "source_shuffle": source_shuffle, "count": "label", "lines": lines,
+            "order_mode": order_mode}
 
 
 # --- measuring -----------------------------------------------------------------------------------------

@@ -28,6 +28,8 @@ reproduce an order across machines.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from recordio.dataset import ms_order
@@ -104,27 +106,34 @@ def shard_rows(counts, keys, num_shards: int, shard_id: int, workers: int, num_s
 
 
 def shuffle_buffer(rows, size: int, g) -> list:
-    """MindSpore's ``ShuffleOp`` over the stream ``rows`` with a buffer of ``size`` rows, drawing
-    from the engine ``g`` (one draw per row out)."""
-    rows = list(rows)
-    buffer = rows[:size]
-    upstream = iter(rows[size:])
-    active = len(rows) > size
-    out = []
+    """MindSpore's ``ShuffleOp`` over the rows ``rows`` with a buffer of ``size`` rows, drawing from the
+    engine ``g`` (one draw per row out)."""
+    return list(shuffle_stream(rows, size, g))
+
+
+_END = object()
+
+
+def shuffle_stream(rows, size: int, g):
+    """:func:`shuffle_buffer` over an iterable, a row at a time (``Dataset.shuffle`` in order mode
+    "mindspore"): the buffer is filled first; each row out is drawn from it and its slot refilled from
+    upstream while rows come, then the buffer is drained."""
+    upstream = iter(rows)
+    buffer = list(itertools.islice(upstream, size))
+    active = len(buffer) == size
     last = len(buffer) - 1
     while last >= 0:
         slot = g() % (last + 1)
-        out.append(buffer[slot])
+        yield buffer[slot]
         buffer[slot] = buffer[last]
         if active:
-            nxt = next(upstream, None)
-            if nxt is None:
+            nxt = next(upstream, _END)
+            if nxt is _END:
                 active = False
             else:
                 buffer[last] = nxt
         if not active:
             last -= 1
-    return out
 
 
 class Engines:

@@ -10,7 +10,8 @@ from recordio.dataset.generator import GeneratorDataset
 from recordio.dataset.mind_dataset import MindDataset
 from recordio.dataset.node import Dataset, Item, operation
 from recordio.dataset.order import Shuffle, epoch_rng
-from recordio.dataset.samplers import DistributedSampler, RandomSampler, SubsetSampler
+from recordio.dataset import ms_order, ms_text
+from recordio.dataset.samplers import DistributedSampler, RandomSampler, SubsetSampler, _mindspore_orders
 from recordio.dataset.values import to_op_input
 from recordio.errors import PipelineError, type_check
 
@@ -33,18 +34,36 @@ def _count(value, what, allow_all=True):
 
 @operation
 class ShuffleDataset(Dataset):
-    """A shuffle buffer of ``buffer_size`` rows, keyed by (seed, epoch, node position)."""
+    """A shuffle buffer of ``buffer_size`` rows, keyed by (seed, epoch, node position). Under
+    ``config.set_order_mode("mindspore")``, MindSpore 2.10's ``ShuffleOp``: one ``mt19937_64`` seeded with
+    the configured seed, drawn on across epochs, one draw per row out (``ms_text.shuffle_stream``)."""
 
     def __init__(self, child, buffer_size):
         super().__init__([child])
         if isinstance(buffer_size, bool) or not isinstance(buffer_size, int) or buffer_size < 2:
             raise ValueError(f"buffer_size must be an int >= 2, got {buffer_size!r}")
         self.buffer_size = buffer_size
+        self._engines = ms_text.Engines()
 
     def _positional(self):
         return False
 
     def _items(self, ctx, epoch):
+        if _mindspore_orders():
+            return self._mindspore_items(ctx, epoch)
+        return self._keyed_items(ctx, epoch)
+
+    def _mindspore_items(self, ctx, epoch):
+        """The engine has drawn once for every row of the data epochs before this one: their rows
+        must be known without iterating them."""
+        size = self.children[0]._size(ctx)
+        if size is None:
+            ms_order.refuse("Dataset.shuffle", "a shuffle over rows whose number only iterating tells "
+                                               "(filter, a callable batch size, an iterable source)")
+        engine = self._engines.at(ctx.seed, 0, epoch * size)
+        return ms_text.shuffle_stream(self.children[0]._items(ctx, epoch), self.buffer_size, engine)
+
+    def _keyed_items(self, ctx, epoch):
         rng = epoch_rng(ctx.seed, epoch, ctx.node_uid(self))
         buffer = []
         for item in self.children[0]._items(ctx, epoch):

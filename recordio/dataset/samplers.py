@@ -373,8 +373,8 @@ class DefaultOrder(Sampler):
         return Shuffle.FALSE if self.mode is None else self.mode
 
     def _own_order(self, n: int, seed: int, epoch: int, source: Any) -> Ids:
-        if _mindspore_orders():
-            return self._mindspore_order(n, seed, epoch, source)
+        if _mindspore_orders() and (self.mode is not None or self.shards is not None):
+            return self._mindspore_order(n, seed, epoch, source)       # (in order, one shard: the same)
         total = n + self.num_padded
         if self.num_padded and self.mode in (Shuffle.GLOBAL, Shuffle.ADAPTIVE) and total <= ADAPTIVE_LIMIT:
             # as MindSpore's global shuffle: the padded rows (ids n..) move with the rows, so a shard's
