@@ -18,6 +18,7 @@ import recordio
 from recordio.errors import SchemaError
 
 pytest.importorskip("pyspark", reason="the spark extra is not installed (pip install 'mindrecordio[spark]')")
+import pyarrow as pa  # noqa: E402
 from pyspark.sql import types as T  # noqa: E402
 
 from recordio.spark import read_mindrecord, write_mindrecord  # noqa: E402
@@ -104,16 +105,6 @@ def test_row_values_are_checked_not_cast():
         to_writer_row({"ids": [2**40]}, spec)
 
 
-class Batch:
-    """An Arrow batch as the write task sees it (``to_pylist``)."""
-
-    def __init__(self, rows):
-        self.rows = rows
-
-    def to_pylist(self):
-        return self.rows
-
-
 def test_a_duplicate_attempt_is_never_published(tmp_path):
     """A speculative duplicate of a partition writes its own part; only the reported attempt's part is used."""
     path = str(tmp_path / "dup.mindrecord")
@@ -123,7 +114,7 @@ def test_a_duplicate_attempt_is_never_published(tmp_path):
     results = []
     for shard, attempt, rows in [(0, 7, range(0, 5)), (0, 8, range(0, 5)), (1, 9, range(5, 9)), (1, 10, [99])]:
         folder = task.attempt_folder(shard, attempt)
-        written = task.write(shard, folder, [Batch([{"n": n} for n in rows])])
+        written = task.write(shard, folder, [pa.RecordBatch.from_pylist([{"n": n} for n in rows])])
         if attempt in (8, 9):                                 # Spark reports one successful attempt a partition
             results.append({"shard": shard, "attempt": folder, "rows": written})
     _publish(results, path, 2, schema, ["n"], None, overwrite=False)
@@ -131,6 +122,46 @@ def test_a_duplicate_attempt_is_never_published(tmp_path):
     shutil.rmtree(attempts_dir(path))
     assert sorted(os.listdir(tmp_path)) == ["dup.mindrecord0", "dup.mindrecord0.db", "dup.mindrecord1",
                                             "dup.mindrecord1.db"]
+
+
+ALL_ARROW = pa.schema([("b", pa.int8()), ("s", pa.int16()), ("i", pa.int32()), ("l", pa.int64()), ("f", pa.float32()),
+                       ("d", pa.float64()), ("t", pa.string()), ("raw", pa.binary()), ("ids", pa.list_(pa.int64())),
+                       ("xy", pa.list_(pa.list_(pa.int32())))])
+
+
+def task_files(tmp_path, name, batches, row_fn=None, schema=ALL_SCHEMA):
+    """The part one write task makes of ``batches`` (Arrow), as bytes: as columns, or as rows (``row_fn``)."""
+    path = str(tmp_path / name / "part.mindrecord")
+    os.makedirs(attempts_dir(path))
+    task = WriteTask(path, 1, schema, ["l"] if "l" in schema else [], None, row_fn)
+    folder = task.attempt_folder(0, 1)
+    task.write(0, folder, batches)
+    part = os.path.join(folder, ".part.mindrecord.rio-parts", "shard-00000.mindrecord")
+    return [open(part + suffix, "rb").read() for suffix in ("", ".db")]
+
+
+def test_the_write_task_writes_columns_as_it_writes_rows(tmp_path, monkeypatch):
+    """Arrow batches handed over as columns give the bytes of the same rows through the row path."""
+    monkeypatch.setattr("recordio.spark.write.CHUNK_ROWS", 16)                # chunks across batch ends
+    table = pa.Table.from_pylist([dict(zip(ALL_TYPES.names, r)) for r in all_types_rows(90)], ALL_ARROW)
+    batches = table.to_batches(max_chunksize=40) + [table.slice(70).to_batches()[0]]   # an offset slice too
+    by_columns = task_files(tmp_path, "columns", batches)
+    assert by_columns == task_files(tmp_path, "rows", batches, row_fn=lambda row: row.asDict())
+
+
+@pytest.mark.parametrize("column,value,message", [
+    ("i", None, r"row 1: field 'i': expected int or np.int32 .* found NoneType None"),
+    ("raw", None, r"row 1: field 'raw': expected bytes .* found NoneType None"),
+    ("t", None, r"row 1: field 't': expected str .* found NoneType None"),
+    ("ids", None, r"row 1: field 'ids': expected np.ndarray of int64 .* found NoneType None"),
+    ("xy", [[1, 2, 3]], r"row 1: field 'xy': expected shape \[-1, 2\], found shape \[1, 3\]"),
+])
+def test_a_bad_value_in_a_batch_is_named_by_partition_row_and_field(tmp_path, column, value, message):
+    rows = [dict(zip(ALL_TYPES.names, r)) for r in all_types_rows(3)]
+    rows[1][column] = value
+    batch = pa.RecordBatch.from_pylist(rows, ALL_ARROW)
+    with pytest.raises(SchemaError, match=r"part.mindrecord: partition 0, rows 0..2: " + message):
+        task_files(tmp_path, "bad", [batch])
 
 
 def collected(df):
@@ -178,6 +209,20 @@ def test_every_spark_type_round_trips(spark, tmp_path):
     assert mine == want
     back = collected(read_mindrecord(spark, out + "0"))
     assert sorted(back, key=lambda r: r["t"]) == want
+
+
+@pytest.mark.slow
+def test_a_dataframe_written_as_columns_is_the_one_written_as_rows(spark, tmp_path):
+    df = spark.createDataFrame(all_types_rows(60), ALL_TYPES)
+    for how, row_fn in (("columns", None), ("rows", lambda row: row.asDict())):
+        os.makedirs(tmp_path / how)
+        write_mindrecord(df, str(tmp_path / how / "t.mindrecord"), schema=ALL_SCHEMA, row_fn=row_fn, shard_num=3,
+                         index_fields=["l", "t"])
+    for name in sorted(os.listdir(tmp_path / "rows")):
+        assert (tmp_path / "columns" / name).read_bytes() == (tmp_path / "rows" / name).read_bytes(), name
+    wide = spark.createDataFrame([(1,), (2**40,)], "x long").coalesce(1)
+    with pytest.raises(Exception, match=r"partition 0, rows 0..1: row 1: field 'x': expected an int32 in"):
+        write_mindrecord(wide, str(tmp_path / "wide.mindrecord"), schema={"x": {"type": "int32"}})
 
 
 @pytest.mark.slow

@@ -286,7 +286,7 @@ def run(args):
 
 
 def main(argv=None):
-    return bench_main(__doc__, add_arguments, run, argv, value_format="12,.0f")
+    return bench_main(__doc__, add_arguments, run, argv)
 
 
 if __name__ == "__main__":

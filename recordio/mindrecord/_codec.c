@@ -701,6 +701,41 @@ static PyObject *py_copy_ranges(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* copy_entries(data, starts, ends, out): each range as a page entry, [u64 LE length][bytes], one after
+ * another into out (a writable buffer of exactly their total length plus 8 bytes a range). */
+static PyObject *py_copy_entries(PyObject *self, PyObject *args)
+{
+    Ranges r;
+    Py_buffer out;
+    if (ranges_args(args, "OOOO:copy_entries", &r, &out, 0) < 0)
+        return NULL;
+    const uint8_t *base = (const uint8_t *)r.data.buf;
+    const int64_t *a = (const int64_t *)r.starts.buf, *b = (const int64_t *)r.ends.buf;
+    int64_t total = 0;
+    for (Py_ssize_t i = 0; i < r.count; i++)
+        total += 8 + b[i] - a[i];
+    if (total != out.len) {
+        PyErr_Format(PyExc_ValueError, "copy_entries: the entries hold %lld bytes, out has %zd",
+                     (long long)total, out.len);
+        PyBuffer_Release(&out);
+        release_ranges(&r);
+        return NULL;
+    }
+    uint8_t *dst = (uint8_t *)out.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < r.count; i++) {
+        uint64_t n = (uint64_t)(b[i] - a[i]);
+        for (int k = 0; k < 8; k++)
+            dst[k] = (uint8_t)(n >> (8 * k));
+        memcpy(dst + 8, base + a[i], (size_t)n);
+        dst += 8 + n;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&out);
+    release_ranges(&r);
+    Py_RETURN_NONE;
+}
+
 /* --- raw records: msgpack maps of scalar fields, read into columns (FORMAT.md §4) -----------------------
  *
  * A raw record is a msgpack map of the schema's raw fields (ints, floats, strings). decode_records reads
@@ -1119,6 +1154,8 @@ static PyMethodDef methods[] = {
      "fit before limit (out: each entry's prefix position, then the end)"},
     {"copy_ranges", py_copy_ranges, METH_VARARGS,
      "copy_ranges(data, starts, ends, out): the ranges one after another into out"},
+    {"copy_entries", py_copy_entries, METH_VARARGS,
+     "copy_entries(data, starts, ends, out): each range as a page entry ([u64 LE length][bytes]) into out"},
     {"decode_records", py_decode_records, METH_VARARGS,
      "decode_records(data, starts, ends, names, kinds, outs) -> -1, or the index of the first record "
      "not read (msgpack maps of scalar fields into columns)"},

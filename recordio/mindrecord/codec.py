@@ -36,7 +36,7 @@ if os.environ.get("RECORDIO_CODEC") == "numpy" or sys.byteorder != "little":   #
 
 __all__ = [
     "BACKEND", "DUMMY_BLOB", "DUMMY_RAW", "compress_ints", "compress_rows", "decompress_ints",
-    "decompress_many", "join_blob", "pack_raw", "split_blob", "unpack_raw",
+    "decompress_many", "join_blob", "pack_raw", "pack_raws", "page_entries", "split_blob", "unpack_raw",
 ]
 
 #: which integer-array codec runs: ``"c"`` (compiled) or ``"numpy"`` (the reference, ``ints_numpy``;
@@ -88,6 +88,16 @@ def pack_raw(names, values):
         parts.append(_packb(name))
         parts.append(_pack_float(value) if type(value) is float else _packb(value))
     return b"".join(parts)
+
+
+def pack_raws(names, columns):
+    """:func:`pack_raw` of each row of ``columns`` (one list of values per name, in ``names`` order)."""
+    if any(float in map(type, column) for column in columns):
+        return [pack_raw(names, values) for values in zip(*columns)]
+    if len(names) == 1:
+        name = names[0]
+        return [_packb({name: value}) for value in columns[0]]
+    return [_packb(dict(zip(names, values))) for values in zip(*columns)]
 
 
 def unpack_raw(data):
@@ -223,6 +233,23 @@ def walk_entries(buf, start, count, limit):
         at += 8 + n
     pos[count] = at
     return pos, -1
+
+
+def page_entries(buffer, offsets):
+    """The values ``buffer[offsets[i]:offsets[i + 1]]`` as page entries, ``[u64 LE length][bytes]`` each
+    (FORMAT.md section 4), one after another: what ``format.entry_prefix(len(v)) + v`` of each gives."""
+    offsets = np.asarray(offsets, dtype=np.int64)
+    starts, ends = offsets[:-1], offsets[1:]
+    out = bytearray(int(ends[-1] - starts[0]) + 8 * len(starts) if len(starts) else 0)
+    if _codec is not None:
+        _codec.copy_entries(buffer, starts, ends, out)
+        return out
+    view, at = memoryview(buffer).cast("B"), 0
+    for a, b in zip(starts.tolist(), ends.tolist()):
+        out[at:at + 8] = _U64LE.pack(b - a)
+        out[at + 8:at + 8 + b - a] = view[a:b]
+        at += 8 + b - a
+    return out
 
 
 def _native_ints(values):

@@ -60,6 +60,11 @@ class BytesColumn:
         return len(self.offsets) - 1
 
     def __getitem__(self, i):
+        if isinstance(i, slice):                     # the values of a run of rows: no copy
+            start, stop, step = i.indices(len(self))
+            if step != 1:
+                raise ValueError("a BytesColumn is sliced by runs of rows (step 1)")
+            return BytesColumn(self.buffer, self.offsets[start:max(start, stop) + 1])
         a, b = self.offsets[i], self.offsets[i + 1]
         return self.buffer[a:b].tobytes()
 

@@ -4,11 +4,15 @@
 bytes of the last RAW page (needed for the raw-page shift). :meth:`ShardPages.add`
 takes one call's entries for this shard and returns the ``(page_id, offset, bytes)``
 writes to perform; :meth:`ShardPages.locations` walks the pages as MindSpore's index
-generator does (§4.3) to give every row's entry offsets for the ``.db``.
+generator does (§4.3) to give every row's entry offsets for the ``.db``. A call's blobs or raws are a
+list of ``bytes`` or a :class:`~recordio.mindrecord.columns.BytesColumn` (one buffer and its offsets,
+as a columnar write hands them over; its entries are cut from the buffer in one pass).
 """
 
 
+from recordio.mindrecord import codec
 from recordio.mindrecord.checksums import new_hasher
+from recordio.mindrecord.columns import BytesColumn
 from recordio.mindrecord.format import BLOB, ENTRY_PREFIX, RAW, Page, entry_prefix
 
 __all__ = ["ShardPages"]
@@ -57,8 +61,7 @@ class ShardPages:
 
     def add(self, blobs, raws):
         """Place one call's rows (lists of blob and raw bytes); return the writes to perform."""
-        rb = [ENTRY_PREFIX + len(b) for b in blobs]
-        rr = [ENTRY_PREFIX + len(r) for r in raws]
+        rb, rr = _entry_lengths(blobs), _entry_lengths(raws)
         self.blob_lengths += rb
         self.raw_lengths += rr
         groups = self._cut_groups(rb, rr)
@@ -128,7 +131,16 @@ class ShardPages:
             lr.size += need
 
 
+def _entry_lengths(items):
+    if isinstance(items, BytesColumn):
+        return (items.lengths() + ENTRY_PREFIX).tolist()
+    return [ENTRY_PREFIX + len(item) for item in items]
+
+
 def _entries(items, rows):
+    """The page entries of ``items[i]`` for ``i`` in ``rows`` (consecutive row numbers)."""
+    if isinstance(items, BytesColumn):
+        return codec.page_entries(items.buffer, items.offsets[rows[0]:rows[-1] + 2])
     parts = []
     for i in rows:
         parts.append(entry_prefix(len(items[i])))

@@ -29,7 +29,7 @@ __all__ = ["Schema"]
 SCALAR_TYPES = ("int32", "int64", "float32", "float64", "string", "bytes")
 ARRAY_TYPES = ("int32", "int64", "float32", "float64")
 INT_RANGE = {"int32": (-(1 << 31), (1 << 31) - 1), "int64": (-(1 << 63), (1 << 63) - 1)}
-_FLT32_LIMIT = float(np.finfo(np.float32).max) * (1 + 2.0 ** -24)   # larger values round to inf
+FLT32_LIMIT = float(np.finfo(np.float32).max) * (1 + 2.0 ** -24)   # larger values round to inf
 _NAME = re.compile(r"^[0-9a-zA-Z_]+$")
 _NUMPY_SCALAR = {"int32": np.int32, "int64": np.int64, "float32": np.float32, "float64": np.float64}
 
@@ -150,7 +150,7 @@ class Schema:
             if kind is not float and kind is not _NUMPY_SCALAR[field.type]:
                 raise _type_error(index, field, f"float or np.{field.type}", value)
             value = float(value)
-            if field.type == "float32" and abs(value) > _FLT32_LIMIT and value != math.inf and value != -math.inf:
+            if field.type == "float32" and abs(value) > FLT32_LIMIT and value != math.inf and value != -math.inf:
                 raise SchemaError(f"row {index}: field {field.name!r}: expected a float32, found {value!r}, "
                                   f"which is out of the float32 range")
             return value
@@ -159,7 +159,10 @@ class Schema:
         return value
 
     def _blob_part(self, field, row, index):
-        value = self._value(field, row, index)
+        return self.encode_part(field, self._value(field, row, index), index)
+
+    def encode_part(self, field, value, index):
+        """Validate ``value`` of blob field ``field`` (row ``index``); return ``(part bytes, bytes saved)``."""
         if field.shape is None:
             if type(value) is not bytes:
                 raise _type_error(index, field, "bytes", value)

@@ -28,6 +28,7 @@ import sqlite3
 import xxhash
 
 from recordio.mindrecord import checksums as sums
+from recordio.mindrecord import columnar
 from recordio.mindrecord import format as fmt
 from recordio.mindrecord import index
 from recordio.mindrecord.datalock import DatasetLock
@@ -83,6 +84,12 @@ class ShardWriter(CommitOnExit):
             return
         self._writer.write_raw_data(raw_data)
         self.rows += len(raw_data)
+
+    def write_columns(self, columns: dict) -> None:
+        """Validate and write rows given as columns (as :meth:`FileWriter.write_columns`)."""
+        n = columnar.column_length(columns)
+        self._writer.write_columns(columns)
+        self.rows += n
 
     def commit(self) -> None:
         """Publish the part, then mark it complete."""

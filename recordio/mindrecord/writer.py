@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from recordio.mindrecord import columnar
 from recordio.mindrecord import format as fmt
 from recordio.mindrecord import index
 from recordio.mindrecord.datalock import DatasetLock
@@ -253,14 +254,39 @@ class FileWriter(CommitOnExit):
         if not raw_data:
             raise SchemaError("There is no valid data which can be written by 'write_raw_data' to mindrecord "
                               "file: raw_data is an empty list")
+        self._start_call(parallel_writer)
+        self._write(self._encode(raw_data), parallel_writer)
+
+    def write_columns(self, columns: dict, parallel_writer: bool = False) -> None:
+        """Write rows given as columns (``{field: column}``, one length): the same files, checks and
+        errors as :meth:`write_raw_data` of the rows they stand for (``columnar.py`` lists the columns
+        taken: numpy arrays for numbers, lists of ``str``/``bytes``/arrays, a ``BytesColumn``)."""
+        if not isinstance(parallel_writer, bool):
+            raise TypeError("parallel_writer must be a bool")
+        n = columnar.column_length(columns)
+        if not n:
+            raise SchemaError("There is no valid data which can be written by 'write_columns' to mindrecord "
+                              "file: the columns are empty")
+        self._start_call(parallel_writer)
+        extra = sorted(set(columns) - set(self._schema.fields))
+        if extra:
+            warnings.warn(f"field(s) {extra} are not in the schema and are not stored", stacklevel=2)
+        encoded = columnar.encode_columns(self._schema, columns, n, self.index_fields,
+                                          self._page_size - fmt.ENTRY_PREFIX)
+        if encoded is None:              # a value the column checks refuse: its row names it (or it passes)
+            encoded = self._encode(columnar.rows_of(self._schema, columns, n))
+        self._write(encoded, parallel_writer)
+
+    def _start_call(self, parallel_writer):
         self._start()
         if self._parallel is None:
             self._parallel = parallel_writer
         elif self._parallel != parallel_writer:
             raise RuntimeError(f"The parameter `parallel_writer` must be consistent during use. The first call "
                                f"gave {self._parallel}, this one {parallel_writer}.")
-        encoded = self._encode(raw_data)
-        if not encoded[0]:
+
+    def _write(self, encoded, parallel_writer):
+        if not len(encoded[0]):
             return
         try:
             if parallel_writer:

@@ -7,16 +7,22 @@ import numpy as np
 from recordio.errors import SchemaError
 from recordio.extras import requires
 
+from recordio.mindrecord.columns import BytesColumn
+
 with requires("recordio.spark", "spark"):
+    import pyarrow as pa
     from pyspark.sql import types as T
 
-__all__ = ["mindrecord_schema", "spark_schema", "to_writer_row"]
+__all__ = ["mindrecord_schema", "spark_schema", "to_writer_columns", "to_writer_row"]
 
 _SCALARS = {T.ByteType: "int32", T.ShortType: "int32", T.IntegerType: "int32", T.LongType: "int64",
             T.FloatType: "float32", T.DoubleType: "float64", T.StringType: "string", T.BinaryType: "bytes"}
 _NUMBERS = {"int32", "int64", "float32", "float64"}
 _SPARK = {"int32": T.IntegerType(), "int64": T.LongType(), "float32": T.FloatType(), "float64": T.DoubleType(),
           "string": T.StringType(), "bytes": T.BinaryType()}
+_NUMPY = {pa.int8(): np.int8, pa.int16(): np.int16, pa.int32(): np.int32, pa.int64(): np.int64, pa.uint8(): np.uint8,
+          pa.uint16(): np.uint16, pa.uint32(): np.uint32, pa.uint64(): np.uint64, pa.float32(): np.float32,
+          pa.float64(): np.float64}
 _HOLDS = ("MindRecord holds integers, floats, strings, binary and arrays of numbers: cast the column, "
           "or write it through row_fn with a schema")
 
@@ -125,3 +131,42 @@ def to_writer_row(row: dict, schema: dict) -> dict:
             value = bytes(value)
         out[name] = value
     return out
+
+
+def to_writer_columns(batch: pa.RecordBatch, schema: dict) -> dict | None:
+    """An Arrow batch (no nulls) as the writer's columns (``FileWriter.write_columns``): numbers as the
+    arrays Arrow holds, binary as one buffer and its offsets, strings as lists, arrays as numpy arrays
+    (checked, not cast, as :func:`to_writer_row` does); None when a column needs the rows."""
+    columns = {}
+    for name, column in zip(batch.schema.names, batch.columns):
+        spec = schema.get(name)
+        kind = column.type
+        if column.null_count:
+            return None
+        if spec is not None and spec.get("shape"):
+            columns[name] = [_array(value, spec, name) for value in column.to_pylist()]
+        elif kind in _NUMPY:
+            columns[name] = _numbers(column)
+        elif pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
+            columns[name] = _bytes_column(column)
+        elif pa.types.is_string(kind) or pa.types.is_large_string(kind):
+            columns[name] = column.to_pylist()
+        else:
+            return None
+    return columns
+
+
+def _numbers(column):
+    """A numeric Arrow array (no nulls) as a numpy view of its values buffer (``to_numpy`` would import
+    pandas, a third of a second in each fresh Python worker)."""
+    values = column.buffers()[1]
+    return np.frombuffer(values, dtype=_NUMPY[column.type])[column.offset:column.offset + len(column)]
+
+
+def _bytes_column(column):
+    """A binary Arrow array as a :class:`BytesColumn` over its data buffer (no copy)."""
+    _, offsets, data = column.buffers()
+    width = np.int64 if pa.types.is_large_binary(column.type) else np.int32
+    offsets = np.frombuffer(offsets, dtype=width)[column.offset:column.offset + len(column) + 1]
+    buffer = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8)
+    return BytesColumn(buffer, offsets)

@@ -20,7 +20,8 @@ from recordio.mindrecord.schema import Schema
 from recordio.mindrecord.shard_writer import ShardWriter, finalize_shards, parts_dir
 from recordio.mindrecord.upload import write_target
 from recordio.mindrecord.writer import FileWriter
-from recordio.spark.types import check_columns, mindrecord_schema, nested_columns, to_writer_row
+from recordio.spark.types import (check_columns, mindrecord_schema, nested_columns, to_writer_columns,
+                                  to_writer_row)
 
 with requires("recordio.spark", "spark"):
     import pyarrow as pa
@@ -72,21 +73,31 @@ class WriteTask:
             writer.open()
             done = 0
             for batch in batches:
-                rows = batch.to_pylist()
-                for first in range(0, len(rows), CHUNK_ROWS):
-                    self._write_chunk(writer, shard, done + first, rows[first:first + CHUNK_ROWS])
-                done += len(rows)
+                for first in range(0, batch.num_rows, CHUNK_ROWS):
+                    self._write_chunk(writer, shard, done + first, batch.slice(first, CHUNK_ROWS))
+                done += batch.num_rows
         return writer.rows
 
-    def _write_chunk(self, writer, shard, first, rows):
+    def _write_chunk(self, writer, shard, first, chunk):
+        """Write a slice of an Arrow batch: as columns (no dict a row) unless ``row_fn`` maps rows or a
+        column needs the rows (nulls, which the row checks then refuse)."""
+        try:
+            columns = to_writer_columns(chunk, self.schema) if self.row_fn is None else None
+            if columns is not None:
+                writer.write_columns(columns)
+            else:
+                writer.write_raw_data(self._rows(chunk))
+        except SchemaError as exc:
+            last = first + chunk.num_rows - 1
+            raise SchemaError(f"{self.path}: partition {shard}, rows {first}..{last}: {exc}") from exc
+
+    def _rows(self, chunk):
+        rows = chunk.to_pylist()
         if self.row_fn is not None:
             rows = [self.row_fn(Row(**row)) for row in rows]
-        try:
-            if self.convert:                   # Arrow gives scalars, str and bytes as the writer takes them
-                rows = [to_writer_row(row, self.schema) for row in rows]
-            writer.write_raw_data(rows)
-        except SchemaError as exc:
-            raise SchemaError(f"{self.path}: partition {shard}, rows {first}..{first + len(rows) - 1}: {exc}") from exc
+        if self.convert:                   # Arrow gives scalars, str and bytes as the writer takes them
+            rows = [to_writer_row(row, self.schema) for row in rows]
+        return rows
 
 
 def _schema_of(df, schema, row_fn):
