@@ -21,7 +21,7 @@ written once as a 4-shard MindRecord dataset and as 4 Parquet files of the same 
   batches of 256) against iterating the same three sources alone, globally shuffled, one after the
   other (rows/s over the same number of rows).
 
-    python tools/bench_bridges.py [--rows 50000] [--cpus 2] [--repeats 3] [--quick] [--json]
+    python tools/bench_bridges.py [--rows 50000] [--cpus 2] [--repeats 3] [--quick] [--json FILE]
         [--only ray,hf,spark,mix] [--mds-path FOLDER]
 """
 
@@ -30,7 +30,7 @@ import sys
 import tempfile
 import time
 
-from recordio.tools._common import bench_main
+from recordio.tools._common import bench_main, bench_row
 
 ROWS, QUICK_ROWS = 50_000, 5_000
 
@@ -46,9 +46,7 @@ def add_arguments(parser):
                         help="a folder holding mosaicml-streaming (pip install --target), for the Spark baseline")
 
 
-def _row(name, value, unit, baseline=None, base=None):
-    return {"name": name, "value": value, "unit": unit, "baseline": baseline,
-            "ratio": value / base if base else None}
+_row = bench_row
 
 
 def _write(folder, n):
