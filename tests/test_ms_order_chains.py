@@ -390,6 +390,7 @@ SHUFFLE_PIPELINES = {
     "batch4-shuffle3": lambda ds: ds.batch(4).shuffle(3),
     "shuffle7-batch5": lambda ds: ds.shuffle(7).batch(5),
     "shuffle3-shuffle4": lambda ds: ds.shuffle(3).shuffle(4),
+    "filter-shuffle5": lambda ds: ds.filter(lambda x: x % 3 != 0, input_columns=["x"]).shuffle(5),
 }
 
 
@@ -414,10 +415,21 @@ def test_dataset_shuffle_is_mindspore_s_shuffle_op(mindspore_orders):
         assert [[int(t[0]) for t in it] for _ in epochs] == epochs
 
 
-def test_dataset_shuffle_in_mindspore_mode_needs_the_epoch_s_size(mindspore_orders):
-    data = _numbers().filter(lambda x: x % 2 == 0, input_columns=["x"]).shuffle(4)
-    with pytest.raises(NotImplementedError, match="Dataset.shuffle"):
-        list(data.create_tuple_iterator(num_epochs=1, output_numpy=True))
+def test_dataset_shuffle_in_mindspore_mode_after_a_filter(mindspore_orders):
+    """Epochs run in turn draw on from the last one's engine; an epoch started without the ones
+    before it needs their number of rows, which a filter only tells by iterating."""
+    epochs = _shuffled("filter-shuffle5", 5)
+    assert len(epochs) == 3 and all(sorted(sum(e, [])) == [i for i in range(24) if i % 3] for e in epochs)
+    assert epochs[0] != epochs[1]
+    config.set_seed(5)
+    data = SHUFFLE_PIPELINES["filter-shuffle5"](_numbers())
+    it = data.create_tuple_iterator(num_epochs=2, output_numpy=True)
+    list(it)
+    state = it.state_dict()                            # epoch 0 done
+    again = SHUFFLE_PIPELINES["filter-shuffle5"](_numbers())
+    again.load_state_dict(state)
+    with pytest.raises(NotImplementedError, match="Dataset.shuffle: starting at epoch 1"):
+        list(again.create_tuple_iterator(num_epochs=2, output_numpy=True))
 
 
 def test_dataset_shuffle_in_the_default_mode_is_keyed():
@@ -436,6 +448,7 @@ pipelines = {
     "shuffle100": lambda d: d.shuffle(100), "shuffle5-repeat2": lambda d: d.shuffle(5).repeat(2),
     "repeat2-shuffle5": lambda d: d.repeat(2).shuffle(5), "batch4-shuffle3": lambda d: d.batch(4).shuffle(3),
     "shuffle7-batch5": lambda d: d.shuffle(7).batch(5), "shuffle3-shuffle4": lambda d: d.shuffle(3).shuffle(4),
+    "filter-shuffle5": lambda d: d.filter(lambda x: x % 3 != 0, input_columns=["x"]).shuffle(5),
 }
 out = {}
 for seed in json.loads(sys.argv[1]):

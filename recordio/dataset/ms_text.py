@@ -152,9 +152,14 @@ class Engines:
         for _ in range(draws - done):
             g()
         self._states[(seed, shard)] = (draws, g)
-        copy = MT19937_64.__new__(MT19937_64)
-        copy.mt, copy.i = list(g.mt), g.i
-        return copy
+        return copy_engine(g)
+
+
+def copy_engine(g: MT19937_64) -> MT19937_64:
+    """An engine in ``g``'s state that draws on independently of it."""
+    copy = MT19937_64.__new__(MT19937_64)
+    copy.mt, copy.i = list(g.mt), g.i
+    return copy
 
 
 def buffer_size(total: int, num_files: int, num_shards: int) -> int:

@@ -44,6 +44,7 @@ class ShuffleDataset(Dataset):
             raise ValueError(f"buffer_size must be an int >= 2, got {buffer_size!r}")
         self.buffer_size = buffer_size
         self._engines = ms_text.Engines()
+        self._ms_next = None             # (seed, next epoch, engine) after an epoch run to its end
 
     def _positional(self):
         return False
@@ -54,14 +55,25 @@ class ShuffleDataset(Dataset):
         return self._keyed_items(ctx, epoch)
 
     def _mindspore_items(self, ctx, epoch):
-        """The engine has drawn once for every row of the data epochs before this one: their rows
-        must be known without iterating them."""
+        """The engine has drawn once for every row of the data epochs before this one: it goes on
+        from where the last epoch run to its end left it, else it is drawn forward by the epochs' rows
+        (their number must then be known without iterating them)."""
+        engine = self._ms_engine(ctx, epoch)
+        yield from ms_text.shuffle_stream(self.children[0]._items(ctx, epoch), self.buffer_size, engine)
+        self._ms_next = (ctx.seed, epoch + 1, ms_text.copy_engine(engine))
+
+    def _ms_engine(self, ctx, epoch):
+        seed, after, engine = self._ms_next or (None, None, None)
+        if (seed, after) == (ctx.seed, epoch):
+            return ms_text.copy_engine(engine)
+        if epoch == 0:
+            return self._engines.at(ctx.seed, 0, 0)
         size = self.children[0]._size(ctx)
         if size is None:
-            ms_order.refuse("Dataset.shuffle", "a shuffle over rows whose number only iterating tells "
-                                               "(filter, a callable batch size, an iterable source)")
-        engine = self._engines.at(ctx.seed, 0, epoch * size)
-        return ms_text.shuffle_stream(self.children[0]._items(ctx, epoch), self.buffer_size, engine)
+            ms_order.refuse("Dataset.shuffle", f"starting at epoch {epoch} without the epochs before it over rows "
+                                               f"whose number only iterating tells (filter, a callable batch "
+                                               f"size, an iterable source)")
+        return self._engines.at(ctx.seed, 0, epoch * size)
 
     def _keyed_items(self, ctx, epoch):
         rng = epoch_rng(ctx.seed, epoch, ctx.node_uid(self))
