@@ -14,7 +14,7 @@ import pytest
 import ms_concat_cases
 import recordio.dataset as ds
 from numbered import write_numbered
-from recordio.dataset.ops import concat_share
+from recordio.dataset.combine import concat_share
 
 
 @pytest.fixture(scope="module")

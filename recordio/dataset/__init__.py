@@ -12,7 +12,7 @@ import importlib
 
 from recordio import config
 from recordio.dataset import callback
-from recordio.dataset import batch_op, bucket_op, map_op, ops  # noqa: F401 (they register the builders' operations)
+from recordio.dataset import batch_op, bucket_op, combine, map_op, ops  # noqa: F401 (they register the builders' operations)
 from recordio.dataset.balance import WeightedClassSampler
 from recordio.dataset.callback import DSCallback
 from recordio.dataset.generator import GeneratorDataset
@@ -20,8 +20,8 @@ from recordio.dataset.iterators import HostBatch
 from recordio.dataset.mind_dataset import MindDataset
 from recordio.dataset.mix import MixedDataset, mix
 from recordio.dataset.node import Dataset
-from recordio.dataset.ops import ConcatDataset
-from recordio.dataset.ops import zip_datasets as zip  # noqa: A004 (mindspore.dataset.zip)
+from recordio.dataset.combine import ConcatDataset
+from recordio.dataset.combine import zip_datasets as zip  # noqa: A004 (mindspore.dataset.zip)
 from recordio.dataset.order import Shuffle
 from recordio.dataset.padded import PaddedDataset
 from recordio.dataset.samplers import (DistributedSampler, PKSampler, RandomSampler, Sampler, SequentialSampler,
