@@ -189,14 +189,19 @@ def test_text_global_shuffle_is_mindspore_s(texts, mindspore_orders):
         ids_of(TextFileDataset(texts, shuffle=Shuffle.INFILE), 1, "text")
 
 
+# MindSpore 2.10: a 24-row source in order (NumpySlicesDataset, GeneratorDataset(shuffle=False)) then
+# .shuffle(size), set_seed(5), two epochs: {size: [epoch 0, epoch 1]}
+SHUFFLE_BUFFER_PINNED = {
+    10000: [[22, 23, 14, 13, 4, 2, 3, 7, 8, 19, 10, 18, 1, 0, 17, 16, 5, 11, 15, 12, 21, 6, 20, 9],
+            [22, 8, 12, 9, 6, 23, 3, 2, 10, 7, 21, 14, 19, 17, 15, 18, 13, 11, 4, 20, 1, 5, 16, 0]],
+    5: [[2, 3, 0, 5, 8, 4, 1, 11, 6, 13, 10, 7, 16, 9, 15, 18, 14, 21, 19, 17, 23, 20, 12, 22],
+        [4, 3, 2, 7, 1, 8, 9, 5, 10, 6, 13, 0, 12, 16, 11, 19, 18, 20, 15, 21, 17, 23, 14, 22]],
+}
+
+
 def test_the_shuffle_buffer_draws_on_across_epochs():
     # MindSpore 2.10: NumpySlicesDataset(range(24), shuffle=False).shuffle(size), seed 5, two epochs
-    expected = {
-        10000: [[22, 23, 14, 13, 4, 2, 3, 7, 8, 19, 10, 18, 1, 0, 17, 16, 5, 11, 15, 12, 21, 6, 20, 9],
-                [22, 8, 12, 9, 6, 23, 3, 2, 10, 7, 21, 14, 19, 17, 15, 18, 13, 11, 4, 20, 1, 5, 16, 0]],
-        5: [[2, 3, 0, 5, 8, 4, 1, 11, 6, 13, 10, 7, 16, 9, 15, 18, 14, 21, 19, 17, 23, 20, 12, 22],
-            [4, 3, 2, 7, 1, 8, 9, 5, 10, 6, 13, 0, 12, 16, 11, 19, 18, 20, 15, 21, 17, 23, 14, 22]],
-    }
+    expected = SHUFFLE_BUFFER_PINNED
     for size, epochs in expected.items():
         g = ms_text.MT19937_64(5)
         assert [ms_text.shuffle_buffer(range(24), size, g) for _ in epochs] == epochs
@@ -403,12 +408,7 @@ def _shuffled(name, seed, epochs=3):
 def test_dataset_shuffle_is_mindspore_s_shuffle_op(mindspore_orders):
     # MindSpore 2.10: GeneratorDataset(range(24), shuffle=False).shuffle(size), set_seed(5), two epochs
     # (the engine draws on across epochs: the second epoch is not the first again)
-    expected = {
-        10000: [[22, 23, 14, 13, 4, 2, 3, 7, 8, 19, 10, 18, 1, 0, 17, 16, 5, 11, 15, 12, 21, 6, 20, 9],
-                [22, 8, 12, 9, 6, 23, 3, 2, 10, 7, 21, 14, 19, 17, 15, 18, 13, 11, 4, 20, 1, 5, 16, 0]],
-        5: [[2, 3, 0, 5, 8, 4, 1, 11, 6, 13, 10, 7, 16, 9, 15, 18, 14, 21, 19, 17, 23, 20, 12, 22],
-            [4, 3, 2, 7, 1, 8, 9, 5, 10, 6, 13, 0, 12, 16, 11, 19, 18, 20, 15, 21, 17, 23, 14, 22]],
-    }
+    expected = SHUFFLE_BUFFER_PINNED
     for size, epochs in expected.items():
         config.set_seed(5)
         it = _numbers().shuffle(size).create_tuple_iterator(num_epochs=2, output_numpy=True)

@@ -180,7 +180,7 @@ def bench(name, data, n, batch, repeats):
 
 
 def rows_out(name, n, batch, best):
-    from recordio.tools.bench_storage import row
+    from recordio.tools._common import bench_row as row
     rate = {label: n / t["first"] for label, t in best.items()}
     out = []
     for label, t in best.items():

@@ -285,7 +285,7 @@ def bench(name, the_spec, repeats, mindspore_python):
 
 
 def rows_out(name, n, best):
-    from recordio.tools.bench_storage import row
+    from recordio.tools._common import bench_row as row
     out = []
     for label, t in best.items():
         out.append(row(f"{name} {label}: first pass / warm pass", n / t["first"], "rows/s",

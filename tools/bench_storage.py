@@ -258,7 +258,7 @@ def mindspore_storage(python, folder, name, rows, repeats):
 # --- one workload -------------------------------------------------------------------------------------
 
 
-row = bench_row      # other benches build their rows with it under this name
+row = bench_row
 
 
 WRITE_VARIANTS = (("plain", {}), ("no_checksums", {"checksums": False}), ("no_fsync", {"fsync": False}),

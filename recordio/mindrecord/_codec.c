@@ -669,6 +669,22 @@ static PyObject *py_decode_ranges(PyObject *self, PyObject *args)
     return PyLong_FromSsize_t(bad);
 }
 
+/* Whether out holds exactly the ranges, each with `prefix` bytes before it; else -1 with a ValueError
+ * naming `what`, out and the ranges released. */
+static int check_room(Ranges *r, Py_buffer *out, int64_t prefix, const char *what)
+{
+    const int64_t *a = (const int64_t *)r->starts.buf, *b = (const int64_t *)r->ends.buf;
+    int64_t total = 0;
+    for (Py_ssize_t i = 0; i < r->count; i++)
+        total += prefix + b[i] - a[i];
+    if (total == out->len)
+        return 0;
+    PyErr_Format(PyExc_ValueError, "%s hold %lld bytes, out has %zd", what, (long long)total, out->len);
+    PyBuffer_Release(out);
+    release_ranges(r);
+    return -1;
+}
+
 /* copy_ranges(data, starts, ends, out): the ranges copied one after another into out (a writable
  * buffer of exactly their total length). */
 static PyObject *py_copy_ranges(PyObject *self, PyObject *args)
@@ -677,18 +693,10 @@ static PyObject *py_copy_ranges(PyObject *self, PyObject *args)
     Py_buffer out;
     if (ranges_args(args, "OOOO:copy_ranges", &r, &out, 0) < 0)
         return NULL;
+    if (check_room(&r, &out, 0, "copy_ranges: the ranges") < 0)
+        return NULL;
     const uint8_t *base = (const uint8_t *)r.data.buf;
     const int64_t *a = (const int64_t *)r.starts.buf, *b = (const int64_t *)r.ends.buf;
-    int64_t total = 0;
-    for (Py_ssize_t i = 0; i < r.count; i++)
-        total += b[i] - a[i];
-    if (total != out.len) {
-        PyErr_Format(PyExc_ValueError, "copy_ranges: the ranges hold %lld bytes, out has %zd",
-                     (long long)total, out.len);
-        PyBuffer_Release(&out);
-        release_ranges(&r);
-        return NULL;
-    }
     uint8_t *dst = (uint8_t *)out.buf;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < r.count; i++) {
@@ -709,18 +717,10 @@ static PyObject *py_copy_entries(PyObject *self, PyObject *args)
     Py_buffer out;
     if (ranges_args(args, "OOOO:copy_entries", &r, &out, 0) < 0)
         return NULL;
+    if (check_room(&r, &out, 8, "copy_entries: the entries") < 0)
+        return NULL;
     const uint8_t *base = (const uint8_t *)r.data.buf;
     const int64_t *a = (const int64_t *)r.starts.buf, *b = (const int64_t *)r.ends.buf;
-    int64_t total = 0;
-    for (Py_ssize_t i = 0; i < r.count; i++)
-        total += 8 + b[i] - a[i];
-    if (total != out.len) {
-        PyErr_Format(PyExc_ValueError, "copy_entries: the entries hold %lld bytes, out has %zd",
-                     (long long)total, out.len);
-        PyBuffer_Release(&out);
-        release_ranges(&r);
-        return NULL;
-    }
     uint8_t *dst = (uint8_t *)out.buf;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < r.count; i++) {
