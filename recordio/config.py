@@ -109,7 +109,7 @@ def set_order_mode(mode: str) -> None:
     O(1) memory, the same for any worker count, resumable at a position) or ``"mindspore"``
     (MindSpore 2.10's own orders for its seed, shuffle modes, samplers and shards, so that an
     experiment's data order carries over; a permutation per epoch, computed in Python;
-    ``recordio.dataset.ms_order``). Read when an epoch is ordered."""
+    ``recordio.dataset.order.ms_order``). Read when an epoch is ordered."""
     if mode not in _ORDER_MODES:
         raise ValueError(f"order mode must be one of {_ORDER_MODES}, got {mode!r}")
     _order_mode[0] = mode

@@ -11,7 +11,7 @@ from ms_client import run_oracle
 from ms_oracle import from_plain
 from recordio import transforms, vision
 from recordio.dataset import GeneratorDataset, MindDataset, RandomSampler, Shuffle, config
-from recordio.dataset import order
+from recordio.dataset.order import shuffle as order
 
 
 def test_partial_shuffles_within_windows_in_order():

@@ -9,7 +9,7 @@ from numbered import write_numbered
 
 import recordio
 from recordio.dataset import GeneratorDataset, MindDataset, mix
-from recordio.dataset.mix import apportion, occurrences
+from recordio.dataset.order.mix import apportion, occurrences
 from recordio.errors import PipelineError
 
 SIZES = (10, 30, 5)             # sources: ids 0..9, 100..129, 200..204

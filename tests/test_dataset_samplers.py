@@ -1,4 +1,4 @@
-"""Every sampler of recordio.dataset.order, over MindDataset and GeneratorDataset."""
+"""Every sampler of recordio.dataset.order.samplers, over MindDataset and GeneratorDataset."""
 
 import math
 

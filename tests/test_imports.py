@@ -64,9 +64,9 @@ def test_storage_modules_do_not_import_the_pipeline_or_torch():
 
 
 
-# recordio.dataset.order answers the samplers' names (a lazy import in its ``__getattr__``) for code written
-# before they moved to recordio.dataset.samplers, which builds on order: the one import that runs back up.
-COMPAT_ALIASES = {("recordio.dataset.order", "recordio.dataset.samplers")}
+# recordio.dataset.order.shuffle answers the samplers' names (a lazy import in its ``__getattr__``) for code written
+# before they moved to recordio.dataset.order.samplers, which builds on order: the one import that runs back up.
+COMPAT_ALIASES = {("recordio.dataset.order.shuffle", "recordio.dataset.order.samplers")}
 
 
 def _dataset_import_graph():

@@ -12,7 +12,7 @@ from ms_oracle import build_pipeline, from_plain
 from recordio import config
 from recordio.dataset import (DistributedSampler, GeneratorDataset, MindDataset, PKSampler, RandomSampler,
                               SequentialSampler, Shuffle)
-from recordio.dataset import ms_order
+from recordio.dataset.order import ms_order
 from recordio.mindrecord import FileWriter
 
 COUNTS = [23, 7, 12, 5]

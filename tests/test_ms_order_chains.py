@@ -1,9 +1,9 @@
 """Order mode "mindspore" for sampler chains over a MindDataset and for TextFileDataset.
 
 Chains (``add_child``, ``add_sampler``, ``use_sampler``) run as MindSpore 2.10's MindRecord
-operators (``recordio.dataset.ms_chains``); TextFileDataset's orders (``Shuffle.GLOBAL``, the
+operators (``recordio.dataset.order.ms_chains``); TextFileDataset's orders (``Shuffle.GLOBAL``, the
 default, ``Shuffle.FILES`` and ``shuffle=False``) as its ``TextFileOp`` and ``ShuffleOp``
-(``recordio.dataset.ms_text``). The first part pins
+(``recordio.dataset.order.ms_text``). The first part pins
 orders that MindSpore 2.10 itself produced (copied from its output, three epochs each), so that CI
 without MindSpore still checks them; the ``mindspore`` tier compares with MindSpore 2.10 for
 several seeds, shard counts, shard ids and three epochs."""
@@ -20,7 +20,7 @@ from ms_oracle import build_pipeline, from_plain
 from recordio import config
 from recordio.dataset import (DistributedSampler, MindDataset, RandomSampler, SequentialSampler, Shuffle,
                               SubsetSampler, TextFileDataset)
-from recordio.dataset import ms_text
+from recordio.dataset.order import ms_text
 from test_ms_order import COUNTS, files, mindspore_orders  # noqa: F401  (fixtures; ids 0..46 in file order)
 
 TEXT_COUNTS = [5, 9, 3, 7]         # lines of the four text files; line k holds "k"

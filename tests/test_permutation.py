@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from recordio.dataset import MindDataset, Shuffle
-from recordio.dataset.order import ORDER_VERSION, global_order
-from recordio.dataset.permutation import KeyedPermutation, Padded, Picked
+from recordio.dataset.order.shuffle import ORDER_VERSION, global_order
+from recordio.dataset.order.permutation import KeyedPermutation, Padded, Picked
 from recordio.errors import PipelineError
 from recordio.mindrecord import codec
 

@@ -96,7 +96,7 @@ print(json.dumps({"s": time.perf_counter() - start}))
 _RANDOM = r"""
 import json, sys, time
 from recordio import FileReader
-from recordio.dataset.order import global_order
+from recordio.dataset.order.shuffle import global_order
 r = FileReader(sys.argv[1])
 count = min(len(r), int(sys.argv[2]))
 order = global_order(len(r), 0, 0)[0:count].tolist()

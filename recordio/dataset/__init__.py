@@ -13,18 +13,18 @@ import importlib
 from recordio import config
 from recordio.dataset import callback
 from recordio.dataset import batch_op, bucket_op, combine, map_op, ops  # noqa: F401 (they register the builders' operations)
-from recordio.dataset.balance import WeightedClassSampler
+from recordio.dataset.order.balance import WeightedClassSampler
 from recordio.dataset.callback import DSCallback
 from recordio.dataset.generator import GeneratorDataset
 from recordio.dataset.iterators import HostBatch
 from recordio.dataset.mind_dataset import MindDataset
-from recordio.dataset.mix import MixedDataset, mix
+from recordio.dataset.order.mix import MixedDataset, mix
 from recordio.dataset.node import Dataset
 from recordio.dataset.combine import ConcatDataset
 from recordio.dataset.combine import zip_datasets as zip  # noqa: A004 (mindspore.dataset.zip)
-from recordio.dataset.order import Shuffle
+from recordio.dataset.order.shuffle import Shuffle
 from recordio.dataset.padded import PaddedDataset
-from recordio.dataset.samplers import (DistributedSampler, PKSampler, RandomSampler, Sampler, SequentialSampler,
+from recordio.dataset.order.samplers import (DistributedSampler, PKSampler, RandomSampler, Sampler, SequentialSampler,
                                        SubsetRandomSampler, SubsetSampler)
 from recordio.dataset.text import TextFileDataset
 

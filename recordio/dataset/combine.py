@@ -9,8 +9,8 @@ from recordio.dataset.batch_op import BatchDataset
 from recordio.dataset.generator import GeneratorDataset
 from recordio.dataset.mind_dataset import MindDataset
 from recordio.dataset.node import Dataset, Item, operation
-from recordio.dataset.order import Shuffle, epoch_rng
-from recordio.dataset.samplers import DistributedSampler, RandomSampler, SubsetSampler
+from recordio.dataset.order.shuffle import Shuffle, epoch_rng
+from recordio.dataset.order.samplers import DistributedSampler, RandomSampler, SubsetSampler
 from recordio.errors import PipelineError, type_check
 
 __all__ = ["ConcatDataset", "ZipDataset", "concat_share", "zip_datasets"]

@@ -19,8 +19,8 @@ import itertools
 from collections.abc import Sequence
 from typing import Any
 
-from recordio.dataset.order import Shuffle, shuffle_mode
-from recordio.dataset.samplers import DefaultOrder, Sampler
+from recordio.dataset.order.shuffle import Shuffle, shuffle_mode
+from recordio.dataset.order.samplers import DefaultOrder, Sampler
 from recordio.dataset.node import Item
 from recordio.dataset.source import SampledSource, check_sampler_args, check_shards
 from recordio.errors import PipelineError

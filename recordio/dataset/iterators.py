@@ -21,7 +21,7 @@ import numpy as np
 
 from recordio import config
 from recordio.dataset.context import RunContext, build_plan
-from recordio.dataset.order import order_version
+from recordio.dataset.order.shuffle import order_version
 from recordio.dataset.resume import initial_state
 from recordio.dataset.stopqueue import POLL_S, StopQueue
 from recordio.dataset.values import collate, to_numpy, to_torch

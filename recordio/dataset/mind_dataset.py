@@ -17,8 +17,8 @@ import numpy as np
 from recordio import config
 from recordio.config import get_bytes_form
 from recordio.dataset.context import RunContext
-from recordio.dataset.order import Shuffle, shuffle_mode
-from recordio.dataset.samplers import DefaultOrder, Sampler
+from recordio.dataset.order.shuffle import Shuffle, shuffle_mode
+from recordio.dataset.order.samplers import DefaultOrder, Sampler
 from recordio.dataset.source import SampledSource, check_sampler_args, check_shards
 from recordio.dataset.values import to_numpy
 from recordio.errors import PipelineError, RowRangeError, SchemaError
@@ -81,7 +81,7 @@ class MindDataset(SampledSource):
         num_samples: at most this many rows per shard and epoch.
     """
 
-    #: ``recordio.dataset.ms_order`` reproduces MindSpore's orders for this source (order mode "mindspore")
+    #: ``recordio.dataset.order.ms_order`` reproduces MindSpore's orders for this source (order mode "mindspore")
     _has_mindspore_orders = True
 
     def __init__(self, dataset_files: str | os.PathLike | Sequence[str | os.PathLike],

@@ -3,10 +3,10 @@ rename, filter, take and skip (zip and concat, over several children, are in ``c
 
 import itertools
 
-from recordio.dataset import ms_order, ms_text
+from recordio.dataset.order import ms_order, ms_text
 from recordio.dataset.node import Dataset, Item, operation
-from recordio.dataset.order import epoch_rng
-from recordio.dataset.samplers import _mindspore_orders
+from recordio.dataset.order.shuffle import epoch_rng
+from recordio.dataset.order.samplers import _mindspore_orders
 from recordio.dataset.values import to_op_input
 from recordio.errors import PipelineError
 

@@ -17,7 +17,7 @@ epoch resumes only under the order that saved it, since its positions name other
 another; a state at an epoch's start resumes under any.
 """
 
-from recordio.dataset.order import order_version
+from recordio.dataset.order.shuffle import order_version
 from recordio.errors import PipelineError
 
 __all__ = ["check_state", "initial_state"]

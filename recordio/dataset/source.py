@@ -12,10 +12,10 @@ import weakref
 
 import numpy as np
 
-from recordio.dataset import order as _order
-from recordio.dataset.samplers import split_sampler
+from recordio.dataset.order import shuffle as _order
+from recordio.dataset.order.samplers import split_sampler
 from recordio.dataset.node import Dataset, Item
-from recordio.dataset.permutation import pick
+from recordio.dataset.order.permutation import pick
 from recordio.errors import PipelineError
 
 __all__ = ["CHUNK", "EpochRows", "SampledSource"]

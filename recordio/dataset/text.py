@@ -6,10 +6,10 @@ import os
 import numpy as np
 
 from recordio import config
-from recordio.dataset import ms_order, ms_text
+from recordio.dataset.order import ms_order, ms_text
 from recordio.dataset.generator import GeneratorDataset
-from recordio.dataset.order import Shuffle, shuffle_mode
-from recordio.dataset.samplers import DefaultOrder
+from recordio.dataset.order.shuffle import Shuffle, shuffle_mode
+from recordio.dataset.order.samplers import DefaultOrder
 from recordio.dataset.source import check_shards
 
 __all__ = ["TextFileDataset"]
@@ -64,7 +64,7 @@ class _TextOrder(DefaultOrder):
         return num, min(per, self.num_samples) if self.num_samples else per
 
     def _own_order(self, n, seed, epoch, source):
-        from recordio.dataset.samplers import _mindspore_orders
+        from recordio.dataset.order.samplers import _mindspore_orders
         if not _mindspore_orders():
             return super()._own_order(n, seed, epoch, source)
         mode = self._ms_mode()
@@ -79,7 +79,7 @@ class _TextOrder(DefaultOrder):
         return dealt
 
     def _own_total(self, n, source):
-        from recordio.dataset.samplers import _mindspore_orders
+        from recordio.dataset.order.samplers import _mindspore_orders
         if not _mindspore_orders():
             return super()._own_total(n, source)
         num, per = self._ms_shape()

@@ -27,8 +27,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from recordio.dataset import order as _order
-from recordio.dataset import samplers as _samplers
+from recordio.dataset.order import shuffle as _order
+from recordio.dataset.order import samplers as _samplers
 from recordio.dataset.source import SampledSource
 from recordio.errors import PipelineError
 

@@ -32,7 +32,7 @@ import itertools
 
 import numpy as np
 
-from recordio.dataset import ms_order
+from recordio.dataset.order import ms_order
 
 __all__ = ["Engines", "MT19937_64", "epoch_rows", "file_orders", "shard_rows", "shuffle_buffer"]
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from recordio.dataset.order import ADAPTIVE_LIMIT, Shuffle
+from recordio.dataset.order.shuffle import ADAPTIVE_LIMIT, Shuffle
 
 __all__ = ["Cumulative", "MT19937", "MinStd0", "distributed_order", "draws", "files", "infile", "partial",
            "random_order", "refuse", "shuffle_kind", "shuffle_list", "shuffled", "uniform"]

@@ -1,6 +1,6 @@
 """The order of an epoch: shuffle modes and the split between shards.
 
-A sampler (``recordio.dataset.samplers``) gives the global order of an epoch (``order(n, seed,
+A sampler (``recordio.dataset.order.samplers``) gives the global order of an epoch (``order(n, seed,
 epoch, source)``); a distributed one also says which shard this process is. ``DefaultOrder`` is the
 sampler a source builds from its ``shuffle``/``num_shards``/``shard_id``/``num_padded`` arguments.
 Randomness comes from ``(config seed, epoch)`` only, so every rank draws the same order and each
@@ -23,7 +23,7 @@ import enum
 
 import numpy as np
 
-from recordio.dataset.permutation import KeyedPermutation, LazyIds, Positions
+from recordio.dataset.order.permutation import KeyedPermutation, LazyIds, Positions
 from recordio.keys import hash_words
 
 __all__ = ["Shuffle", "consumed_after", "epoch_rng", "files_order",
@@ -199,8 +199,8 @@ _MOVED = ("DefaultOrder", "DistributedSampler", "PKSampler", "RandomSampler", "S
 
 
 def __getattr__(name):
-    """The samplers live in ``recordio.dataset.samplers`` (which builds on this module)."""
+    """The samplers live in ``recordio.dataset.order.samplers`` (which builds on this module)."""
     if name in _MOVED:
-        from recordio.dataset import samplers
+        from recordio.dataset.order import samplers
         return getattr(samplers, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

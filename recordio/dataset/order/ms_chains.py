@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from recordio.dataset import ms_order
+from recordio.dataset.order import ms_order
 
 __all__ = ["chain_order", "chain_total"]
 
@@ -51,7 +51,7 @@ def _mode(shuffle, n, what):
 
 def _operators(root, n, seed, source):
     """The chain's operators, deepest child first, with the seeds MindSpore gives them. A sampler
-    class names its operator in ``_ms_operator`` (``recordio.dataset.samplers``; None: none)."""
+    class names its operator in ``_ms_operator`` (``recordio.dataset.order.samplers``; None: none)."""
     chain = []
     sampler = root
     while sampler is not None:

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from recordio.dataset.mix import apportion, draw, interleave
-from recordio.dataset.samplers import Sampler
+from recordio.dataset.order.mix import apportion, draw, interleave
+from recordio.dataset.order.samplers import Sampler
 from recordio.errors import PipelineError
 
 __all__ = ["WeightedClassSampler"]
