@@ -64,11 +64,6 @@ def test_storage_modules_do_not_import_the_pipeline_or_torch():
 
 
 
-# recordio.dataset.order.shuffle answers the samplers' names (a lazy import in its ``__getattr__``) for code written
-# before they moved to recordio.dataset.order.samplers, which builds on order: the one import that runs back up.
-COMPAT_ALIASES = {("recordio.dataset.order.shuffle", "recordio.dataset.order.samplers")}
-
-
 def _dataset_import_graph():
     """``{module: modules of recordio.dataset it imports}``, deferred (function-level) imports included."""
     modules = {}
@@ -102,9 +97,6 @@ def _reachable(graph, start):
 def test_dataset_modules_import_in_no_circle():
     graph = _dataset_import_graph()
     assert len(graph) > 30
-    for module, target in COMPAT_ALIASES:
-        assert target in graph[module], f"{module} no longer imports {target}: drop it from COMPAT_ALIASES"
-        graph[module] = graph[module] - {target}
     reach = {name: _reachable(graph, name) for name in graph}
     circles = {tuple(sorted(n for n in reach[name] if name in reach[n])) for name in graph if name in reach[name]}
     assert not circles, f"modules of recordio.dataset that import each other: {circles}"

@@ -193,14 +193,3 @@ def shuffled_ids(mode, n, seed, epoch, source):
     order = files_order if mode == Shuffle.FILES else infile_order
     return order(source._file_counts(), rng)
 
-
-_MOVED = ("DefaultOrder", "DistributedSampler", "PKSampler", "RandomSampler", "Sampler", "SequentialSampler",
-          "SubsetRandomSampler", "SubsetSampler")
-
-
-def __getattr__(name):
-    """The samplers live in ``recordio.dataset.order.samplers`` (which builds on this module)."""
-    if name in _MOVED:
-        from recordio.dataset.order import samplers
-        return getattr(samplers, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
