@@ -1,4 +1,4 @@
-"""Shuffle modes, the distributed split and padding of MindDataset (recordio.dataset.order.shuffle)."""
+"""Shuffle modes, the distributed split and padding of MindDataset (recordio.dataset.order.shuffle, recordio.dataset.order.shards)."""
 
 import math
 
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from recordio.dataset import MindDataset, Shuffle, config
-from recordio.dataset.order.shuffle import consumed_after, shard_positions
+from recordio.dataset.order.shards import consumed_after, shard_positions
 from numbered import epoch_ids, write_numbered
 from recordio.errors import PipelineError
 

@@ -22,7 +22,8 @@ from typing import Any
 from recordio.dataset.order.shuffle import Shuffle, shuffle_mode
 from recordio.dataset.order.samplers import DefaultOrder, Sampler
 from recordio.dataset.node import Item
-from recordio.dataset.source import SampledSource, check_sampler_args, check_shards
+from recordio.dataset.order.shards import check_shards
+from recordio.dataset.source import SampledSource, check_sampler_args
 from recordio.errors import PipelineError
 
 __all__ = ["GeneratorDataset"]

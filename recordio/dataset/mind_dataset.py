@@ -19,7 +19,8 @@ from recordio.config import get_bytes_form
 from recordio.dataset.context import RunContext
 from recordio.dataset.order.shuffle import Shuffle, shuffle_mode
 from recordio.dataset.order.samplers import DefaultOrder, Sampler
-from recordio.dataset.source import SampledSource, check_sampler_args, check_shards
+from recordio.dataset.order.shards import check_shards
+from recordio.dataset.source import SampledSource, check_sampler_args
 from recordio.dataset.values import to_numpy
 from recordio.errors import PipelineError, RowRangeError, SchemaError
 

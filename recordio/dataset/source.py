@@ -12,8 +12,9 @@ import weakref
 
 import numpy as np
 
-from recordio.dataset.order import shuffle as _order
+from recordio.dataset.order import shards as _shards
 from recordio.dataset.order.samplers import split_sampler
+from recordio.dataset.order.shuffle import epoch_rng
 from recordio.dataset.node import Dataset, Item
 from recordio.dataset.order.permutation import pick
 from recordio.errors import PipelineError
@@ -21,18 +22,6 @@ from recordio.errors import PipelineError
 __all__ = ["CHUNK", "EpochRows", "SampledSource"]
 
 CHUNK = 64
-
-
-def check_shards(num_shards, shard_id):
-    if (num_shards is None) != (shard_id is None):
-        raise ValueError("num_shards and shard_id must be given together")
-    if num_shards is None:
-        return
-    if isinstance(num_shards, bool) or not isinstance(num_shards, int) or num_shards <= 0:
-        raise ValueError(f"num_shards must be an int > 0, got {num_shards!r}")
-    if isinstance(shard_id, bool) or not isinstance(shard_id, int) or not 0 <= shard_id < num_shards:
-        raise ValueError(f"Input shard_id is not within the required interval of [0, {num_shards - 1}]. "
-                         f"shard_id must be an int in [0, {num_shards}), got {shard_id!r}")
 
 
 class SampledSource(Dataset):
@@ -68,10 +57,10 @@ class SampledSource(Dataset):
 
     def _size(self, ctx):
         num, _ = self._rank_split(ctx)
-        per = _order.shard_size(self.sampler.total(self._num_rows(), self), num)
+        per = _shards.shard_size(self.sampler.total(self._num_rows(), self), num)
         per = min(per, self.sampler.num_samples) if self.sampler.num_samples else per
         if ctx.shards is not None:
-            per = len(_order.worker_blocks(per, *ctx.shards, ctx.block))
+            per = len(_shards.worker_blocks(per, *ctx.shards, ctx.block))
         return per
 
     def _block_rows(self):
@@ -88,7 +77,7 @@ class SampledSource(Dataset):
         ids = np.arange(self._num_rows(), dtype=np.int64)
         if randomize:
             from recordio import config
-            ids = _order.epoch_rng(config.get_seed(), 0, _SPLIT_TAG).permutation(ids)
+            ids = epoch_rng(config.get_seed(), 0, _SPLIT_TAG).permutation(ids)
         starts = np.concatenate([[0], np.cumsum(absolute)[:-1]])
         return tuple(self._with_sampler(split_sampler(ids[s:s + n])) for s, n in zip(starts, absolute))
 
@@ -104,8 +93,8 @@ class SampledSource(Dataset):
 
     def _shard_positions(self, total, num, sid, start, same_split):
         if getattr(self.sampler, "by_block", False):
-            return _order.block_positions(total, num, sid)
-        return _order.shard_positions(total, num, sid, start, same_split)
+            return _shards.block_positions(total, num, sid)
+        return _shards.shard_positions(total, num, sid, start, same_split)
 
     def _fetch_runner(self, ctx):
         workers = self._fetch_workers
@@ -134,7 +123,7 @@ class SampledSource(Dataset):
         index = None
         if ctx.shards is not None:         # DataLoader workers: blocks of the rank's positions
             first = start // num if ctx.same_split else 0     # a worker's own state, or a fresh deal
-            index = _order.worker_blocks(len(positions), *ctx.shards, ctx.block, first)
+            index = _shards.worker_blocks(len(positions), *ctx.shards, ctx.block, first)
             positions = positions[index]
         mine = pick(ids, positions)
         read = self._column_reader()
@@ -192,15 +181,15 @@ class EpochRows:
     def position_after(self, delivered):
         if self.index is not None and delivered:
             delivered = int(self.index[delivered - 1]) + 1
-        return self.epoch, _order.consumed_after(self.start, self.num, delivered, self.total)
+        return self.epoch, _shards.consumed_after(self.start, self.num, delivered, self.total)
 
     def row_ids(self):
-        return itertools.count() if self.ids is None else _order.iter_chunks(self.ids)
+        return itertools.count() if self.ids is None else _shards.iter_chunks(self.ids)
 
     def positions_after(self):
         if self.ids is None:
             return zip(itertools.repeat(self.epoch), itertools.count(1))
-        consumed = _order.consumed_chunks(self.start, self.num, self.total, len(self.ids), self.index)
+        consumed = _shards.consumed_chunks(self.start, self.num, self.total, len(self.ids), self.index)
         return zip(itertools.repeat(self.epoch), consumed)
 
 

@@ -10,7 +10,7 @@ from recordio.dataset.order import ms_order, ms_text
 from recordio.dataset.generator import GeneratorDataset
 from recordio.dataset.order.shuffle import Shuffle, shuffle_mode
 from recordio.dataset.order.samplers import DefaultOrder
-from recordio.dataset.source import check_shards
+from recordio.dataset.order.shards import check_shards
 
 __all__ = ["TextFileDataset"]
 

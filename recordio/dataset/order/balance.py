@@ -21,6 +21,7 @@ import numpy as np
 
 from recordio.dataset.order.mix import apportion, draw, interleave
 from recordio.dataset.order.samplers import Sampler
+from recordio.dataset.order.shards import check_shards
 from recordio.errors import PipelineError
 
 __all__ = ["WeightedClassSampler"]
@@ -36,7 +37,6 @@ class WeightedClassSampler(Sampler):
     def __init__(self, class_column: str = "label", class_weights: str | dict = "balanced",
                  epoch_size: int | None = None, replacement: bool = False, num_shards: int | None = None,
                  shard_id: int | None = None) -> None:
-        from recordio.dataset.source import check_shards
 
         super().__init__(None)
         check_shards(num_shards, shard_id)

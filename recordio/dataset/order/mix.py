@@ -120,7 +120,7 @@ class MixedDataset(SampledSource):
 
     def __init__(self, datasets, weights, num_samples=None, replacement=False, shuffle=True,
                  num_shards=None, shard_id=None, source_column=None):
-        from recordio.dataset.source import check_shards
+        from recordio.dataset.order.shards import check_shards
 
         self.sources = _checked_sources(datasets)
         check_shards(num_shards, shard_id)

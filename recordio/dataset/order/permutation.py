@@ -156,7 +156,7 @@ class Picked(_Lazy):
 
 class Positions(_Lazy):
     """The positions ``(a + b * (k0 + j)) % m + c`` for ``j`` in ``[0, count)``: a shard's share of an
-    epoch's global order (``order.shard_positions``) without an array of them."""
+    epoch's global order (``shards.shard_positions``) without an array of them."""
 
     def __init__(self, a, b, m, c, count, k0=0):
         self.a, self.b, self.m, self.c, self.n, self.k0 = a, b, max(m, 1), c, max(count, 0), k0

@@ -2,7 +2,7 @@
 
 A sampler gives the global order of an epoch (``order(n, seed, epoch, source)``: row ids); a
 distributed one also names this process's shard (``shards``), which the source takes from that
-order (``recordio.dataset.order.shuffle``: every ``num_shards``-th position, or blocks).
+order (``recordio.dataset.order.shards``: every ``num_shards``-th position, or blocks).
 
 A chain, as in MindSpore: a sampler with a child samples the rows the child gives, not the
 dataset's. The child's whole output (its order, its own shard, its ``num_samples``) is computed
@@ -22,8 +22,8 @@ import numpy as np
 
 from recordio import config
 from recordio.dataset.order import ms_chains, ms_order
-from recordio.dataset.order.shuffle import (ADAPTIVE_LIMIT, Ids, Shuffle, block_positions, epoch_rng, global_order,
-                                    shard_positions, shard_size, shuffled_ids)
+from recordio.dataset.order.shards import block_positions, shard_positions, shard_size
+from recordio.dataset.order.shuffle import ADAPTIVE_LIMIT, Ids, Shuffle, epoch_rng, global_order, shuffled_ids
 from recordio.dataset.order.permutation import Padded, pick
 from recordio.keys import hash_words
 

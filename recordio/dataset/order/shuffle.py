@@ -1,20 +1,11 @@
-"""The order of an epoch: shuffle modes and the split between shards.
+"""The order of an epoch: the shuffle modes and the shuffled orders they give.
 
 A sampler (``recordio.dataset.order.samplers``) gives the global order of an epoch (``order(n, seed,
-epoch, source)``); a distributed one also says which shard this process is. ``DefaultOrder`` is the
-sampler a source builds from its ``shuffle``/``num_shards``/``shard_id``/``num_padded`` arguments.
-Randomness comes from ``(config seed, epoch)`` only, so every rank draws the same order and each
-epoch reshuffles deterministically.
-
-Every shard (rank, DataLoader worker) computes the same *global order* of the epoch from
-``(seed, epoch)`` alone, then takes its share of it: shard ``s`` of ``W`` takes the positions
-``s, s + W, s + 2W, ...`` of the global order. Each shard gets ``ceil(T / W)`` rows; positions past
-the end wrap around to the start (the only repeats, at most ``W - 1`` rows). The split happens
-*after* the shuffle, so all ranks agree on the permutation and together see every row.
-
-Resume: after every shard delivered ``k`` rows, the first ``k * W`` positions of the global order
-are consumed. A resumed epoch with ``c`` positions consumed splits the remaining ``T - c``
-positions the same way, whatever the new ``W``.
+epoch, source)``); a distributed one also says which shard this process is (``shards``: the split of
+that order between shards, workers and a resume). ``DefaultOrder`` is the sampler a source builds
+from its ``shuffle``/``num_shards``/``shard_id``/``num_padded`` arguments. Randomness comes from
+``(config seed, epoch)`` only, so every rank draws the same order and each epoch reshuffles
+deterministically.
 """
 
 from __future__ import annotations
@@ -23,12 +14,11 @@ import enum
 
 import numpy as np
 
-from recordio.dataset.order.permutation import KeyedPermutation, LazyIds, Positions
+from recordio.dataset.order.permutation import KeyedPermutation, LazyIds
 from recordio.keys import hash_words
 
-__all__ = ["Shuffle", "consumed_after", "epoch_rng", "files_order",
-           "global_order", "infile_order", "shard_positions", "shuffle_mode", "ORDER_VERSION", "order_version", "iter_chunks",
-           "consumed_chunks"]
+__all__ = ["ORDER_VERSION", "Shuffle", "epoch_rng", "files_order", "global_order", "infile_order",
+           "order_version", "shuffle_mode", "shuffled_ids"]
 
 _SOURCE_TAG = 0x5EED_0F_0DE5
 Ids = np.ndarray | LazyIds    # an epoch's row ids: an array, or computed as read (a shuffled global order)
@@ -101,65 +91,6 @@ def infile_order(counts, rng):
     if not ranges:
         return np.zeros(0, np.int64)
     return np.concatenate([rng.permutation(r) for r in ranges])
-
-
-def shard_size(total, num_shards, start=0):
-    remaining = max(0, total - start)
-    return -(-remaining // num_shards)
-
-
-def shard_positions(total, num_shards, shard_id, start=0, same_split=False):
-    """Positions of the global order shard ``shard_id`` reads, after ``start`` were consumed.
-
-    Positions past the end (the last round's padding) wrap around to the first positions not
-    consumed, so no row consumed before ``start`` comes again; with ``same_split`` (a resume under
-    the split that saved ``start``) they wrap to the epoch's first positions instead, exactly as
-    the uninterrupted epoch does. A lazy int64 sequence (:class:`Positions`): no array of them.
-    """
-    remaining = total - start
-    count = shard_size(total, num_shards, start) if remaining > 0 else 0
-    if same_split:
-        return Positions(start + shard_id, num_shards, total, 0, count)
-    return Positions(shard_id, num_shards, remaining, start, count)
-
-
-def block_positions(total, num_shards, shard_id):
-    """Shard ``shard_id``'s positions when shards take contiguous blocks of the global order
-    (``shard_by_block``): ``ceil(T / W)`` consecutive positions, wrapping to the start at the end."""
-    per = shard_size(total, num_shards)
-    return (shard_id * per + np.arange(per, dtype=np.int64)) % max(total, 1)
-
-
-def worker_blocks(n, workers, worker, block, first=0):
-    """Indices into a shard's ``n`` positions that DataLoader worker ``worker`` of ``workers`` reads:
-    blocks of ``block`` positions dealt round robin (block ``b`` to worker ``b % workers``), counted
-    from the shard's ``first`` position of the epoch, so that the workers' outputs, taken in turn,
-    are the shard's outputs in order."""
-    k = np.arange(n, dtype=np.int64)
-    return np.flatnonzero(((first + k) // block) % workers == worker)
-
-
-def consumed_after(start, num_shards, delivered, total):
-    """Global positions consumed once every shard delivered ``delivered`` rows."""
-    return min(total, start + num_shards * delivered)
-
-
-_CHUNK = 1 << 16
-
-
-def iter_chunks(ids):
-    """The ints of ``ids`` (an array or a lazy order), converted a chunk at a time."""
-    for start in range(0, len(ids), _CHUNK):
-        yield from ids[start:start + _CHUNK].tolist()
-
-
-def consumed_chunks(start, num, total, count, index=None):
-    """``consumed_after`` for each of ``count`` rows delivered (``index``: their position indices),
-    computed a chunk at a time."""
-    for first in range(0, count, _CHUNK):
-        end = min(count, first + _CHUNK)
-        delivered = np.arange(first + 1, end + 1, dtype=np.int64) if index is None else index[first:end] + 1
-        yield from np.minimum(total, start + num * delivered).tolist()
 
 
 # --- shuffle modes ----------------------------------------------------------------------------------
