@@ -18,7 +18,7 @@ from recordio.dataset.callback import DSCallback
 from recordio.dataset.generator import GeneratorDataset
 from recordio.dataset.iterators import HostBatch
 from recordio.dataset.mind_dataset import MindDataset
-from recordio.dataset.order.mix import MixedDataset, mix
+from recordio.dataset.mixed import MixedDataset, mix
 from recordio.dataset.node import Dataset
 from recordio.dataset.combine import ConcatDataset
 from recordio.dataset.combine import zip_datasets as zip  # noqa: A004 (mindspore.dataset.zip)
