@@ -24,7 +24,8 @@ from recordio.dataset.combine import ConcatDataset
 from recordio.dataset.combine import zip_datasets as zip  # noqa: A004 (mindspore.dataset.zip)
 from recordio.dataset.order.shuffle import Shuffle
 from recordio.dataset.padded import PaddedDataset
-from recordio.dataset.order.samplers import (DistributedSampler, PKSampler, RandomSampler, Sampler, SequentialSampler,
+from recordio.dataset.order.sampler_chain import Sampler
+from recordio.dataset.order.samplers import (DistributedSampler, PKSampler, RandomSampler, SequentialSampler,
                                        SubsetRandomSampler, SubsetSampler)
 from recordio.dataset.text import TextFileDataset
 

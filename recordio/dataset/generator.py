@@ -20,7 +20,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from recordio.dataset.order.shuffle import Shuffle, shuffle_mode
-from recordio.dataset.order.samplers import DefaultOrder, Sampler
+from recordio.dataset.order.sampler_chain import Sampler
+from recordio.dataset.order.samplers import DefaultOrder
 from recordio.dataset.node import Item
 from recordio.dataset.order.shards import check_shards
 from recordio.dataset.source import SampledSource, check_sampler_args

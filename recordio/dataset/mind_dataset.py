@@ -18,7 +18,8 @@ from recordio import config
 from recordio.config import get_bytes_form
 from recordio.dataset.context import RunContext
 from recordio.dataset.order.shuffle import Shuffle, shuffle_mode
-from recordio.dataset.order.samplers import DefaultOrder, Sampler
+from recordio.dataset.order.sampler_chain import Sampler
+from recordio.dataset.order.samplers import DefaultOrder
 from recordio.dataset.order.shards import check_shards
 from recordio.dataset.source import SampledSource, check_sampler_args
 from recordio.dataset.values import to_numpy

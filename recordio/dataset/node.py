@@ -29,7 +29,7 @@ import numpy as np
 
 from recordio.dataset.order.shuffle import Shuffle
 from recordio.dataset.running import Running
-from recordio.dataset.order.samplers import Sampler, check_new_sampler
+from recordio.dataset.order.sampler_chain import Sampler, check_new_sampler
 from recordio.errors import PipelineError
 
 __all__ = ["Dataset", "Item", "NOT_A_TREE", "operation"]
@@ -340,7 +340,7 @@ class Dataset(Running):
                 return count
         return None
 
-    # -- sampler chains (recordio.dataset.order.samplers) ------------------------------------------------------
+    # -- sampler chains (recordio.dataset.order.sampler_chain) ------------------------------------------------------
     def _current_sampler(self, call):
         sampler = getattr(self, "sampler", None)
         if not isinstance(sampler, Sampler):

@@ -6,7 +6,7 @@ import itertools
 from recordio.dataset.order import ms_order, ms_text
 from recordio.dataset.node import Dataset, Item, operation
 from recordio.dataset.order.shuffle import epoch_rng
-from recordio.dataset.order.samplers import _mindspore_orders
+from recordio.dataset.order.sampler_chain import mindspore_orders
 from recordio.dataset.values import to_op_input
 from recordio.errors import PipelineError
 
@@ -45,7 +45,7 @@ class ShuffleDataset(Dataset):
         return False
 
     def _items(self, ctx, epoch):
-        if _mindspore_orders():
+        if mindspore_orders():
             return self._mindspore_items(ctx, epoch)
         return self._keyed_items(ctx, epoch)
 

@@ -64,8 +64,8 @@ class _TextOrder(DefaultOrder):
         return num, min(per, self.num_samples) if self.num_samples else per
 
     def _own_order(self, n, seed, epoch, source):
-        from recordio.dataset.order.samplers import _mindspore_orders
-        if not _mindspore_orders():
+        from recordio.dataset.order.sampler_chain import mindspore_orders
+        if not mindspore_orders():
             return super()._own_order(n, seed, epoch, source)
         mode = self._ms_mode()
         num, per = self._ms_shape()
@@ -79,8 +79,8 @@ class _TextOrder(DefaultOrder):
         return dealt
 
     def _own_total(self, n, source):
-        from recordio.dataset.order.samplers import _mindspore_orders
-        if not _mindspore_orders():
+        from recordio.dataset.order.sampler_chain import mindspore_orders
+        if not mindspore_orders():
             return super()._own_total(n, source)
         num, per = self._ms_shape()
         return num * per

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from recordio.dataset.order.mix import apportion, draw, interleave
-from recordio.dataset.order.samplers import Sampler
+from recordio.dataset.order.sampler_chain import Sampler
 from recordio.dataset.order.shards import check_shards
 from recordio.errors import PipelineError
 

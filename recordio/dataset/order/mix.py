@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from recordio.dataset.order.samplers import Sampler
+from recordio.dataset.order.sampler_chain import Sampler
 from recordio.dataset.order.shuffle import epoch_rng
 from recordio.errors import PipelineError
 
