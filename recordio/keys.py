@@ -41,35 +41,23 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Keys", "current_keys", "op_scope", "row_scope", "sub_op"]
+__all__ = ["Keys", "current_keys", "hash_words", "op_scope", "row_scope", "splitmix64", "sub_op"]
 
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MASK = (1 << 64) - 1
 
 
-def _mix(x):
-    """SplitMix64 finaliser on a uint64 array (wrapping arithmetic)."""
-    x = x ^ (x >> np.uint64(30))
-    x = x * _M1
-    x = x ^ (x >> np.uint64(27))
-    x = x * _M2
-    return x ^ (x >> np.uint64(31))
+def splitmix64(x):
+    """SplitMix64's finaliser, the one mixer of recordio's randomness (keys, keyed permutations): on a
+    Python int in ``[0, 2**64)``, or on a uint64 array (wrapping arithmetic) -- the same bits."""
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9 & 0xFFFFFFFFFFFFFFFF
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EB & 0xFFFFFFFFFFFFFFFF
+    return x ^ (x >> 31)
 
 
 def _u64(value):
     """Integer words as uint64 (two's complement for negatives)."""
     return np.asarray(value, dtype=np.int64).astype(np.uint64)
-
-
-_MASK = (1 << 64) - 1
-
-
-def _mix_int(x):
-    """``_mix`` on one Python int in [0, 2**64) (the same bits, without numpy's per-call cost)."""
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9 & _MASK
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EB & _MASK
-    return x ^ (x >> 31)
 
 
 def _scalar_word(w):
@@ -87,7 +75,7 @@ _START = 0x243F6A8885A308D3
 
 
 def _fold_int(h, w):
-    return _mix_int((h + 0x9E3779B97F4A7C15 + (w & _MASK)) & _MASK)
+    return splitmix64((h + 0x9E3779B97F4A7C15 + (w & _MASK)) & _MASK)
 
 
 def _fold_small(h, words):
@@ -123,7 +111,7 @@ def _fold_rest(h, words):
     h = np.array([h], np.uint64)
     with np.errstate(over="ignore"):
         for w in words:
-            h = _mix(h + _GOLDEN + _u64(w))
+            h = splitmix64(h + _GOLDEN + _u64(w))
         return h
 
 

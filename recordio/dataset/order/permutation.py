@@ -18,23 +18,13 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from recordio.keys import hash_words
+from recordio.keys import hash_words, splitmix64
 from recordio.mindrecord import codec
 
 __all__ = ["KeyedPermutation", "LazyIds", "Padded", "Picked", "Positions", "ROUNDS", "pick"]
 
 ROUNDS = 6
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
 _CHUNK = 1 << 16
-
-
-def _mix(x):
-    x = x ^ (x >> np.uint64(30))
-    x = x * _M1
-    x = x ^ (x >> np.uint64(27))
-    x = x * _M2
-    return x ^ (x >> np.uint64(31))
 
 
 class _Lazy:
@@ -92,7 +82,7 @@ class KeyedPermutation(_Lazy):
         half = np.uint64(self.half)
         left, right = x >> half, x & self._mask
         for k in self._keys:                     # uint64 arrays wrap silently
-            left, right = right, left ^ (_mix(right ^ k) & self._mask)
+            left, right = right, left ^ (splitmix64(right ^ k) & self._mask)
         return (left << half) | right
 
     def at(self, positions) -> np.ndarray:
