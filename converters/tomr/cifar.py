@@ -17,17 +17,17 @@ import numpy as np
 
 import recordio
 from recordio.converters.cifar import load_batch
-from recordio.converters.tomr.common import (SUCCESS, PathNotExistsError, check_filename,
-                                             import_optional)
+from recordio.converters.tomr.common import PathNotExistsError, ToMR, check_filename, import_optional
 
 __all__ = ["Cifar100ToMR", "Cifar10ToMR"]
 
 
-class _CifarToMR:
+class _CifarToMR(ToMR):
     """What the two CIFAR classes share; subclasses name the files, label fields and batch kind."""
 
     kind = ""
     label_fields: tuple = ()
+    batch = None                 # MindSpore's writes a split in one write_raw_data call
 
     def __init__(self, source, destination):
         self.cv_import = import_optional("cv2", "vision")
@@ -40,18 +40,23 @@ class _CifarToMR:
         check_filename(destination)
         self.destination = destination
         self.writer = None
+        self.fields = None
 
     def transform(self, fields=None):
         """Write ``destination`` (train) and ``destination + "_test"``; ``fields``: index fields."""
         return self.run(fields)
 
     def run(self, fields=None):
+        """The same as ``transform(fields)``."""
         if fields and not isinstance(fields, list):
             raise ValueError("The parameter fields should be None or list")
+        self.fields = fields
+        return super().run()
+
+    def _convert(self):
         train, test = self._splits()
-        self._write(self.destination, train, fields, "img_train")
-        self._write(self.destination + "_test", test, fields, "img_test")
-        return SUCCESS
+        self._write(self.destination, train, "img_train")
+        self._write(self.destination + "_test", test, "img_test")
 
     def _rows(self, pixels, labels):
         """Rows ``{id, data, <labels>}``: images N x 3072 (CHW planes) -> HWC -> BGR -> JPEG."""
@@ -64,15 +69,10 @@ class _CifarToMR:
             row.update({name: int(values[i]) for name, values in zip(self.label_fields, labels)})
             yield row
 
-    def _write(self, file_name, rows, fields, desc):
+    def _write(self, file_name, rows, desc):
         schema = {"id": {"type": "int64"}, **{f: {"type": "int64"} for f in self.label_fields},
                   "data": {"type": "bytes"}}
-        writer = recordio.FileWriter(file_name, 1)
-        writer.add_schema(schema, desc)
-        if fields and isinstance(fields, list):
-            writer.add_index(fields)
-        writer.write_raw_data(list(rows))
-        writer.commit()
+        self.write(recordio.FileWriter(file_name, 1), schema, desc, rows, self.fields)
 
     def _load(self, name):
         return load_batch(os.path.join(os.path.realpath(self.source), name), self.kind, "python")

@@ -1,10 +1,11 @@
-"""What MindSpore's ``*ToMR`` classes share: their argument checks, status values and write loop.
+"""What MindSpore's ``*ToMR`` classes share: their base class, argument checks, status values and write calls.
 
 The checks raise what ``mindspore.mindrecord`` raises, with its wording, so code written
 against MindSpore (``pytest.raises(..., match=...)``, ``except ValueError``) keeps working.
-The write loop makes the :class:`recordio.FileWriter` calls MindSpore's converters make
-(header and page size, schema, index, rows in batches of 256, commit): recordio's writer
-writes the same bytes as MindSpore's for the same calls.
+:class:`ToMR` is their shape: ``transform()`` (and ``run()``, MindSpore's other name for it)
+converts and returns ``SUCCESS``; :meth:`ToMR.write` makes the :class:`recordio.FileWriter` calls
+MindSpore's converters make (header and page size, schema, index, rows in batches of 256, commit):
+recordio's writer writes the same bytes as MindSpore's for the same calls.
 """
 
 
@@ -12,7 +13,7 @@ from recordio import extras
 from recordio.errors import ParamValueError, PathNotExistsError
 from recordio.mindrecord.params import FAILED, MAX_SHARDS, SUCCESS, check_path_param
 
-__all__ = ["BATCH", "FAILED", "ParamValueError", "PathNotExistsError", "SUCCESS", "check_filename",
+__all__ = ["BATCH", "FAILED", "ParamValueError", "PathNotExistsError", "SUCCESS", "ToMR", "check_filename",
            "check_partition", "import_optional", "write_batches"]
 
 BATCH = 256                     # rows per write_raw_data call in MindSpore's converters
@@ -50,3 +51,44 @@ def write_batches(writer, rows, parallel_writer=False):
             batch = []
     if batch:
         writer.write_raw_data(batch, parallel_writer)
+
+
+class ToMR:
+    """Base of MindSpore's ``*ToMR`` classes: ``transform()`` writes the files and returns ``SUCCESS``.
+
+    A subclass gives ``_convert()``; its class attributes say how MindSpore's class writes:
+    ``sizes`` (header and page size it sets, or None), ``parallel_writer`` (the flag it passes to
+    ``write_raw_data``), ``batch`` (rows a ``write_raw_data`` call; None: all rows in one call).
+    """
+
+    sizes: tuple[int, int] | None = None
+    parallel_writer = False
+    batch: int | None = BATCH
+
+    def transform(self):
+        """Write the dataset."""
+        return self.run()
+
+    def run(self):
+        """The same as ``transform()`` (MindSpore's classes have both)."""
+        self._convert()
+        return SUCCESS
+
+    def _convert(self):
+        raise NotImplementedError
+
+    def write(self, writer, schema, desc, rows, index=None):
+        """``rows`` (an iterable of dicts) through ``writer`` with MindSpore's calls: header and page
+        size (``sizes``), ``add_schema(schema, desc)``, ``add_index(index)`` when given, the rows,
+        ``commit()``."""
+        if self.sizes is not None:
+            writer.set_header_size(self.sizes[0])
+            writer.set_page_size(self.sizes[1])
+        writer.add_schema(schema, desc)
+        if index:
+            writer.add_index(index)
+        if self.batch is None:
+            writer.write_raw_data(list(rows), self.parallel_writer)
+        else:
+            write_batches(writer, rows, self.parallel_writer)
+        writer.commit()

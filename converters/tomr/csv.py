@@ -11,14 +11,15 @@ import os
 
 import recordio
 from recordio.converters.csv import check_columns, csv_rows, csv_schema, read_csv
-from recordio.converters.tomr.common import (SUCCESS, check_filename, check_partition, import_optional,
-                                             write_batches)
+from recordio.converters.tomr.common import ToMR, check_filename, check_partition, import_optional
 
 __all__ = ["CsvToMR"]
 
 
-class CsvToMR:
+class CsvToMR(ToMR):
     """A CSV file -> MindRecord (MindSpore's class)."""
+
+    sizes = (1 << 24, 1 << 26)
 
     def __init__(self, source, destination, columns_list=None, partition_number=1):
         self.pd = import_optional("pandas", "csv")
@@ -35,23 +36,14 @@ class CsvToMR:
         self.partition_number = check_partition(partition_number)
         self.writer = recordio.FileWriter(self.destination, self.partition_number)
 
-    def transform(self):
-        """Write the dataset."""
-        return self.run()
-
-    def run(self):
+    def _convert(self):
         if not os.path.exists(self.source):
             raise OSError(f"Csv file {self.source} do not exist.")
         df = read_csv(self.source)
         self.columns_list = columns = check_columns(df, self.columns_list, self.source, RuntimeError)
-        self.writer.set_header_size(1 << 24)
-        self.writer.set_page_size(1 << 26)
-        self.writer.add_schema(csv_schema(df, columns), "csv_schema")
-        self.writer.add_index(list(columns))
-        write_batches(self.writer, (row for start in range(0, len(df), 256)
-                                    for row in csv_rows(df, columns, start, start + 256, self.source)))
-        self.writer.commit()
-        return SUCCESS
+        rows = (row for start in range(0, len(df), 256)
+                for row in csv_rows(df, columns, start, start + 256, self.source))
+        self.write(self.writer, csv_schema(df, columns), "csv_schema", rows, list(columns))
 
 
 def _check_names(columns, name):

@@ -19,8 +19,7 @@ import os
 import warnings
 
 import recordio
-from recordio.converters.tomr.common import (SUCCESS, PathNotExistsError, check_filename, check_partition,
-                                             write_batches)
+from recordio.converters.tomr.common import PathNotExistsError, ToMR, check_filename, check_partition
 
 __all__ = ["ImageNetToMR", "read_map_file"]
 
@@ -46,8 +45,10 @@ def read_map_file(path):
     return labels
 
 
-class ImageNetToMR:
+class ImageNetToMR(ToMR):
     """ImageNet-style folders of JPEGs named by a map file -> MindRecord (MindSpore's class)."""
+
+    parallel_writer = True
 
     def __init__(self, map_file, image_dir, destination, partition_number=1):
         check_filename(map_file)
@@ -59,22 +60,14 @@ class ImageNetToMR:
         self.partition_number = check_partition(partition_number)
         self.writer = recordio.FileWriter(self.destination, self.partition_number)
 
-    def transform(self):
-        """Write the dataset."""
-        return self.run()
-
-    def run(self):
+    def _convert(self):
         # MindSpore calls set_header_size(1 << 24) and set_page_size(1 << 26) here, but with
         # parallel_writer=True its writer processes keep the defaults (16 MiB, 32 MiB): so do we.
-        self.writer.add_schema(SCHEMA, "imagenet_schema")
-        self.writer.add_index(["label", "file_name"])
         skipped = []
-        write_batches(self.writer, self._rows(skipped), parallel_writer=True)
-        self.writer.commit()
+        self.write(self.writer, SCHEMA, "imagenet_schema", self._rows(skipped), ["label", "file_name"])
         if skipped:
             warnings.warn(f"{self.image_dir}: {len(skipped)} input(s) skipped as MindSpore skips them: "
-                          + "; ".join(skipped[:10]) + ("; ..." if len(skipped) > 10 else ""), stacklevel=3)
-        return SUCCESS
+                          + "; ".join(skipped[:10]) + ("; ..." if len(skipped) > 10 else ""), stacklevel=4)
 
     def _folders(self, skipped):
         if not os.path.exists(os.path.realpath(self.map_file)):

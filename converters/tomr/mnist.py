@@ -11,8 +11,7 @@ import os
 
 import recordio
 from recordio.converters.mnist import read_idx
-from recordio.converters.tomr.common import (SUCCESS, check_filename, check_partition, import_optional,
-                                             write_batches)
+from recordio.converters.tomr.common import ToMR, check_filename, check_partition, import_optional
 
 __all__ = ["MnistToMR"]
 
@@ -20,8 +19,10 @@ _FILES = {"train": ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz"),
           "test": ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")}
 
 
-class MnistToMR:
+class MnistToMR(ToMR):
     """MNIST idx files (``train-images-idx3-ubyte.gz``, ...) -> MindRecord (MindSpore's class)."""
+
+    sizes = (1 << 24, 1 << 26)
 
     def __init__(self, source, destination, partition_number=1):
         self.cv_import = import_optional("cv2", "vision")
@@ -39,22 +40,12 @@ class MnistToMR:
         self.writer_test = recordio.FileWriter(f"{destination}_test.mindrecord", self.partition_number)
         self.mnist_schema_json = {"label": {"type": "int64"}, "data": {"type": "bytes"}}
 
-    def transform(self):
+    def _convert(self):
         """Write both splits."""
-        return self.run()
-
-    def run(self):
-        self._write(self.writer_train, self.train_data_filename_, self.train_labels_filename_)
-        self._write(self.writer_test, self.test_data_filename_, self.test_labels_filename_)
-        return SUCCESS
-
-    def _write(self, writer, images_path, labels_path):
-        writer.set_header_size(1 << 24)
-        writer.set_page_size(1 << 26)
-        writer.add_schema(self.mnist_schema_json, "mnist_schema")
-        writer.add_index(["label"])
-        write_batches(writer, self._rows(images_path, labels_path))
-        writer.commit()
+        splits = ((self.writer_train, self.train_data_filename_, self.train_labels_filename_),
+                  (self.writer_test, self.test_data_filename_, self.test_labels_filename_))
+        for writer, images_path, labels_path in splits:
+            self.write(writer, self.mnist_schema_json, "mnist_schema", self._rows(images_path, labels_path), ["label"])
 
     def _rows(self, images_path, labels_path):
         images, labels = read_idx(_existing(images_path)), read_idx(_existing(labels_path))

@@ -12,13 +12,15 @@ reader checks them too); a bad record raises naming the file and the record.
 import recordio
 from recordio.converters.tfrecord import FeatureSpec, records_as_rows
 from recordio.converters.tfrecord_io import scan
-from recordio.converters.tomr.common import SUCCESS, check_filename, write_batches
+from recordio.converters.tomr.common import ToMR, check_filename
 
 __all__ = ["TFRecordToMR"]
 
 
-class TFRecordToMR:
+class TFRecordToMR(ToMR):
     """A TFRecord file of ``tf.train.Example`` -> MindRecord (MindSpore's class)."""
+
+    parallel_writer = True
 
     def __init__(self, source, destination, feature_dict, bytes_fields=None):
         if not isinstance(source, str):
@@ -32,16 +34,9 @@ class TFRecordToMR:
         self.bytes_fields_list = self.spec.bytes_fields
         self.mindrecord_schema = self.spec.schema
 
-    def transform(self):
-        """Write the dataset."""
-        return self.run()
-
-    def run(self):
-        writer = recordio.FileWriter(self.destination)
-        writer.add_schema(self.mindrecord_schema, "TFRecord to MindRecord")
-        write_batches(writer, self._rows(), parallel_writer=True)
-        writer.commit()
-        return SUCCESS
+    def _convert(self):
+        self.write(recordio.FileWriter(self.destination), self.mindrecord_schema, "TFRecord to MindRecord",
+                   self._rows())
 
     def tfrecord_iterator(self):
         """The rows ``transform`` writes, one per record (MindSpore's method, which it marks for removal)."""
