@@ -7,6 +7,7 @@ in what it needs when first used.
 
 import importlib
 
+from recordio import hooks
 from recordio.errors import (
     ChecksumError,
     DatasetChangedError,
@@ -61,6 +62,13 @@ __all__ = sorted([
     *_LAZY, *_MODULES,
 ])
 
+
+def _device_queue():
+    from recordio.sink.queue import DeviceQueue
+    return DeviceQueue
+
+
+hooks.provide("DeviceQueue", _device_queue)     # Dataset.device_que (the dataset layer) builds the sink's queue
 
 def __getattr__(name):
     if name == "__version__":

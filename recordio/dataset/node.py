@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from recordio import hooks
 from recordio.dataset.order.shuffle import Shuffle
 from recordio.dataset.running import Running
 from recordio.dataset.order.sampler_chain import Sampler, check_new_sampler
@@ -307,10 +308,9 @@ class Dataset(Running):
         """A :class:`recordio.sink.queue.DeviceQueue` (MindSpore's ``TransferDataset``): ``send()`` starts
         prefetching batches onto ``device`` through a ``DataSink``, and iterating it gives one epoch
         of them. Nothing starts until then."""
-        # DeviceQueue belongs to the sink layer, above this one: it is reached through the public name
-        # map (``recordio.DeviceQueue``), as a user would, not by importing recordio.sink from here.
-        import recordio
-        return recordio.DeviceQueue(self, send_epoch_end, create_data_info_queue, queue_name, device)
+        # DeviceQueue belongs to the sink layer, above this one: the package root hands it down (recordio.hooks)
+        queue = hooks.provided("DeviceQueue")
+        return queue(self, send_epoch_end, create_data_info_queue, queue_name, device)
 
     # -- facts about the operations ----------------------------------------------------------------
     def get_batch_size(self) -> int:
