@@ -433,7 +433,7 @@ def test_a_db_that_names_a_row_with_another_value_is_refused(pushdown, indexed, 
 @pytest.mark.parametrize("equal", [True, False], ids=["equal-lengths", "varying-lengths"])
 def test_columns_batch_equals_rows_batch(tmp_path, equal):
     """The columnar Arrow batch a read task yields is the row-by-row one, for every kind of column."""
-    from recordio.spark.read import columns_batch, rows_batch
+    from recordio.spark.arrow import columns_batch, rows_batch
 
     rng = np.random.default_rng(3)
     schema = {"i": {"type": "int32"}, "l": {"type": "int64"}, "f": {"type": "float32"}, "d": {"type": "float64"},

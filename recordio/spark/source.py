@@ -28,6 +28,7 @@ from recordio.mindrecord import index
 from recordio.mindrecord.reader import FileReader
 from recordio.mindrecord.remote_store import is_url
 from recordio.mindrecord.row_runs import plan_reads
+from recordio.spark.arrow import columns_batch, rows_batch
 
 with requires("recordio.spark", "spark"):
     from pyspark.sql.datasource import DataSource, DataSourceReader, EqualTo, In, InputPartition
@@ -136,7 +137,6 @@ class MindRecordReader(DataSourceReader):
         return out
 
     def read(self, partition):
-        from recordio.spark.read import columns_batch, rows_batch
         kind, value = partition.value
         if kind == "runs":
             for f, start, stop in value:
