@@ -1,6 +1,6 @@
 """Shard tasks on a local process pool (the default engine).
 
-Each worker writes whole shards through :func:`engine.write_shard` and reports the rows
+Each worker writes whole shards through :func:`shard_task.write_shard` and reports the rows
 it wrote on a queue, which the parent drains into the progress bar. The first failing
 shard stops the conversion: shards not started are cancelled, running ones finish (their
 parts stay, so a rerun resumes), and the failure is raised in the caller.
@@ -10,7 +10,7 @@ import concurrent.futures as cf
 import multiprocessing
 import queue as queue_module
 
-from recordio.converters.engine import write_shard
+from recordio.converters.shard_task import write_shard
 from recordio.errors import WorkerError
 
 __all__ = ["run_pool"]

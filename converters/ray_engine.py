@@ -11,7 +11,7 @@ Uses the Ray that the caller initialised; otherwise connects to the cluster of
 import json
 import pickle
 
-from recordio.converters.engine import write_shard
+from recordio.converters.shard_task import write_shard
 from recordio.errors import RecordIOError, WorkerError
 from recordio.extras import requires
 

@@ -12,7 +12,7 @@ starts one (``spark-submit``'s master, else local) for the conversion and stops 
 import json
 import pickle
 
-from recordio.converters.engine import write_shard
+from recordio.converters.shard_task import write_shard
 from recordio.errors import RecordIOError, WorkerError
 from recordio.extras import requires
 
