@@ -63,12 +63,8 @@ __all__ = sorted([
 ])
 
 
-def _device_queue():
-    from recordio.sink.queue import DeviceQueue
-    return DeviceQueue
-
-
-hooks.provide("DeviceQueue", _device_queue)     # Dataset.device_que (the dataset layer) builds the sink's queue
+# Dataset.device_que (the dataset layer) builds the sink's queue, resolved by name as every name here is
+hooks.provide("DeviceQueue", lambda: getattr(importlib.import_module(_LAZY["DeviceQueue"]), "DeviceQueue"))
 
 def __getattr__(name):
     if name == "__version__":
