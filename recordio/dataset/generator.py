@@ -79,11 +79,13 @@ class GeneratorDataset(SampledSource):
     def _num_rows(self):
         return len(self.source)
 
-    def _class_values(self, column):
+    def class_values(self, column):
+        """The value of ``column`` in every row (what ``PKSampler`` groups rows by)."""
         raise PipelineError("PKSampler needs an indexed class column: it works with MindDataset, "
                             "not GeneratorDataset (as in MindSpore)")
 
-    def _file_counts(self):
+    def file_counts(self):
+        """Rows of each data file, in order (what the FILES and INFILE shuffles and MindSpore's orders read)."""
         return [self._num_rows()]
 
     def _to_cols(self, value, where):

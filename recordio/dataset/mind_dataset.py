@@ -84,7 +84,7 @@ class MindDataset(SampledSource):
     """
 
     #: ``recordio.dataset.order.ms_order`` reproduces MindSpore's orders for this source (order mode "mindspore")
-    _has_mindspore_orders = True
+    has_mindspore_orders = True
 
     def __init__(self, dataset_files: str | os.PathLike | Sequence[str | os.PathLike],
                  columns_list: Sequence[str] | None = None, num_parallel_workers: int | None = None,
@@ -188,10 +188,12 @@ class MindDataset(SampledSource):
     def _num_rows(self):
         return len(self.reader)
 
-    def _file_counts(self):
+    def file_counts(self):
+        """Rows of each data file, in order (what the FILES and INFILE shuffles and MindSpore's orders read)."""
         return list(self.reader.file_row_counts)
 
-    def _class_values(self, column):
+    def class_values(self, column):
+        """The value of ``column`` in every row (what ``PKSampler`` groups rows by)."""
         reader = self.reader
         if column in reader.index_fields:
             return reader.index_column(column)

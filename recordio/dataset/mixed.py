@@ -51,10 +51,12 @@ class MixedDataset(SampledSource):
     def _num_rows(self):
         return int(sum(self.counts))
 
-    def _file_counts(self):
+    def file_counts(self):
+        """Rows of each data file, in order (what the FILES and INFILE shuffles and MindSpore's orders read)."""
         return [self._num_rows()]
 
-    def _class_values(self, column):
+    def class_values(self, column):
+        """The value of ``column`` in every row (what ``PKSampler`` groups rows by)."""
         raise PipelineError("PKSampler: a mixed dataset has its own order; sample the sources instead")
 
     def _fetch(self, ids):

@@ -225,7 +225,7 @@ def _chain(root, n, seed, source):
     if key not in cache:
         if len(cache) >= 4:
             cache.pop(next(iter(cache)))
-        cache[key] = _Chain(_operators(root, n, seed, source), n, list(source._file_counts()))
+        cache[key] = _Chain(_operators(root, n, seed, source), n, list(source.file_counts()))
     return cache[key]
 
 

@@ -232,7 +232,7 @@ class Cumulative:
 # --- the samplers' orders in this mode ------------------------------------------------------------
 
 def _check_source(source, what):
-    if not getattr(source, "_has_mindspore_orders", False):       # a MindDataset (its class says so)
+    if not getattr(source, "has_mindspore_orders", False):       # a MindDataset (its class says so)
         raise NotImplementedError(f"order mode 'mindspore' reproduces MindDataset's orders only; {what} over "
                                   f"{type(source).__name__} has no MindSpore order here (set_order_mode('recordio'))")
 
@@ -254,7 +254,7 @@ def random_order(sampler, shuffle, n, seed, epoch, source, replacement=False, nu
     epoch transforms the previous epoch's list."""
     _check_source(source, type(sampler).__name__)
     mode = shuffle_kind(shuffle, n)
-    counts = list(source._file_counts())
+    counts = list(source.file_counts())
     if mode is None:
         return np.arange(n, dtype=np.int64)
     if mode == "partial" and not replacement:
@@ -292,7 +292,7 @@ def distributed_order(shuffle, n, seed, epoch, source, num_shards, by_block, pad
         return np.arange(total, dtype=np.int64)
     if padded and mode != "global":
         refuse("padded samples", f"Shuffle.{mode.upper()} with num_padded")
-    counts = list(source._file_counts())
+    counts = list(source.file_counts())
     if mode != "partial":
         return np.asarray(shuffled(mode, list(range(total)), counts, seed + 1 + epoch), dtype=np.int64)
     per = -(-n // num_shards)

@@ -200,7 +200,7 @@ class PKSampler(Sampler):
 
     def _classes(self, source):
         if self._groups is None:
-            labels = np.asarray(source._class_values(self.class_column))
+            labels = np.asarray(source.class_values(self.class_column))
             values, inverse = np.unique(labels, return_inverse=True)
             self._groups = [np.flatnonzero(inverse == k).astype(np.int64) for k in range(len(values))]
         return self._groups

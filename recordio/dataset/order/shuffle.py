@@ -122,5 +122,5 @@ def shuffled_ids(mode, n, seed, epoch, source):
     if mode == Shuffle.PARTIAL:
         return partial_order(n, rng)
     order = files_order if mode == Shuffle.FILES else infile_order
-    return order(source._file_counts(), rng)
+    return order(source.file_counts(), rng)
 
