@@ -5,12 +5,10 @@ import os
 
 import numpy as np
 
-from recordio import config
-from recordio.dataset.order import ms_order, ms_text
 from recordio.dataset.generator import GeneratorDataset
-from recordio.dataset.order.shuffle import Shuffle, shuffle_mode
-from recordio.dataset.order.samplers import DefaultOrder
+from recordio.dataset.order.ms_text import TextOrder
 from recordio.dataset.order.shards import check_shards
+from recordio.dataset.order.shuffle import Shuffle, shuffle_mode
 
 __all__ = ["TextFileDataset"]
 
@@ -36,54 +34,6 @@ def _lines(files):
         out.extend(lines)
         counts.append(len(lines))
     return out, counts
-
-
-class _TextOrder(DefaultOrder):
-    """TextFileDataset's order: the default one, or under ``config.set_order_mode("mindspore")``
-    MindSpore's (``ms_text``): each shard's rows are dealt into the positions the source reads for
-    that shard, so the source's usual shard split gives MindSpore's shard."""
-
-    def __init__(self, mode, num_shards, shard_id, num_samples, counts, workers):
-        super().__init__(mode, num_shards, shard_id, 0, num_samples)
-        self.counts, self.workers = list(counts), workers
-        self._engines = ms_text.Engines()
-
-    def _ms_mode(self):
-        if self.mode is None:
-            return None
-        if self.mode in (Shuffle.GLOBAL, Shuffle.ADAPTIVE):
-            return "global"
-        if self.mode != Shuffle.FILES:
-            ms_order.refuse("TextFileDataset", f"{self.mode} (MindSpore's TextFileDataset takes Shuffle.GLOBAL, "
-                                               f"Shuffle.FILES or shuffle=False)")
-        return "files"
-
-    def _ms_shape(self):
-        num, _ = self.shards or (1, 0)
-        per = -(-sum(self.counts) // num)
-        return num, min(per, self.num_samples) if self.num_samples else per
-
-    def _own_order(self, n, seed, epoch, source):
-        from recordio.dataset.order.sampler_chain import mindspore_orders
-        if not mindspore_orders():
-            return super()._own_order(n, seed, epoch, source)
-        mode = self._ms_mode()
-        num, per = self._ms_shape()
-        keys = ms_text.file_orders(len(self.counts), mode is not None, num > 1, seed, epoch + 1)[epoch]
-        workers = self.workers or config.get_num_parallel_workers()
-        dealt = np.zeros(num * per, dtype=np.int64)
-        for shard in range(num):
-            rows = ms_text.epoch_rows(self.counts, mode, workers, num, shard, self.num_samples, seed, epoch, keys,
-                                      self._engines)
-            dealt[shard::num] = rows
-        return dealt
-
-    def _own_total(self, n, source):
-        from recordio.dataset.order.sampler_chain import mindspore_orders
-        if not mindspore_orders():
-            return super()._own_total(n, source)
-        num, per = self._ms_shape()
-        return num * per
 
 
 class _Lines:
@@ -114,6 +64,6 @@ class TextFileDataset(GeneratorDataset):
         self.dataset_files = _files(dataset_files)
         lines, counts = _lines(self.dataset_files)
         check_shards(num_shards, shard_id)
-        order = _TextOrder(shuffle_mode(shuffle), num_shards, shard_id, num_samples, counts, num_parallel_workers)
+        order = TextOrder(shuffle_mode(shuffle), num_shards, shard_id, num_samples, counts, num_parallel_workers)
         super().__init__(_Lines(lines), ["text"], sampler=order, python_multiprocessing=False)
         self.num_samples = num_samples

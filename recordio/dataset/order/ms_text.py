@@ -32,9 +32,13 @@ import itertools
 
 import numpy as np
 
+from recordio import config
 from recordio.dataset.order import ms_order
+from recordio.dataset.order.sampler_chain import mindspore_orders
+from recordio.dataset.order.samplers import DefaultOrder
+from recordio.dataset.order.shuffle import Shuffle
 
-__all__ = ["Engines", "MT19937_64", "epoch_rows", "file_orders", "shard_rows", "shuffle_buffer"]
+__all__ = ["Engines", "MT19937_64", "TextOrder", "epoch_rows", "file_orders", "shard_rows", "shuffle_buffer"]
 
 SHUFFLE_MIN = 10_000          # ComputeShuffleSize's shuffle_max
 FILES_MULTIPLIER = 4          # ComputeShuffleSize's average_files_multiplier
@@ -177,3 +181,49 @@ def epoch_rows(counts, mode, workers, num_shards, shard_id, num_samples, seed, e
         g = (engines or Engines()).at(seed, shard_id, epoch * len(rows))     # every epoch draws len(rows)
         rows = np.asarray(shuffle_buffer(rows.tolist(), size, g), dtype=np.int64)
     return rows
+
+
+class TextOrder(DefaultOrder):
+    """TextFileDataset's order: the default one, or under ``config.set_order_mode("mindspore")``
+    MindSpore's (:func:`epoch_rows`): each shard's rows are dealt into the positions the source reads for
+    that shard, so the source's usual shard split gives MindSpore's shard."""
+
+    def __init__(self, mode, num_shards, shard_id, num_samples, counts, workers):
+        super().__init__(mode, num_shards, shard_id, 0, num_samples)
+        self.counts, self.workers = list(counts), workers
+        self._engines = Engines()
+
+    def _ms_mode(self):
+        if self.mode is None:
+            return None
+        if self.mode in (Shuffle.GLOBAL, Shuffle.ADAPTIVE):
+            return "global"
+        if self.mode != Shuffle.FILES:
+            ms_order.refuse("TextFileDataset", f"{self.mode} (MindSpore's TextFileDataset takes Shuffle.GLOBAL, "
+                                               f"Shuffle.FILES or shuffle=False)")
+        return "files"
+
+    def _ms_shape(self):
+        num, _ = self.shards or (1, 0)
+        per = -(-sum(self.counts) // num)
+        return num, min(per, self.num_samples) if self.num_samples else per
+
+    def _own_order(self, n, seed, epoch, source):
+        if not mindspore_orders():
+            return super()._own_order(n, seed, epoch, source)
+        mode = self._ms_mode()
+        num, per = self._ms_shape()
+        keys = file_orders(len(self.counts), mode is not None, num > 1, seed, epoch + 1)[epoch]
+        workers = self.workers or config.get_num_parallel_workers()
+        dealt = np.zeros(num * per, dtype=np.int64)
+        for shard in range(num):
+            rows = epoch_rows(self.counts, mode, workers, num, shard, self.num_samples, seed, epoch, keys,
+                              self._engines)
+            dealt[shard::num] = rows
+        return dealt
+
+    def _own_total(self, n, source):
+        if not mindspore_orders():
+            return super()._own_total(n, source)
+        num, per = self._ms_shape()
+        return num * per
