@@ -49,17 +49,20 @@ def _mode(shuffle, n, what):
     return mode
 
 
+def _samplers(root):
+    """The samplers of the chain from ``root``, deepest child first."""
+    chain = []
+    while root is not None:
+        chain.append(root)
+        root = root.child_sampler
+    return chain[::-1]
+
+
 def _operators(root, n, seed, source):
     """The chain's operators, deepest child first, with the seeds MindSpore gives them. A sampler
     class names its operator in ``_ms_operator`` (``recordio.dataset.order.samplers``; None: none)."""
-    chain = []
-    sampler = root
-    while sampler is not None:
-        chain.append(sampler)
-        sampler = sampler.child_sampler
-    chain.reverse()
     ops = []
-    for sampler in chain:
+    for sampler in _samplers(root):
         name, kind = type(sampler).__name__, sampler._ms_operator
         if kind == "distributed":
             if sampler.offset != -1:
