@@ -2,7 +2,18 @@
 
 import argparse
 import json
+import os
 import sys
+
+PATH_HELP = "any data file of the dataset, or the name given to FileWriter (out/train.mindrecord for its shards ...0, ...1)"
+
+
+def dataset_path(text):
+    """The ``path`` argument of a command: a data file or URL as given, or the name given to ``FileWriter``
+    for a sharded dataset (``out/train.mindrecord``, shards ``out/train.mindrecord0``...): its first shard."""
+    if "://" in text or os.path.exists(text) or not os.path.exists(text + "0"):
+        return text
+    return text + "0"
 
 
 def print_json(obj):
