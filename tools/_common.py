@@ -1,7 +1,6 @@
 """Small helpers shared by the command modules."""
 
 import argparse
-import json
 import os
 import sys
 
@@ -17,6 +16,8 @@ def dataset_path(text):
 
 
 def print_json(obj):
+    import json
+
     json.dump(obj, sys.stdout, indent=2, ensure_ascii=False, default=str)
     sys.stdout.write("\n")
 
@@ -94,5 +95,7 @@ def bench_options(args, add_arguments):
 
 def write_results(path, results):
     """The rows as JSON, with the Python that measured them."""
+    import json
+
     with open(path, "w") as f:
         json.dump({"python": sys.version.split()[0], "results": results}, f, indent=2)
