@@ -1,6 +1,6 @@
 """The layers of the package, held by parsing every import (module level and inside functions).
 
-    errors, config, extras  ->  keys, common  ->  mindrecord (the bytes)  ->  vision, transforms  ->  offload
+    errors, config, extras, compiled  ->  keys, common  ->  mindrecord (the bytes)  ->  vision, transforms  ->  offload
     ->  dataset (the pipeline)  ->  sink  ->  training;  mindrecord  ->  ray, spark (the Ray Data and Spark bridges)
 
 A package may import those on its own floor or below; nothing inside ``recordio/`` imports the
@@ -15,11 +15,12 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "recordio"
 
-GROUND = {"errors", "config", "extras"}
+GROUND = {"errors", "config", "extras", "compiled"}
 ALLOWED = {
     "errors": set(),
     "config": {"errors"},
     "extras": {"errors"},                                 # which extra installs an optional package
+    "compiled": set(),                                    # the C extensions, and a warning when one is missing
     "keys": GROUND,
     "common": GROUND,
     "mindrecord": GROUND | {"keys"},
