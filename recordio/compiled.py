@@ -69,20 +69,24 @@ def load(module):
 
 
 def checked(module):
-    """Decorate the self-check of ``module`` (a function of no arguments returning whether the part may
-    be used): a failed check disables the part, with a one-time :class:`RuntimeWarning` that says so."""
+    """Decorate the self-check of ``module`` (a cached function of no arguments returning whether the
+    part may be used): a failed check disables the part, with a one-time :class:`RuntimeWarning`."""
     def wrap(check):
-        @functools.cache
+        @functools.wraps(check)
         def run():
             ok = check()
-            if not ok and _state.get(module) == "active":
+            state = _state.get(module, "")
+            if not ok and state == "active":
                 _state[module] = "disabled: its self-check failed"
                 _warn(module, f"{PARTS[module].what} ({module}) is built but disabled itself: its self-check "
                               f"gave results that differ from the reference path",
                       "rebuild it against the libjpeg(-turbo) that OpenCV decodes with")
+            elif ok and state.startswith("disabled"):       # checked again (its cache cleared) and passed
+                _state[module] = "active"
             return ok
+        run.cache_clear = getattr(check, "cache_clear", lambda: None)      # tests clear the check
         _checks[module] = run
-        return functools.wraps(check)(run)
+        return run
     return wrap
 
 
