@@ -41,10 +41,10 @@ class Part:
 
 PARTS = {part.module: part for part in (
     Part("recordio.mindrecord._codec", "the integer-array codec",
-         "integer array fields are compressed and decompressed in numpy, many times slower (measured: 65x "
-         "on token rows, 10M instead of 620M tokens/s)"),
+         "integer array fields are compressed and decompressed in numpy, many times slower (token rows: about "
+         "30x fewer tokens/s in tools/bench_tokens.py, RECORDIO_CODEC=numpy against the compiled codec)"),
     Part("recordio.vision._kernels", "the vision colour kernels",
-         "RandomColorAdjust and Normalize+HWC2CHW run in numpy/OpenCV (measured: CIFAR batches 3-5x slower)"),
+         "RandomColorAdjust and Normalize+HWC2CHW run as several numpy/OpenCV passes per image instead of one"),
     Part("recordio.vision._jpeg", "the JPEG region decoder",
          "RandomCropDecodeResize decodes whole JPEGs before cropping (slower for small crops of large images)",
          needs="a C compiler and libjpeg-turbo's headers (e.g. Debian's libjpeg62-turbo-dev)"),

@@ -25,6 +25,14 @@ def contenders(command):
             f"recordio {' '.join(command)[:30]}": [python, "-m", "recordio.tools", *command]}
 
 
+def library_call(command):
+    """The library call a ``count PATH`` command makes, as ``python -c`` (what the CLI adds is the rest)."""
+    if len(command) == 2 and command[0] == "count":
+        return {f"python -c 'recordio.count_rows(...)'": [sys.executable, "-c", "import recordio; "
+                                                          f"print(recordio.count_rows({command[1]!r}))"]}
+    return {}
+
+
 def timed(argv):
     """(wall, CPU) seconds of one run; CPU time (user + system) moves less with the machine's load."""
     before, start = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
@@ -38,9 +46,11 @@ def main(argv=None):
     parser.add_argument("--runs", type=int, default=30, help="runs of each (default 30)")
     parser.add_argument("command", nargs="*", help=f"the recordio command (default: count {GOLDEN})")
     args = parser.parse_args(argv)
-    runs = {name: [] for name in contenders(args.command or ["count", str(GOLDEN)])}
+    command = args.command or ["count", str(GOLDEN)]
+    each = {**contenders(command), **library_call(command)}
+    runs = {name: [] for name in each}
     for _ in range(args.runs):
-        for name, argv_ in contenders(args.command or ["count", str(GOLDEN)]).items():
+        for name, argv_ in each.items():
             runs[name].append(timed(argv_))
     for name, times in runs.items():
         wall, cpu = ([t[k] * 1e3 for t in times] for k in (0, 1))
