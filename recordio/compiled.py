@@ -41,8 +41,9 @@ class Part:
 
 PARTS = {part.module: part for part in (
     Part("recordio.mindrecord._codec", "the integer-array codec",
-         "integer array fields are compressed and decompressed in numpy, many times slower (token rows: about "
-         "30x fewer tokens/s in tools/bench_tokens.py, RECORDIO_CODEC=numpy against the compiled codec)"),
+         "integer array fields are compressed and decompressed, and keyed shuffles permuted, in numpy: many "
+         "times slower (token rows: about 30x fewer tokens/s in tools/bench_tokens.py, RECORDIO_CODEC=numpy "
+         "against the compiled codec)"),
     Part("recordio.vision._kernels", "the vision colour kernels",
          "RandomColorAdjust and Normalize+HWC2CHW run as several numpy/OpenCV passes per image instead of one"),
     Part("recordio.vision._jpeg", "the JPEG region decoder",
