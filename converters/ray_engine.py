@@ -35,12 +35,9 @@ def _write(batch, job, tasks):
 
 def run_ray(job, tasks, progress):
     """Write the shards ``tasks`` ({shard_id: units}) as Ray tasks; returns [(shard_id, rows, skipped)]."""
-    try:
-        with requires("engine='ray'", "ray"):
-            import ray
-            import ray.data
-    except ImportError as exc:
-        raise ImportError(f"engine='ray' needs Ray Data: pip install 'mindrecordio[ray]' ({exc})") from exc
+    with requires("engine='ray'", "ray"):           # names Ray Data and the extra that installs it
+        import ray
+        import ray.data
     started = not ray.is_initialized()
     if started:
         ray.init(log_to_driver=False)

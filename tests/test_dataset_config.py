@@ -52,10 +52,21 @@ def test_default_workers_apply_to_map():
 
 def test_cheap_ops_run_in_the_consuming_thread():
     """An op cheaper than a hand-off to a worker thread stays in the thread running the pipeline (the
-    producer thread, or the consumer's own once the pipeline runs there)."""
+    producer thread, or the consumer's own once the pipeline runs there).
+
+    The decision is timed: on a busy machine (the quick tier beside other jobs) a run may see three
+    descheduled chunks in a row and hand the rest to ``recordio-map_*`` threads, as it should for an op
+    that slow. An op that costs nothing stays inline in most runs: one of five runs must be inline
+    throughout (an op that always left would fail all five)."""
     import threading
-    seen = _threads_of_map(lambda x: x, 3)
-    assert set(seen.values()) <= {"recordio-pipeline", threading.current_thread().name}, set(seen.values())
+
+    inline = {"recordio-pipeline", threading.current_thread().name}
+    runs = []
+    for _ in range(5):
+        runs.append(set(_threads_of_map(lambda x: x, 3).values()))
+        if runs[-1] <= inline:
+            return
+    pytest.fail(f"a cheap op left the pipeline's thread in every run: {runs}")
 
 
 def test_a_slow_first_call_alone_does_not_send_a_cheap_op_to_workers():

@@ -98,6 +98,23 @@ def test_what_mindspore_refuses_and_appends(tmp_path):
         FileWriter.open_for_append(str(tmp_path / "x"))
 
 
+def test_appending_with_a_key_gives_mindsporess_errors_first(tmp_path):
+    """A plain file with a key set, and a wrong key: MindSpore's RuntimeError and sentence (2.10)."""
+    write(str(tmp_path / "plain"))
+    set_enc_key(KEY)
+    write(str(tmp_path / "enc"))
+    with pytest.raises(RuntimeError) as caught:
+        FileWriter.open_for_append(str(tmp_path / "plain"))
+    assert str(caught.value).startswith("The mindrecord file is not encrypted. You can set "
+                                        "'mindspore.mindrecord.config.set_enc_key(None)' to disable the decryption.")
+    set_enc_key(KEY[::-1])
+    for call in (FileWriter.open_for_append, FileReader):
+        with pytest.raises(RuntimeError) as caught:
+            call(str(tmp_path / "enc"))
+        assert str(caught.value).startswith("Failed to decrypt data, please check if enc_key and enc_mode / "
+                                            "dec_mode is valid.") and str(tmp_path / "enc") in str(caught.value)
+
+
 def test_a_plain_file_ending_in_ENCRYPT_still_reads(tmp_path):
     path = str(tmp_path / "p.mindrecord")
     with pytest.warns(UserWarning, match="ENCRYPT"), FileWriter(path) as writer:

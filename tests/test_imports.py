@@ -36,6 +36,19 @@ def test_count_rows_does_not_import_numpy():
     assert "numpy" not in loaded
 
 
+def test_recordio_count_imports_only_its_command():
+    """`recordio count` as a whole process (SPEC §3.4: well under 100 ms): the CLI's entry loads only the
+    command it runs, no package metadata (`--version` reads it when asked), no numpy, nothing of the pipeline."""
+    golden = ROOT / "tests" / "golden" / "matrix_s4_index" / "matrix_s4_index.mindrecord0"
+    loaded = _loaded_after(f"from recordio.tools.__main__ import main\nassert main(['count', {str(golden)!r}]) == 0")
+    tools = {m for m in loaded if m.startswith("recordio.tools.")}
+    assert tools <= {"recordio.tools.__main__", "recordio.tools._common", "recordio.tools.count"}, tools
+    heavy = {m for m in loaded if m.split(".")[0] in ("numpy", "torch", "cv2", "email", "zipfile", "msgpack")
+             or m.startswith(("importlib.metadata", "recordio.dataset", "recordio.vision", "recordio.converters"))}
+    assert not heavy, heavy
+    assert len(loaded) <= 190, len(loaded)          # 167 with Python 3.11 when this bound was set
+
+
 def _imports(path):
     tree = ast.parse(path.read_text())
     names = set()

@@ -1,6 +1,6 @@
 """The layers of the package, held by parsing every import (module level and inside functions).
 
-    errors, config, extras, hooks  ->  keys, common  ->  mindrecord (the bytes)  ->  vision, transforms  ->  offload
+    errors, config, extras, hooks, compiled  ->  keys, common  ->  mindrecord (the bytes)  ->  vision, transforms  ->  offload
     ->  dataset (the pipeline)  ->  sink  ->  training;  mindrecord  ->  ray, spark (the Ray Data and Spark bridges)
 
 A package may import those on its own floor or below; nothing inside ``recordio/`` imports the
@@ -18,12 +18,13 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "recordio"
 
-GROUND = {"errors", "config", "extras", "hooks"}
+GROUND = {"errors", "config", "extras", "hooks", "compiled"}
 ALLOWED = {
     "errors": set(),
     "config": {"errors"},
     "extras": {"errors"},                                 # which extra installs an optional package
     "hooks": set(),                                       # what the package root hands down to a lower layer
+    "compiled": set(),                                    # the C extensions, and a warning when one is missing
     "keys": GROUND,
     "common": GROUND,
     "mindrecord": GROUND | {"keys"},

@@ -94,3 +94,31 @@ def test_a_stopped_job_resumes_from_its_checkpoint(job, tmp_path):
     assert [e for e in re.findall(line, first)] == re.findall(line, uninterrupted)[:2]
     assert [e for e in re.findall(line, second)] == re.findall(line, uninterrupted)[2:]
     assert accuracy_of(second) == accuracy_of(uninterrupted)
+
+
+ACCURACY = r"held-out accuracy: ([\d.]+)% on (\d+) images"
+README = (ROOT / "README.md").read_text()
+
+
+def test_the_docs_quote_the_same_main_job_figures():
+    """README.md and docs/README.md quote one accuracy, and the README the job's own line."""
+    accuracy, images = re.search(ACCURACY, README).groups()
+    index = (ROOT / "docs" / "README.md").read_text()
+    assert f"{accuracy}% on {images} images" in " ".join(index.split())
+    assert re.search(r"main job done in \d+ s", README)
+
+
+@pytest.mark.slow
+def test_the_readme_quotes_what_the_main_job_prints(tmp_path):
+    """The README's command 1, at its default size on the CPU: the accuracy it quotes (within a point and a
+    half: the same seed gives the same figure on one machine; another BLAS may round differently) and its
+    time (within 3x: machines and load differ)."""
+    done = subprocess.run([sys.executable, "examples/main_job.py", "--out", str(tmp_path), "--device", "cpu"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    quoted, images = re.search(ACCURACY, README).groups()
+    printed, seen = re.search(ACCURACY, done.stdout).groups()
+    assert seen == images and abs(float(printed) - float(quoted)) <= 1.5, (printed, quoted)
+    quoted_s = int(re.search(r"main job done in (\d+) s", README).group(1))
+    printed_s = int(re.search(r"main job done in (\d+) s", done.stdout).group(1))
+    assert printed_s <= 3 * quoted_s, (printed_s, quoted_s)

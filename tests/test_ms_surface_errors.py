@@ -56,6 +56,14 @@ def cases(folder):
     run("encrypted, no key: FileReader", lambda: FileReader(enc).len(), out)
     run("encrypted, no key: MindDataset", lambda: rows_of(enc), out)
     run("encrypted, no key: open_for_append", lambda: FileWriter.open_for_append(enc) and "opened", out)
+    plain_first = os.path.join(folder, "plain_first.mindrecord")
+    write(plain_first)
+    set_enc_key(KEY)
+    run("key set: open_for_append of a plain file", lambda: FileWriter.open_for_append(plain_first) and "opened", out)
+    set_enc_key(KEY[::-1])
+    run("wrong key: open_for_append", lambda: FileWriter.open_for_append(enc) and "opened", out)
+    run("wrong key: FileReader", lambda: FileReader(enc).len(), out)
+    set_enc_key(None)
     empty = os.path.join(folder, "empty.mindrecord")
     open(empty, "wb").close()
     run("empty: FileReader", lambda: FileReader(empty).len(), out)
@@ -75,6 +83,7 @@ def cases(folder):
     run("columns_list unknown: construct", lambda: built.append(MindDataset(plain, columns_list=["a", "zz"]))
         or "built", out)
     if built:
+        run("columns_list unknown: get_dataset_size", built[0].get_dataset_size, out)
         run("columns_list unknown: iterate", lambda: [r for r in built[0].create_tuple_iterator()], out)
         run("columns_list unknown: get_col_names", built[0].get_col_names, out)
 
@@ -146,7 +155,8 @@ def test_errors_as_mindspore_raises_them(tmp_path, mindspore_python):
         if name.startswith("columns_list"):          # the same sentence up to the parameter's name
             assert _core(message).split(" Please")[0] in mine[2], name
         elif "array into" in name:                   # MindSpore: a warning per row, then "no valid data"
-            assert "There is no valid data" in message and "row 0: field 'a': expected dtype" in mine[2]
+            sentence = "There is no valid data which can be written by 'write_raw_data' to mindrecord file."
+            assert sentence in message and sentence in mine[2] and "row 0: field 'a': expected dtype" in mine[2]
         else:
             assert mine[2].startswith(message), (name, mine[2], message)
 
@@ -220,6 +230,7 @@ def test_unknown_column_is_reported_when_the_pipeline_runs(tmp_path):
     path = tmp_path / "p.mindrecord"
     write(path)
     dataset = recordio.MindDataset(str(path), columns_list=["a", "zz"])   # as MindSpore: built
+    assert dataset.get_dataset_size() == 4                                 # and counted
     with pytest.raises(RuntimeError, match="column name: zz can not found in schema"):
         for _ in dataset.create_tuple_iterator():
             pass
@@ -236,7 +247,9 @@ def test_an_array_of_another_dtype_is_refused_naming_row_field_and_dtypes(tmp_pa
         fw.add_schema({"a": {"type": field, "shape": [2]}}, "d")
         fw.write_raw_data([{"a": np.array([1, 2], getattr(np, field))}])
         with pytest.raises(SchemaError, match=rf"^row 1: field 'a': expected dtype {field}, found "
-                                              rf"{np.dtype(dtype).name}; cast it with \.astype\(np\.{field}\)$"):
+                                              rf"{np.dtype(dtype).name}; cast it with \.astype\(np\.{field}\)\. There is no valid data "
+                                              rf"which can be written by 'write_raw_data' to mindrecord file\. "
+                                              rf"Nothing of this call is written\.$"):
             fw.write_raw_data([{"a": np.array([3, 4], getattr(np, field))}, {"a": np.array([1, 2], dtype)}])
     assert [r["a"].tolist() for r in FileReader(str(tmp_path / "x.mindrecord"))] == [[1, 2]]
 

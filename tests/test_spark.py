@@ -513,3 +513,71 @@ def test_a_failed_write_to_s3_publishes_nothing(spark, s3, tmp_path, monkeypatch
     assert not s3.bucket("spark").exists("spark/failed/ds.mindrecord0.db")
     with pytest.raises(recordio.errors.MissingFileError):
         recordio.FileReader(url + "0", storage_options=s3.options)
+
+
+def test_recordio_missing_on_the_executors_names_pyspark_python():
+    from types import SimpleNamespace
+
+    from recordio.errors import MissingExtraError
+    from recordio.spark.executors import recordio_on_executors
+
+    spark = SimpleNamespace(sparkContext=SimpleNamespace(pythonExec="/opt/py/bin/python3"))     # no JVM needed
+    with pytest.raises(MissingExtraError, match=r"executors' Python \(/opt/py/bin/python3\) cannot import recordio: "
+                                                r"set PYSPARK_PYTHON"):
+        with recordio_on_executors(spark):
+            raise RuntimeError("An exception was thrown from the Python worker: ... ModuleNotFoundError: No module "
+                               "named 'recordio'\n\tat org.apache.spark...")
+    with pytest.raises(RuntimeError, match="No module named 'tokenizers'"):      # another cause: unchanged
+        with recordio_on_executors(spark):
+            raise RuntimeError("ModuleNotFoundError: No module named 'tokenizers'")
+
+
+EXECUTORS_WITHOUT_RECORDIO = r'''
+import os, sys
+from pyspark.sql import SparkSession
+from recordio.errors import MissingExtraError
+from recordio.spark import read_mindrecord, write_mindrecord
+import recordio
+
+python, out = sys.argv[1], sys.argv[2]
+os.environ.update(SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=python, PYSPARK_DRIVER_PYTHON=sys.executable)
+spark = (SparkSession.builder.master("local[1]")
+         .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+         .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false").getOrCreate())
+spark.sparkContext.setLogLevel("OFF")
+with recordio.FileWriter(os.path.join(out, "plain.mindrecord")) as w:
+    w.add_schema({"a": {"type": "int32"}})
+    w.write_raw_data([{"a": 1}])
+for name, call in (("write", lambda: write_mindrecord(spark.createDataFrame([(1,)], "a int"),
+                                                     os.path.join(out, "w.mindrecord"))),
+                   ("read", lambda: read_mindrecord(spark, os.path.join(out, "plain.mindrecord")).collect())):
+    try:
+        call()
+        print(name, "no error")
+    except MissingExtraError as exc:
+        print(name, "MESSAGE", str(exc).replace("\n", " "))
+'''
+
+
+@pytest.mark.slow
+def test_executors_without_recordio_get_a_message_naming_the_fix(tmp_path):
+    """A real Spark whose executors' Python cannot import recordio (blocked by its sitecustomize)."""
+    import subprocess
+
+    blocker = tmp_path / "blocker"
+    blocker.mkdir()
+    (blocker / "sitecustomize.py").write_text(
+        "import sys\nclass _Block:\n    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] == 'recordio':\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+        "sys.meta_path.insert(0, _Block())\n")
+    python = tmp_path / "python-without-recordio"
+    python.write_text(f'#!/bin/sh\nPYTHONPATH="{blocker}${{PYTHONPATH:+:$PYTHONPATH}}" exec {sys.executable} "$@"\n')
+    python.chmod(0o755)
+    done = subprocess.run([sys.executable, "-c", EXECUTORS_WITHOUT_RECORDIO, str(python), str(tmp_path)],
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith(("write", "read"))]
+    assert len(lines) == 2, done.stdout[-2000:] + done.stderr[-3000:]
+    for line in lines:
+        assert "MESSAGE recordio.spark: the Spark executors' Python" in line and str(python) in line, line
+        assert "set PYSPARK_PYTHON" in line and "cannot import recordio" in line, line

@@ -138,6 +138,7 @@ def test_random_resized_crop_after_decode_equals_the_unfused_ops(monkeypatch):
 
 def test_without_the_region_decoder_the_whole_image_is_decoded(monkeypatch):
     monkeypatch.setattr(dec, "_jpeg", None)
+    monkeypatch.setenv("RECORDIO_ALLOW_SLOW", "1")          # the slow-path warning is tests/test_compiled.py's
     dec._region_decoder_is_exact.cache_clear()
     try:
         assert dec._decode_box(np.frombuffer(encode(photo(20, 20)), np.uint8), 0, 0, 5, 5) is None

@@ -1,11 +1,23 @@
 """Small helpers shared by the command modules."""
 
 import argparse
-import json
+import os
 import sys
+
+PATH_HELP = "any data file of the dataset, or the name given to FileWriter (out/train.mindrecord for its shards ...0, ...1)"
+
+
+def dataset_path(text):
+    """The ``path`` argument of a command: a data file or URL as given, or the name given to ``FileWriter``
+    for a sharded dataset (``out/train.mindrecord``, shards ``out/train.mindrecord0``...): its first shard."""
+    if "://" in text or os.path.exists(text) or not os.path.exists(text + "0"):
+        return text
+    return text + "0"
 
 
 def print_json(obj):
+    import json
+
     json.dump(obj, sys.stdout, indent=2, ensure_ascii=False, default=str)
     sys.stdout.write("\n")
 
@@ -83,5 +95,7 @@ def bench_options(args, add_arguments):
 
 def write_results(path, results):
     """The rows as JSON, with the Python that measured them."""
+    import json
+
     with open(path, "w") as f:
         json.dump({"python": sys.version.split()[0], "results": results}, f, indent=2)

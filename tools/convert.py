@@ -3,12 +3,14 @@ Megatron-LM or WebDataset -> MindRecord."""
 
 import argparse
 import json
+import os
 
 from recordio.tools._common import human_bytes
 
-HELP = ("convert ImageFolder, CIFAR-10/100, MNIST/Fashion-MNIST, Parquet, CSV, TFRecord, text, Megatron-LM or "
-        "WebDataset data to MindRecord "
-        "(on a process pool or Ray; atomic; a rerun resumes after a crash)")
+HELP = ("convert imagefolder (ImageFolder), cifar10 / cifar100 (CIFAR-10/100), mnist (MNIST/Fashion-MNIST), "
+        "parquet (Parquet/Arrow), csv, tfrecord, text, megatron (Megatron-LM) or webdataset (WebDataset) data to "
+        "MindRecord (on a process pool, Ray or Spark; atomic; a rerun resumes after a crash); the output folder "
+        "is made")
 EXAMPLE = "recordio convert imagefolder photos/train out/train.mindrecord --shards 8 --skip-bad"
 
 FORMATS = {
@@ -194,6 +196,8 @@ def _convert(args, options):
 
 
 def run(args):
+    if "://" not in args.out:              # the output folder is made, as `mkdir -p` would
+        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     options = {"shard_num": args.shards, "workers": args.workers, "engine": args.engine,
                "skip_bad": args.skip_bad, "overwrite": args.overwrite, "quiet": args.quiet or args.json}
     summary = _convert(args, options)

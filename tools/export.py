@@ -4,6 +4,8 @@
 
 import argparse
 
+from recordio.tools._common import PATH_HELP, dataset_path
+
 HELP = ("export a dataset's scalar columns to a Parquet or Arrow/Feather file (for pandas, Polars, DuckDB), a "
         "token column to a Megatron-LM indexed dataset, or the dataset to WebDataset tar shards")
 EXAMPLE = "recordio export arrow out/train.mindrecord0 labels.parquet --columns label,file_name"
@@ -15,7 +17,7 @@ def add_arguments(parser):
     text = "scalar columns -> .parquet, or .arrow/.feather (Arrow IPC file)"
     cmd = sub.add_parser("arrow", help=text, description=text, allow_abbrev=False,
                          epilog=f"example:\n  {EXAMPLE}", formatter_class=argparse.RawDescriptionHelpFormatter)
-    cmd.add_argument("path", help="any data file of the dataset")
+    cmd.add_argument("path", type=dataset_path, help=PATH_HELP)
     cmd.add_argument("out", help="the file to write: .parquet, .arrow or .feather")
     cmd.add_argument("--columns", default=None, metavar="A,B",
                      help="fields to export (default: every int, float and string field; bytes and 1-D "
@@ -24,14 +26,14 @@ def add_arguments(parser):
     example = "recordio export megatron out/tokens.mindrecord0 corpus_text_document --column input_ids"
     cmd = sub.add_parser("megatron", help=text, description=text, allow_abbrev=False,
                          epilog=f"example:\n  {example}", formatter_class=argparse.RawDescriptionHelpFormatter)
-    cmd.add_argument("path", help="any data file of the dataset")
+    cmd.add_argument("path", type=dataset_path, help=PATH_HELP)
     cmd.add_argument("prefix", help="the files to write: PREFIX.bin and PREFIX.idx")
     cmd.add_argument("--column", default="input_ids", help="the token column (default input_ids)")
     cmd.add_argument("--dtype", default=None, help="token dtype of the files (default: the column's)")
     text = "every field -> WebDataset tar shards (bytes as KEY.<field>, strings .txt, numbers .npy)"
     cmd = sub.add_parser("webdataset", help=text, description=text, allow_abbrev=False,
                          epilog=f"example:\n  {WDS_EXAMPLE}", formatter_class=argparse.RawDescriptionHelpFormatter)
-    cmd.add_argument("path", help="any data file of the dataset")
+    cmd.add_argument("path", type=dataset_path, help=PATH_HELP)
     cmd.add_argument("pattern", help="the tar files to write, with a %%d for the shard number (wds/train-%%06d.tar)")
     cmd.add_argument("--columns", default=None, metavar="A,B", help="fields to export (default: all)")
     cmd.add_argument("--maxcount", type=int, default=10000, metavar="N", help="samples per tar (default 10000)")

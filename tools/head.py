@@ -3,14 +3,14 @@
 import hashlib
 
 import recordio
-from recordio.tools._common import print_json
+from recordio.tools._common import PATH_HELP, dataset_path, print_json
 
 HELP = "print the first rows of a dataset (bytes and arrays summarised)"
 EXAMPLE = "recordio head out/train.mindrecord0 -n 5 --columns label,file_name"
 
 
 def add_arguments(parser):
-    parser.add_argument("path", help="any data file of the dataset")
+    parser.add_argument("path", type=dataset_path, help=PATH_HELP)
     parser.add_argument("-n", type=int, default=10, help="number of rows (default 10)")
     parser.add_argument("--columns", help="comma-separated fields to show (default: all)")
     parser.add_argument("--json", action="store_true", help="one JSON object per row")

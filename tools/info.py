@@ -1,7 +1,7 @@
 """``recordio info PATH``: schema, index fields and shards of a dataset."""
 
 import recordio
-from recordio.tools._common import human_bytes, print_json
+from recordio.tools._common import PATH_HELP, dataset_path, human_bytes, print_json
 
 HELP = ("describe a dataset: schema, index fields, shards with rows, pages and sizes, and the elements "
         "(tokens) of its array fields")
@@ -9,7 +9,7 @@ EXAMPLE = "recordio info out/train.mindrecord0 --json"
 
 
 def add_arguments(parser):
-    parser.add_argument("path", help="any data file of the dataset")
+    parser.add_argument("path", type=dataset_path, help=PATH_HELP)
     parser.add_argument("--json", action="store_true", help="print the description as JSON")
     parser.add_argument("--no-elements", dest="elements", action="store_false",
                         help="skip the element (token) counts of variable-shape array fields: a dataset "

@@ -8,6 +8,7 @@ import recordio
 from recordio.mindrecord.query import check_rows, matching_rows
 from recordio.tools.count import split_where
 from recordio.tools.head import summarize
+from recordio.tools._common import PATH_HELP, dataset_path
 
 HELP = ("list the rows whose indexed fields equal the given values (the .db finds them; values are read "
         "from the data files)")
@@ -15,7 +16,7 @@ EXAMPLE = "recordio query out/train.mindrecord0 --where label=3 --columns file_n
 
 
 def add_arguments(parser):
-    parser.add_argument("path", help="any data file of the dataset")
+    parser.add_argument("path", type=dataset_path, help=PATH_HELP)
     parser.add_argument("--where", action="append", default=[], metavar="FIELD=VALUE",
                         help="indexed FIELD equals VALUE (repeatable: all must hold; none lists every row)")
     parser.add_argument("--columns", help="comma-separated fields to show (default: all; bytes and arrays "

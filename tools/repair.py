@@ -1,6 +1,7 @@
 """``recordio repair PATH``: finish or undo an append whose writer died during its commit."""
 
 from recordio.mindrecord.recovery import repair
+from recordio.tools._common import PATH_HELP, dataset_path
 
 HELP = ("finish (or undo) an append interrupted by a crash, after checking its journal names only this "
         "dataset's files; readers refuse such a dataset until it is repaired (reading never writes)")
@@ -8,7 +9,7 @@ EXAMPLE = "recordio repair out/train.mindrecord0"
 
 
 def add_arguments(parser):
-    parser.add_argument("path", help="any data file of the dataset")
+    parser.add_argument("path", type=dataset_path, help=PATH_HELP)
 
 
 def run(args):

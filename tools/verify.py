@@ -1,14 +1,14 @@
 """``recordio verify PATH``: check every shard; exit 1 on any problem."""
 
 import recordio
-from recordio.tools._common import print_json
+from recordio.tools._common import PATH_HELP, dataset_path, print_json
 
 HELP = "check every shard (structure, index vs header, checksums); exit 1 on any problem"
 EXAMPLE = "recordio verify out/train.mindrecord0   # or: --add-checksums for a MindSpore-written dataset"
 
 
 def add_arguments(parser):
-    parser.add_argument("path", help="any data file of the dataset")
+    parser.add_argument("path", type=dataset_path, help=PATH_HELP)
     parser.add_argument("--add-checksums", action="store_true",
                         help="after a clean structural check, add the checksum table to every .db")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")

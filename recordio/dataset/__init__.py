@@ -29,15 +29,22 @@ from recordio.dataset.order.samplers import (DistributedSampler, PKSampler, Rand
                                        SubsetRandomSampler, SubsetSampler)
 from recordio.dataset.text import TextFileDataset
 
+# TorchDataset and collate (they import torch) are answered by __getattr__ but left out of __all__, so that
+# `from recordio.dataset import *` stays light; __dir__ lists them.
 __all__ = ["ConcatDataset", "DSCallback", "Dataset", "DistributedSampler", "GeneratorDataset", "HostBatch",
            "MindDataset", "MixedDataset", "PKSampler", "PaddedDataset", "RandomSampler", "Sampler", "SequentialSampler",
-           "Shuffle", "SubsetRandomSampler", "SubsetSampler", "TextFileDataset", "TorchDataset", "WeightedClassSampler",
-           "callback", "collate", "config", "mix", "zip"]
+           "Shuffle", "SubsetRandomSampler", "SubsetSampler", "TextFileDataset", "WeightedClassSampler",
+           "callback", "config", "mix", "zip"]
+_TORCH_NAMES = ("TorchDataset", "collate")
 
 
 def __getattr__(name):
-    if name in ("TorchDataset", "collate"):   # import torch: only when asked for
+    if name in _TORCH_NAMES:                  # import torch: only when asked for
         return getattr(importlib.import_module("recordio.dataset.torch_adapter"), name)
     if name in ("vision", "transforms"):     # ds.vision / ds.transforms, as in mindspore.dataset (cv2 on demand)
         return importlib.import_module(f"recordio.dataset.{name}")
     raise AttributeError(f"module 'recordio.dataset' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted({*globals(), *_TORCH_NAMES, "vision", "transforms"})

@@ -292,7 +292,7 @@ class Tail:
         self.seed = seed
 
     def __call__(self, item):
-        with requires("torch output (output='torch')"):
+        with requires("the offloaded ops (map(..., offload=True))"):
             import torch
         batched = isinstance(item.row, np.ndarray)
         cols = dict(item.cols)

@@ -186,11 +186,21 @@ class MindDataset(SampledSource):
         return sorted(self.reader.schema)
 
     def _num_rows(self):
-        return len(self.reader)
+        return len(self._counting_reader())
 
     def file_counts(self):
         """Rows of each data file, in order (what the FILES and INFILE shuffles and MindSpore's orders read)."""
-        return list(self.reader.file_row_counts)
+        return list(self._counting_reader().file_row_counts)
+
+    def _counting_reader(self):
+        """The reader; with an unknown field in ``columns_list`` (reported when iterating, as MindSpore
+        does) one over every field, so that get_dataset_size() counts as MindSpore's does."""
+        if self._unknown_columns is None:
+            return self.reader
+        if self._reader is None:
+            from recordio.mindrecord.reader import FileReader
+            self._reader = FileReader(self.dataset_files, **self._remote_options)
+        return self._reader
 
     def class_values(self, column):
         """The value of ``column`` in every row (what ``PKSampler`` groups rows by)."""

@@ -164,9 +164,14 @@ class TensorRows(list):
         return list, (list(self),)
 
 
+#: the feature a missing torch names (MissingExtraError) where an iterator converts to tensors
+TORCH_OUTPUT = ("the iterators' default torch tensors (create_dict_iterator / create_tuple_iterator; pass "
+                "output_numpy=True for numpy arrays instead)")
+
+
 def to_torch(value):
     """A numpy value (or list of them) as a torch tensor; strings stay ``str``."""
-    with requires("torch output (output='torch')"):
+    with requires(TORCH_OUTPUT):
         import torch
 
     if isinstance(value, list):

@@ -27,12 +27,10 @@ import numpy as np
 from recordio.errors import FormatError
 from recordio.mindrecord import ints_numpy
 
-try:                      # the compiled integer codec (setup.py); same bytes, same accepted inputs
-    from recordio.mindrecord import _codec
-except ImportError:       # pragma: no cover - installed without a C compiler
-    _codec = None  # type: ignore[assignment]
+from recordio import compiled             # the compiled integer codec (setup.py); same bytes, same accepted inputs
+_codec = compiled.load("recordio.mindrecord._codec")        # None (warned once) where it was not built
 if os.environ.get("RECORDIO_CODEC") == "numpy" or sys.byteorder != "little":   # schema dtypes are '<'
-    _codec = None  # type: ignore[assignment]
+    _codec = None
 
 __all__ = [
     "BACKEND", "DUMMY_BLOB", "DUMMY_RAW", "compress_ints", "compress_rows", "decompress_ints",

@@ -120,8 +120,8 @@ def _decrypt_block(aes, data, where):
     try:
         return aes.decrypt(iv[:12], data[48:] + tag, None)
     except InvalidTag:
-        raise FormatError(f"{where}: Failed to decrypt data, please check if enc_key and enc_mode / dec_mode is "
-                          f"valid (the authentication tag does not match: a wrong key, or a damaged file)") from None
+        raise FormatError(f"Failed to decrypt data, please check if enc_key and enc_mode / dec_mode is valid. "
+                          f"({where}: the authentication tag does not match: a wrong key, or a damaged file)") from None
 
 
 def encrypt_file(path: str, key_text: str | None = None, mode=None, tmp: str | None = None) -> None:
@@ -159,6 +159,18 @@ def is_encrypted(path: str) -> bool:
     except OSError:
         return False
     return tail == END_FLAG and (head[4:8] == GCM_MAGIC or struct.unpack("<Q", head)[0] >> 32 != 0)
+
+
+def check_key(path: str) -> None:
+    """Raise MindSpore's errors where the key set cannot open ``path``: a plain file (``not encrypted``),
+    or a key or mode that does not decrypt its first block (``Failed to decrypt data``)."""
+    if not is_encrypted(path):
+        raise FormatError(f"{_NOT_ENCRYPTED} ({path})")
+    mode = _dec_mode()
+    if not callable(mode):
+        with open(path, "rb") as f:
+            (length,) = struct.unpack(">i", f.read(4))
+            _decrypt_block(_aes(_settings["key"]), f.read(max(0, length)), f"{path}: block at offset 0")
 
 
 def decrypt_file(path: str, out_path: str, key_text: str, mode) -> None:
@@ -231,8 +243,7 @@ class Plaintext:
         plain = os.path.join(self.folder, os.path.basename(path))
         for src, dst in ((path, plain), (path + ".db", plain + ".db")):
             if not is_encrypted(src):
-                raise FormatError(f"{src}: The mindrecord file is not encrypted. You can set "
-                                  f"'mindspore.mindrecord.config.set_enc_key(None)' to disable the decryption.")
+                raise FormatError(f"{src}: {_NOT_ENCRYPTED}")
             decrypt_file(src, dst, _settings["key"], _dec_mode())
         return plain
 
@@ -287,6 +298,8 @@ def dataset_files(path):
             plain.close()
 
 
+_NOT_ENCRYPTED = ("The mindrecord file is not encrypted. You can set 'mindspore.mindrecord.config.set_enc_key(None)' "
+                  "to disable the decryption.")
 _ENCRYPTED = ("The mindrecord file is encrypted. You need to configure 'mindspore.mindrecord.config.set_enc_key(...)' "
               "and 'mindspore.mindrecord.config.set_enc_mode(...)' for decryption.")
 

@@ -175,9 +175,11 @@ def header_length(prefix, path, file_size):
     length = _U64LE.unpack(prefix[:HEADER_PREFIX])[0]
     if length > MAX_HEADER_LENGTH:
         raise FormatError(f"Invalid file, the size of mindrecord file header is larger than the upper limit. "
-                          f"{path}: header length field {length} exceeds the 128 MiB limit")
+                          f"{path} is not a MindRecord file: its first 8 bytes {bytes(prefix[:8])!r} are not a "
+                          f"header length (they read as {length}, over the 128 MiB limit)")
     if HEADER_PREFIX + length > file_size:
-        raise FormatError(f"{path}: header of {length} bytes is cut off (file has {file_size} bytes)")
+        raise FormatError(f"{path}: header of {length} bytes is cut off (file has {file_size} bytes): a truncated "
+                          f"file, or not a MindRecord file")
     return length
 
 

@@ -291,12 +291,15 @@ def _short(value):
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+_NO_VALID_DATA = "There is no valid data which can be written by 'write_raw_data' to mindrecord file."
+
+
 def _dtype_error(field, value, index):
     """An array whose dtype is not the field's type: refused, as MindSpore 2.10 refuses the row (it
     compares ``str(array.dtype)`` with the schema type; an int64 array for an int32 field included)."""
     hint = f"; cast it with .astype(np.{field.type})" if value.dtype.kind in "iuf" else ""
     return SchemaError(f"row {index}: field {field.name!r}: expected dtype {field.type}, found "
-                       f"{value.dtype.name}{hint}")
+                       f"{value.dtype.name}{hint}. {_NO_VALID_DATA} Nothing of this call is written.")
 
 
 def _check_shape(field, value, index):

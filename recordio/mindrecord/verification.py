@@ -47,7 +47,7 @@ class Report:
         return not self.problems
 
     def problem(self, file, text):
-        self.problems.append((file, text))
+        self.problems.append((file, text.removeprefix(f"{file}: ")))      # the file is named once
 
     def __str__(self):
         lines = [f"{self.path}: {len(self.files)} shard(s), {self.rows} rows, "

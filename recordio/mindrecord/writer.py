@@ -90,6 +90,7 @@ class FileWriter(CommitOnExit):
         from recordio.mindrecord.append import AppendFiles, load_shards
 
         if encryption.key() is not None:
+            encryption.check_key(os.fspath(file_name))      # MindSpore's errors: a plain file, a wrong key
             raise NotImplementedError(f"{file_name}: appending to an encrypted dataset is not supported; "
                                       f"write a new dataset (set_enc_key(None) for plain files)")
 

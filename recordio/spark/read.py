@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from recordio.extras import requires
 from recordio.mindrecord.reader import FileReader
 from recordio.mindrecord.remote_store import is_url
+from recordio.spark.executors import recordio_on_executors
 from recordio.spark.source import PARTITIONS_PER_CORE, MindRecordSource
 
 with requires("recordio.spark", "spark"):
@@ -58,4 +59,5 @@ def read_mindrecord(spark: SparkSession, path: str | os.PathLike | Sequence[str 
         load = load.option("columns", json.dumps(list(columns)))
     if storage_options:
         load = load.option("storageOptions", json.dumps(storage_options))
-    return load.load()
+    with recordio_on_executors(spark):       # the source is planned in the executors' Python
+        return load.load()

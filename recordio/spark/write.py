@@ -20,6 +20,7 @@ from recordio.mindrecord.schema import Schema
 from recordio.mindrecord.shard_writer import ShardWriter, finalize_shards, parts_dir
 from recordio.mindrecord.upload import write_target
 from recordio.mindrecord.writer import FileWriter
+from recordio.spark.executors import recordio_on_executors
 from recordio.spark.types import (check_columns, mindrecord_schema, nested_columns, to_writer_columns,
                                   to_writer_row)
 
@@ -181,7 +182,8 @@ def write_mindrecord(df: DataFrame, path: str | os.PathLike, *, schema: dict | N
     os.makedirs(attempts)
     task = WriteTask(path, shard_num, schema, index_fields, desc, row_fn)
     try:
-        results = _in_shards(df, shard_num).mapInArrow(task, RESULT).collect()
+        with recordio_on_executors(df.sparkSession):          # else a ModuleNotFoundError inside a Java trace
+            results = _in_shards(df, shard_num).mapInArrow(task, RESULT).collect()
         _publish(results, path, shard_num, schema, index_fields, desc, overwrite)
     except BaseException:
         shutil.rmtree(parts_dir(path), ignore_errors=True)

@@ -12,10 +12,8 @@ import functools
 import cv2
 import numpy as np
 
-try:                                # the optional C kernels (setup.py); same values, one pass each
-    from recordio.vision import _kernels
-except ImportError:                 # pragma: no cover - built without a C compiler
-    _kernels = None  # type: ignore[assignment]
+from recordio import compiled       # the optional C kernels (setup.py); same values, one pass each
+_kernels = compiled.load("recordio.vision._kernels")        # None (warned once) where it was not built
 
 __all__ = ["ADJUST", "adjust_all", "adjust_brightness", "adjust_contrast", "adjust_hue", "adjust_saturation",
            "adjust_sharpness", "finish", "grey", "grey_mean"]

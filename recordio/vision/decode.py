@@ -15,10 +15,8 @@ import struct
 import cv2
 import numpy as np
 
-try:                                # optional C extension (setup.py): decodes only a crop's region
-    from recordio.vision import _jpeg
-except ImportError:                 # pragma: no cover - built without libjpeg-turbo's headers
-    _jpeg = None  # type: ignore[assignment]
+from recordio import compiled       # optional C extension (setup.py): decodes only a crop's region
+_jpeg = compiled.load("recordio.vision._jpeg")              # None (warned once) where it was not built
 
 from recordio.errors import FormatError
 from recordio.keys import _ROW
@@ -130,6 +128,7 @@ def _region(data, y, x, h, w):
     return np.frombuffer(pixels, np.uint8).reshape(rows, cols, 3)[y - y0:y - y0 + h, x - x0:x - x0 + w]
 
 
+@compiled.checked("recordio.vision._jpeg")                  # a failed self-check warns once
 @functools.cache
 def _region_decoder_is_exact():
     """Whether the libjpeg that ``_jpeg`` links decodes as OpenCV's does (checked once, on a few

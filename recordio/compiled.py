@@ -1,0 +1,120 @@
+"""The compiled parts (C extensions) and their slower stand-ins: a slow path is never silent.
+
+Each compiled part has a pure-Python (numpy/OpenCV) stand-in that gives the same values, slower. A
+module that uses a part loads it with :func:`load` in place of ``try: import ... except ImportError``;
+when the part is missing (a source checkout not built, an install without a C compiler), the first
+load warns once per process with a :class:`RuntimeWarning` that names the part, what it costs and how
+to get it. A part that disables itself after a self-check (the JPEG region decoder, when the libjpeg
+it links decodes unlike OpenCV's) warns the same way through :func:`checked`.
+
+``RECORDIO_ALLOW_SLOW=1`` in the environment silences these warnings (for those who mean it).
+``recordio --version`` and ``recordio doctor`` list which parts are active (:func:`report`).
+
+This module imports nothing of recordio and nothing heavy: it sits at the top of the layering.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import os
+import warnings
+
+__all__ = ["ALLOW_SLOW", "PARTS", "Part", "checked", "load", "report"]
+
+#: the environment variable that silences the slow-path warnings (``RECORDIO_ALLOW_SLOW=1``)
+ALLOW_SLOW = "RECORDIO_ALLOW_SLOW"
+
+_BUILD = ("and reinstall (pip install --force-reinstall --no-cache-dir mindrecordio), or in a source checkout "
+          "build in place: python setup.py build_ext --inplace")
+
+
+class Part:
+    """One compiled part: its module, what it does, what its absence costs, what building it needs."""
+
+    def __init__(self, module, what, cost, needs="a C compiler"):
+        self.module, self.what, self.cost, self.needs = module, what, cost, needs
+
+    def advice(self):
+        return f"install {self.needs} {_BUILD}"
+
+
+PARTS = {part.module: part for part in (
+    Part("recordio.mindrecord._codec", "the integer-array codec",
+         "integer array fields are compressed and decompressed, and keyed shuffles permuted, in numpy: many "
+         "times slower (token rows: about 30x fewer tokens/s in tools/bench_tokens.py, RECORDIO_CODEC=numpy "
+         "against the compiled codec)"),
+    Part("recordio.vision._kernels", "the vision colour kernels",
+         "RandomColorAdjust and Normalize+HWC2CHW run as several numpy/OpenCV passes per image instead of one"),
+    Part("recordio.vision._jpeg", "the JPEG region decoder",
+         "RandomCropDecodeResize decodes whole JPEGs before cropping (slower for small crops of large images)",
+         needs="a C compiler and libjpeg-turbo's headers (e.g. Debian's libjpeg62-turbo-dev)"),
+)}
+
+_state: dict[str, str] = {}          # module -> "active" | "missing: <why>" | "disabled: <why>"
+_checks: dict[str, object] = {}      # module -> its self-check (a cached function), once registered
+_warned: set[str] = set()
+
+
+def load(module):
+    """The compiled module ``module`` (one of :data:`PARTS`), or ``None`` after a one-time
+    :class:`RuntimeWarning` (unless ``RECORDIO_ALLOW_SLOW=1``) when it cannot be imported."""
+    try:
+        found = importlib.import_module(module)
+    except ImportError as exc:
+        _state[module] = f"missing: {exc}"
+        _warn(module, f"{PARTS[module].what} ({module}) is not built: {exc}")
+        return None
+    _state.setdefault(module, "active")
+    return found
+
+
+def checked(module):
+    """Decorate the self-check of ``module`` (a cached function of no arguments returning whether the
+    part may be used): a failed check disables the part, with a one-time :class:`RuntimeWarning`."""
+    def wrap(check):
+        @functools.wraps(check)
+        def run():
+            ok = check()
+            state = _state.get(module, "")
+            if not ok and state == "active":
+                _state[module] = "disabled: its self-check failed"
+                _warn(module, f"{PARTS[module].what} ({module}) is built but disabled itself: its self-check "
+                              f"gave results that differ from the reference path",
+                      "rebuild it against the libjpeg(-turbo) that OpenCV decodes with")
+            elif ok and state.startswith("disabled"):       # checked again (its cache cleared) and passed
+                _state[module] = "active"
+            return ok
+        run.cache_clear = getattr(check, "cache_clear", lambda: None)      # tests clear the check
+        _checks[module] = run
+        return run
+    return wrap
+
+
+def _warn(module, said, advice=None):
+    if module in _warned or os.environ.get(ALLOW_SLOW, "") not in ("", "0"):
+        return
+    _warned.add(module)
+    part = PARTS[module]
+    warnings.warn(f"recordio runs a slower path: {said}. Cost: {part.cost}. To get it, {advice or part.advice()}. "
+                  f"Set {ALLOW_SLOW}=1 to silence this warning.", RuntimeWarning, stacklevel=3)
+
+
+def report(run_checks=False):
+    """``{module: state}`` for every part: ``"active"``, ``"missing: ..."`` or ``"disabled: ..."``.
+    Imports each part (a compiled module, nothing heavy); ``run_checks`` also runs the self-checks of
+    the parts whose users were imported (they may need OpenCV)."""
+    states = {}
+    for module in PARTS:
+        if module not in _state:
+            try:
+                importlib.import_module(module)
+                states[module] = "active"
+            except ImportError as exc:
+                states[module] = f"missing: {exc}"
+        else:
+            states[module] = _state[module]
+        if run_checks and states[module] == "active" and module in _checks:
+            _checks[module]()
+            states[module] = _state.get(module, "active")
+    return states
