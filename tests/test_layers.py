@@ -31,6 +31,7 @@ ALLOWED = {
     "training": GROUND | {"keys", "common", "dataset", "offload", "sink"},
     "ray": GROUND | {"keys", "mindrecord"},                  # the Ray Data bridge (imports ray)
     "spark": GROUND | {"keys", "mindrecord"},                # the Spark bridge (imports pyspark)
+    "view": GROUND | {"mindrecord"},                         # recordio view, the web app (imports starlette)
 }
 NEVER = {"converters", "tools"}
 

@@ -20,6 +20,7 @@ COMMANDS = {
     "cache": "show or clear the local cache of datasets read from URLs (s3://, http(s)://, ...)",
     "head": "print the first rows (bytes and arrays summarised); --grid draws the images",
     "convert": "convert ImageFolder, CIFAR-10/100, MNIST or Parquet data to MindRecord",
+    "view": "browse, filter and verify a dataset in a local web page (read-only; needs the view extra)",
     "export": "export a dataset's scalar columns (e.g. to an Arrow/Parquet file)",
     "bench": "benchmark writing, reading, the pipeline, vision ops and the sink against baselines",
     "conformance": "run MindSpore's own mindrecord/MindDataset unit tests on recordio (and on MindSpore beside it)",
