@@ -32,6 +32,7 @@ def run(path, *, host, port, open_browser, storage_options, cache_dir, announce)
     except OSError as exc:
         sock.close()
         raise OSError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.listen(128)                      # connections wait in the backlog until uvicorn accepts them
     port = sock.getsockname()[1]
     allowed = None
     if not is_loopback(host):
