@@ -160,6 +160,8 @@ class Views:
     def rows(self, request):
         try:
             query = Query(request)
+            if "field" in request.query_params:     # the filter form: its condition goes into ?where=
+                return RedirectResponse(query.link("/rows", offset=None), status_code=303)
             data = self._rows(query, full=False, facets=True)
         except _DATA_ERRORS as exc:
             empty = dict(rows=[], count=0, total=0, offset=0, limit=DEFAULT_PAGE, fields=[], facets=[],

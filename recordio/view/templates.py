@@ -117,7 +117,7 @@ ROWS = r"""{% extends "base" %}{% from "cell" import show %}{% block main %}
 <table id="rows"><thead><tr><th>row</th>{% for f in fields %}<th>{{ f }}</th>{% endfor %}</tr></thead><tbody>
 {% for r in rows %}<tr data-row="{{ r.row }}"><td><a class="row-link" href="{{ link('/row/' ~ r.row, offset=None, view=None) }}">{{ r.row }}</a></td>
 {% if r.error %}<td colspan="{{ fields|length }}" class="error">{{ r.error }}</td>{% else %}
-{% for f in fields %}<td>{{ show(r.cells[f], r.row, f) }}</td>{% endfor %}{% endif %}</tr>{% endfor %}
+{% for f in fields %}<td data-field="{{ f }}">{{ show(r.cells[f], r.row, f) }}</td>{% endfor %}{% endif %}</tr>{% endfor %}
 </tbody></table>
 {% endif %}
 </section></div>
