@@ -174,7 +174,7 @@ def test_facets_count_values_and_a_facet_link_filters(client):
     assert sum(b["count"] for b in facets["label"]["histogram"]) == 60
     narrowed = api(client, where_url("/api/facets/split", "label=3"))["split"]
     assert sum(v["count"] for v in narrowed["values"]) == labels[3]
-    html = client.get("/rows").text
+    html = client.get("/facets").text
     links = re.findall(r'class="facet-value" href="([^"]+)">([^<]+)</a>', html)
     for href, text in links:
         if "where=label" in href and text == "4":
@@ -189,12 +189,21 @@ def test_facets_count_values_and_a_facet_link_filters(client):
         assert api(client, "/api" + href.replace("&amp;", "&"))["count"] == int(n)
 
 
+def test_the_facets_come_with_the_page_once_counted(dataset):
+    with _app_on(dataset) as c:
+        pending = c.get("/rows?where=label%3D2").text
+        assert 'data-src="/facets?where=label%3D2"' in pending and "facet-value" not in pending
+        assert "facet-value" in c.get("/facets?where=label%3D2").text
+        ready = c.get("/rows?where=label%3D2").text
+        assert "data-src" not in ready and "facet-value" in ready
+
+
 def test_every_value_is_escaped(client):
-    for url in ("/rows", "/row/3", "/rows?view=grid", where_url("/rows", "split=<b>test</b>")):
+    for url in ("/rows", "/facets", "/row/3", "/rows?view=grid", where_url("/rows", "split=<b>test</b>")):
         html = client.get(url).text
         assert "<script>window" not in html and "<b>test</b>" not in html, url
     assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in client.get("/row/3").text
-    assert "&lt;b&gt;test&lt;/b&gt;" in client.get("/rows").text
+    assert "&lt;b&gt;test&lt;/b&gt;" in client.get("/facets").text
 
 
 def test_an_svg_payload_is_never_served_as_an_image(client):

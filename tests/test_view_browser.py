@@ -88,6 +88,12 @@ def text(driver, css):
     return driver.find_element(By.CSS_SELECTOR, css).text
 
 
+def facet_link(driver, field, value):
+    """The link of ``value`` in ``field``'s facet, once the page has loaded the facets."""
+    xpath = f"//section[@data-field='{field}']//a[@class='facet-value' and text()='{value}']"
+    return wait(driver, lambda d: (d.find_elements(By.XPATH, xpath) or [None])[0])
+
+
 def test_the_overview_loads_and_verifies(browser, site):
     browser.get(site.url + "/")
     assert text(browser, "#total-rows") == "60"
@@ -133,14 +139,14 @@ def test_a_filter_gives_the_count_recordio_count_gives(browser, site, dataset, c
 
 def test_a_facet_click_filters(browser, site):
     browser.get(site.url + "/rows")
-    link = browser.find_element(By.XPATH, "//section[@data-field='label']//a[@class='facet-value' and text()='4']")
+    link = facet_link(browser, "label", "4")
     count = int(link.find_element(By.XPATH, "..").text.split()[-1])
     link.click()
     wait(browser, lambda d: "where=label%3D4" in d.current_url)
     assert int(text(browser, "#match-count")) == count == sum(r["label"] == 4 for r in ROWS)
     labels = {e.text for e in browser.find_elements(By.CSS_SELECTOR, "#rows td[data-field=label]")}
     assert labels == {"4"}
-    browser.find_element(By.XPATH, "//section[@data-field='split']//a[@class='facet-value' and text()='val']").click()
+    facet_link(browser, "split", "val").click()
     wait(browser, lambda d: "where=split%3Dval" in d.current_url)
     assert int(text(browser, "#match-count")) == sum(r["label"] == 4 and r["split"] == "val" for r in ROWS)
 
@@ -165,7 +171,8 @@ def test_the_row_url_shows_that_row_and_keeps_the_filter(browser, site):
 @pytest.mark.parametrize("url", ["/rows", "/row/3", "/rows?view=grid", "/rows?where=" + quote("split=<b>test</b>")])
 def test_a_script_string_never_runs(browser, site, url):
     browser.get(site.url + url)
-    wait(browser, lambda d: d.execute_script("return document.readyState") == "complete")
+    wait(browser, lambda d: d.execute_script("return document.readyState") == "complete"
+         and not d.find_elements(By.CSS_SELECTOR, "#facets[data-src]"))
     assert browser.execute_script("return window.__pwned === undefined && window.__svg === undefined")
     if url == "/row/3":
         assert SCRIPT in text(browser, "#row")
@@ -188,7 +195,7 @@ def test_a_remote_dataset_pages(browser, tmp_path):
             wait(browser, lambda d: d.execute_script("return [...document.images].every(i => i.complete)"))
             assert all(w > 0 for w in browser.execute_script(
                 "return [...document.querySelectorAll('img.thumb')].map(i => i.naturalWidth)"))
-            browser.find_element(By.XPATH, "//section[@data-field='label']//a[@class='facet-value' and text()='2']").click()
+            facet_link(browser, "label", "2").click()
             wait(browser, lambda d: "where=label%3D2" in d.current_url)
             assert int(text(browser, "#match-count")) == sum(r["label"] == 2 for r in ROWS)
         finally:

@@ -75,7 +75,7 @@ def build(path, *, storage_options=None, cache_dir=None, allowed_hosts=None):
                              undefined=jinja2.StrictUndefined)
     views = Views(source, env, os.fspath(path) if not isinstance(path, list) else ", ".join(map(str, path)))
     routes = [Route("/", views.overview), Route("/rows", views.rows), Route("/row/{n:int}", views.row),
-              Route("/jump", views.jump), Route("/blob/{n:int}/{field}", views.blob),
+              Route("/jump", views.jump), Route("/facets", views.facets), Route("/blob/{n:int}/{field}", views.blob),
               Route("/thumb/{n:int}/{field}", views.thumb),
               Route("/static/view.css", lambda r: Response(templates.CSS, media_type="text/css")),
               Route("/static/view.js", lambda r: Response(templates.SCRIPT, media_type="text/javascript")),
@@ -182,6 +182,17 @@ class Views:
         return self.page(request, "row", 200 if error is None else _status_row(error), query=query, row=n,
                          total=total, cells=cells, back=back, title=f"row {n}", **({"error": error} if error else {}))
 
+    def facets(self, request):
+        """The facets of ``/rows`` as an HTML fragment (the page fetches it when they were not ready)."""
+        try:
+            query = Query(request)
+            facets = self._facets(self.source.conditions(query.where))
+        except _DATA_ERRORS as exc:
+            facets = [{"field": "", "error": _said(exc)}]
+            query = Query()
+        html = self.env.get_template("facets").render(facets=facets, link=query.link, where=query.where)
+        return HTMLResponse(html)
+
     def jump(self, request):
         query = _safe_query(request)
         n = _int(request.query_params.get("row"), 0, 0, 1 << 62)
@@ -284,7 +295,14 @@ class Views:
             image_field = next((f for f, c in first["cells"].items() if c["kind"] == "image"), None)
         return {"rows": rows, "count": count, "total": total, "offset": query.offset, "limit": query.limit,
                 "where": query.where, "fields": list(source.schema), "index_fields": source.index_fields,
-                "image_field": image_field, "facets": self._facets(conditions) if facets else []}
+                "image_field": image_field, "facets": self._ready_facets(conditions) if facets else []}
+
+    def _ready_facets(self, conditions):
+        """The facets when every one is computed already, else None (the page fetches /facets)."""
+        fields = self.source.index_fields
+        if not all(self.source.facet_ready(f, conditions) for f in fields):
+            return None
+        return self._facets(conditions)
 
     def _facets(self, conditions):
         shown = []

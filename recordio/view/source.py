@@ -32,6 +32,7 @@ class Source:
         self._lock = threading.RLock()
         self._dbs: collections.OrderedDict = collections.OrderedDict()
         self._counts: collections.OrderedDict = collections.OrderedDict()
+        self._facets: collections.OrderedDict = collections.OrderedDict()
         self._info = None
         self.error = None
         self.reader = None
@@ -151,9 +152,22 @@ class Source:
 
     # --- facets -----------------------------------------------------------------------------------
 
+    def facet_ready(self, field, conditions) -> bool:
+        return (field, tuple(conditions)) in self._facets
+
     def facet(self, field, conditions) -> dict:
         """Value counts of the indexed ``field`` among the matches (the top ones), and for a numeric
-        field a histogram of ``HIST_BINS`` bins."""
+        field a histogram of ``HIST_BINS`` bins (cached per filter)."""
+        key = (field, tuple(conditions))
+        with self._lock:
+            if key not in self._facets:
+                self._facets[key] = self._facet(field, conditions)
+                if len(self._facets) > 256:
+                    self._facets.popitem(last=False)
+            self._facets.move_to_end(key)
+            return self._facets[key]
+
+    def _facet(self, field, conditions):
         if field not in self.index_fields:
             raise ValueError(f"{field!r} is not an indexed field (indexed: {', '.join(self.index_fields) or 'none'})")
         kind = self.schema[field]["type"]

@@ -77,7 +77,7 @@ FILTER = r"""
 """
 
 FACETS = r"""
-<aside id="facets">{% for f in facets %}<section class="facet" data-field="{{ f.field }}"><h3>{{ f.field }}</h3>
+{% for f in facets %}<section class="facet" data-field="{{ f.field }}"><h3>{{ f.field }}</h3>
 {% if f.get("error") %}<p class="error">{{ f.error }}</p>{% else %}
 <ul>{% for v in f["values"] %}<li><a class="facet-value" href="{{ link('/rows', where=where + [f.field ~ '=' ~ v.text], offset=None) }}">{{ v.text }}</a>
 <meter value="{{ v.count }}" max="{{ f.top }}"></meter> {{ v.count }}</li>{% endfor %}</ul>
@@ -86,7 +86,7 @@ FACETS = r"""
 {% for b in f.histogram %}<a href="{{ link('/rows', where=where + b.where, offset=None) }}"><title>{{ b.label }}: {{ b.count }}</title>
 <rect x="{{ loop.index0 * f.bar }}" y="{{ 50 - b.height }}" width="{{ f.bar - 1 }}" height="{{ b.height }}" fill="#2563eb"/></a>{% endfor %}
 </svg><p class="meta">{{ f.histogram[0].low }} … {{ f.histogram[-1].high }}</p>{% endif %}
-{% endif %}</section>{% endfor %}</aside>
+{% endif %}</section>{% endfor %}
 """
 
 PAGER = r"""
@@ -107,7 +107,9 @@ PAGER = r"""
 ROWS = r"""{% extends "base" %}{% from "cell" import show %}{% block main %}
 {% include "filter" %}
 <p id="count"><strong id="match-count">{{ count }}</strong> {{ "matching rows" if where else "rows" }} of {{ total }}</p>
-<div class="layout">{% include "facets" %}<section class="rows">
+<div class="layout"><aside id="facets"{% if facets is none %} data-src="{{ link('/facets', offset=None, view=None, limit=None) }}"{% endif %}>
+{% if facets is none %}<p class="meta" id="facets-pending">counting values…</p>{% else %}{% include "facets" %}{% endif %}</aside>
+<section class="rows">
 {% include "pager" %}
 {% if view == "grid" %}
 <div class="grid" id="grid">{% for r in rows %}<figure><a href="{{ link('/row/' ~ r.row, offset=None, view=None) }}">
@@ -152,6 +154,14 @@ aside meter{width:80px} .chip{background:#e0f2fe;border-radius:1em;padding:.1em 
 
 SCRIPT = """
 "use strict";
+document.addEventListener("DOMContentLoaded", async () => {
+  const facets = document.getElementById("facets");
+  if (facets && facets.dataset.src) {          // server-rendered (escaped) HTML of the facets
+    const r = await fetch(facets.dataset.src);
+    facets.innerHTML = await r.text();
+    delete facets.dataset.src;
+  }
+});
 document.addEventListener("DOMContentLoaded", () => {
   const button = document.getElementById("verify");
   if (!button) return;
