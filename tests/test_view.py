@@ -189,6 +189,17 @@ def test_facets_count_values_and_a_facet_link_filters(client):
         assert api(client, "/api" + href.replace("&amp;", "&"))["count"] == int(n)
 
 
+def test_a_field_of_many_values_gets_a_histogram_and_no_value_counts(dataset, monkeypatch):
+    from recordio.view import source
+
+    monkeypatch.setattr(source, "FACET_SCAN", 10)
+    with _app_on(dataset) as c:
+        facets = api(c, "/api/facets")
+    assert facets["score"]["sampled"].startswith("more than 10 distinct values") and facets["score"]["values"] == []
+    assert sum(b["count"] for b in facets["score"]["histogram"]) == 60
+    assert facets["label"]["sampled"] is None and len(facets["label"]["values"]) == 7
+
+
 def test_the_facets_come_with_the_page_once_counted(dataset):
     with _app_on(dataset) as c:
         pending = c.get("/rows?where=label%3D2").text
@@ -393,3 +404,31 @@ def test_the_command_serves_and_prints_its_url(tmp_path):
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+def test_a_dataset_in_s3_pages_filters_and_verifies(tmp_path, dataset):
+    pytest.importorskip("s3fs")
+    pytest.importorskip("moto")
+    from starlette.testclient import TestClient
+
+    from recordio.tools.remote_servers import moto_server
+    from recordio.view import create_app
+
+    folder = os.path.dirname(dataset)
+    with moto_server() as s3:
+        fs = s3.bucket("view")
+        for name in os.listdir(folder):
+            fs.put_file(os.path.join(folder, name), f"view/ds/{name}")
+        app = create_app("s3://view/ds/data.mindrecord0", storage_options=s3.options, cache_dir=str(tmp_path / "cache"))
+        with TestClient(app, base_url="http://127.0.0.1") as c, _app_on(dataset) as local:
+            info = api(c, "/api/overview")
+            assert [s["file"] for s in info["shards"]] == ["s3://view/ds/data.mindrecord0", "s3://view/ds/data.mindrecord1"]
+            for url in ("/api/rows?offset=20&limit=10", where_url("/api/rows", "label>=4", "split=val"),
+                        "/api/row/7", where_url("/api/facets", "score<0.5")):
+                assert api(c, url) == api(local, url), url
+            assert "&lt;script&gt;" in c.get("/row/3").text
+            assert c.get("/blob/41/image").content == local.get("/blob/41/image").content
+            c.post("/api/verify", headers={"X-Recordio-View": "1"})
+            c.app.state.verify.join(120)
+            state = api(c, "/api/verify")
+            assert state["ok"] and [s["file"] for s in state["shards"]] == [s["file"] for s in info["shards"]]

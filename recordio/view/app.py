@@ -73,6 +73,8 @@ def build(path, *, storage_options=None, cache_dir=None, allowed_hosts=None):
     source = Source(path, storage_options=storage_options, cache_dir=cache_dir)
     env = jinja2.Environment(loader=jinja2.DictLoader(templates.TEMPLATES), autoescape=True,
                              undefined=jinja2.StrictUndefined)
+    for name in templates.TEMPLATES:            # compiled now, not on the first page
+        env.get_template(name)
     views = Views(source, env, os.fspath(path) if not isinstance(path, list) else ", ".join(map(str, path)))
     routes = [Route("/", views.overview), Route("/rows", views.rows), Route("/row/{n:int}", views.row),
               Route("/jump", views.jump), Route("/facets", views.facets), Route("/blob/{n:int}/{field}", views.blob),

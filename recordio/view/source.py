@@ -19,6 +19,7 @@ DEFAULT_PAGE = 50
 OPEN_DBS = 64                # .db connections kept open
 FACET_VALUES = 30            # values shown per facet
 FACET_SCAN = 2000            # distinct values read per shard for a facet
+SAMPLE = 10_000              # rows sampled to tell a field of too many values (no value counts then)
 HIST_BINS = 20
 _NUMERIC = ("int32", "int64", "float32", "float64")
 
@@ -173,20 +174,31 @@ class Source:
         kind = self.schema[field]["type"]
         where, params = filters.where_sql(conditions)
         col = db.column(field)
+        facet = {"field": field, "type": kind, "complete": False, "distinct": None, "values": [], "sampled": None}
+        if self._many_values(col, where, params):
+            facet["sampled"] = f"more than {FACET_SCAN} distinct values in {SAMPLE} rows: no value counts"
+        else:
+            counts, complete = self._value_counts(col, where, params)
+            top = sorted(counts.items(), key=lambda vn: (-vn[1], str(vn[0])))[:FACET_VALUES]
+            facet.update(complete=complete and len(counts) <= FACET_VALUES, distinct=len(counts),
+                         values=[{"value": v, "count": n} for v, n in top])
+        if kind in _NUMERIC:
+            facet["histogram"] = self._histogram(col, kind, where, params)
+        return facet
+
+    def _many_values(self, col, where, params):
+        sql = f"SELECT COUNT(DISTINCT {col}) FROM (SELECT {col} FROM INDEXES WHERE {where} LIMIT {SAMPLE})"
+        return any(rows[0][0] > FACET_SCAN for _, _, rows in self._each_db(sql, params))
+
+    def _value_counts(self, col, where, params):
         sql = (f"SELECT {col}, COUNT(*) AS n FROM INDEXES WHERE {where} GROUP BY {col} "
                f"ORDER BY n DESC LIMIT {FACET_SCAN}")
         counts: collections.Counter = collections.Counter()
         complete = True
-        with self._lock:
-            for _, _, rows in self._each_db(sql, params):
-                complete &= len(rows) < FACET_SCAN
-                counts.update({value: n for value, n in rows})
-            top = sorted(counts.items(), key=lambda vn: (-vn[1], str(vn[0])))[:FACET_VALUES]
-            facet = {"field": field, "type": kind, "complete": complete and len(counts) <= FACET_VALUES,
-                     "distinct": len(counts), "values": [{"value": v, "count": n} for v, n in top]}
-            if kind in _NUMERIC:
-                facet["histogram"] = self._histogram(col, kind, where, params)
-        return facet
+        for _, _, rows in self._each_db(sql, params):
+            complete &= len(rows) < FACET_SCAN
+            counts.update({value: n for value, n in rows})
+        return counts, complete
 
     def _histogram(self, col, kind, where, params):
         """Bins over [min, max] of the matches, each counted by the same conditions its link filters by

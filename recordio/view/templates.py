@@ -81,7 +81,8 @@ FACETS = r"""
 {% if f.get("error") %}<p class="error">{{ f.error }}</p>{% else %}
 <ul>{% for v in f["values"] %}<li><a class="facet-value" href="{{ link('/rows', where=where + [f.field ~ '=' ~ v.text], offset=None) }}">{{ v.text }}</a>
 <meter value="{{ v.count }}" max="{{ f.top }}"></meter> {{ v.count }}</li>{% endfor %}</ul>
-{% if not f.complete %}<p class="meta">top {{ f["values"]|length }} of {{ f.distinct }}{% if f.distinct >= 2000 %}+{% endif %} values</p>{% endif %}
+{% if f.get("sampled") %}<p class="meta">{{ f.sampled }}</p>
+{% elif not f.complete %}<p class="meta">top {{ f["values"]|length }} of {{ f.distinct }}{% if f.distinct >= 2000 %}+{% endif %} values</p>{% endif %}
 {% if f.get("histogram") %}<svg class="hist" viewBox="0 0 200 50" width="200" height="50">
 {% for b in f.histogram %}<a href="{{ link('/rows', where=where + b.where, offset=None) }}"><title>{{ b.label }}: {{ b.count }}</title>
 <rect x="{{ loop.index0 * f.bar }}" y="{{ 50 - b.height }}" width="{{ f.bar - 1 }}" height="{{ b.height }}" fill="#2563eb"/></a>{% endfor %}
