@@ -68,18 +68,19 @@ result["facets_ms"] = get("/api/facets")[0]
 rows = json.loads(get("/api/count")[1])["rows"]
 result["rows"] = rows
 rng = random.Random(0)
-samples, times = [("start", rss())], []
+samples, times = [("start", rss())], {}
 plans = [("in order", lambda i: f"/rows?offset={i * 50}"),
          ("random", lambda i: f"/rows?offset={rng.randrange(rows - 50)}"),
          ("filtered, random", lambda i: f"/rows?where=label%3D3&offset={rng.randrange(rows // 10 - 50)}")]
 for name, url in plans:
     for i in range(pages):
-        times.append(get(url(i))[0])
+        times.setdefault(name, []).append(get(url(i))[0])
         if (i + 1) % max(1, pages // 4) == 0:
             samples.append((f"{name} {i + 1}", rss()))
-times.sort()
-result["page_ms_median"] = times[len(times) // 2]
-result["page_ms_p95"] = times[int(len(times) * 0.95)]
+for name, ms in times.items():
+    ms.sort()
+    result[f"page_ms_median ({name})"] = ms[len(ms) // 2]
+    result[f"page_ms_p95 ({name})"] = ms[int(len(ms) * 0.95)]
 result["rss_mib"] = samples
 print(json.dumps(result))
 server.should_exit = True

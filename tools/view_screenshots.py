@@ -11,8 +11,8 @@ import sys
 import tempfile
 import threading
 
-NAMES = ["astronaut", "coffee", "chelsea", "rocket", "cat", "hubble_deep_field", "immunohistochemistry",
-         "motorcycle_left", "retina", "colorwheel", "logo", "horse"]
+NAMES = ["astronaut", "rocket", "chelsea", "moon", "cat", "hubble_deep_field", "immunohistochemistry",
+         "coins", "retina", "colorwheel", "camera", "coffee"]
 SHOTS = {"view-overview.png": "/", "view-rows.png": "/rows?where=label%3C3&limit=8",
          "view-grid.png": "/rows?view=grid", "view-row.png": "/row/3"}
 
@@ -45,6 +45,7 @@ def write(folder):
 
 def main(argv=None):
     import uvicorn
+    from PIL import Image
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -68,7 +69,8 @@ def main(argv=None):
             for name, page in SHOTS.items():
                 driver.get(url + page)
                 driver.execute_script("return Promise.all([...document.images].map(i => i.decode().catch(() => 0)))")
-                driver.save_screenshot(os.path.join(out, name))
+                shot = Image.open(io.BytesIO(driver.get_screenshot_as_png())).convert("RGB")
+                shot.quantize(128).save(os.path.join(out, name), optimize=True)        # small files for the repo
                 print(os.path.join(out, name))
         finally:
             driver.quit()

@@ -30,6 +30,8 @@ def image_type(data: bytes):
 
 
 def _number(value):
+    if isinstance(value, np.float32):
+        value = float(str(value))     # the shortest text of the float32 (0.37, not 0.3700000047683716)
     value = value.item() if isinstance(value, np.generic) else value
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)             # JSON has no NaN/inf: shown as text
@@ -57,7 +59,8 @@ def _array(value, full):
     flat = value.reshape(-1)
     limit = ARRAY_FULL if full else ARRAY_PREFIX
     shown = {"kind": "array", "dtype": str(value.dtype), "shape": list(value.shape), "size": int(flat.size),
-             "values": [_number(v) for v in flat[:limit].tolist()], "more": int(max(0, flat.size - limit))}
+             "values": [_number(v) for v in (flat[:limit] if value.dtype == np.float32 else flat[:limit].tolist())],
+             "more": int(max(0, flat.size - limit))}
     if value.ndim == 1 and value.dtype.kind in "iuf" and flat.size >= 2:
         shown["plot"] = plot_points(flat)
     return shown

@@ -12,7 +12,7 @@ CELL = r"""
 <span class="meta">{{ c.length }} bytes</span> <code class="hex">{{ c.hex }}{% if c.more %}…{% endif %}</code>
 {%- if full %} <a href="/blob/{{ row }}/{{ name|urlencode }}">download</a>{% endif %}
 {%- elif c.kind == "array" -%}
-<details class="array"><summary>{{ c.dtype }} {{ c.shape }} [{{ c["values"][:8]|join(", ") }}{% if c.size > 8 %}, …{% endif %}]</summary>
+<details class="array"{% if full %} open{% endif %}><summary>{{ c.dtype }} {{ c.shape }} [{{ c["values"][:8]|join(", ") }}{% if c.size > 8 %}, …{% endif %}]</summary>
 {%- if c.get("plot") %}<svg class="plot" viewBox="0 0 160 40" width="160" height="40"><polyline points="{{ c.plot }}" fill="none" stroke="#2563eb" stroke-width="1"/></svg>{% endif -%}
 <code class="values">{{ c["values"]|join(", ") }}</code>{% if c.more %} <a href="/row/{{ row }}">… {{ c.more }} more</a>{% endif %}</details>
 {%- elif c.kind == "text" -%}
@@ -147,7 +147,7 @@ th{background:#f8fafc} .error{color:#b91c1c;background:#fef2f2;border:1px solid 
 .meta{color:#64748b;font-size:12px} code{font-size:12px} code.values{display:block;max-width:40em;word-break:break-all}
 img.thumb{max-width:128px;max-height:128px;display:block} .grid{display:flex;flex-wrap:wrap;gap:.5em}
 .grid figure{margin:0;padding:.3em;border:1px solid #e2e8f0} .layout{display:flex;gap:1em;align-items:flex-start}
-aside{min-width:220px;max-width:260px} aside ul{list-style:none;padding:0;margin:0} aside li{white-space:nowrap}
+aside{min-width:220px;max-width:260px} aside ul{list-style:none;padding:0;margin:0} aside li{white-space:nowrap;overflow:hidden;text-overflow:ellipsis} aside meter{width:60px}
 aside meter{width:80px} .chip{background:#e0f2fe;border-radius:1em;padding:.1em .6em;margin-right:.3em}
 .pager{margin:.5em 0;display:flex;gap:.8em;flex-wrap:wrap;align-items:center} .jump{display:inline}
 .text{white-space:pre-wrap;word-break:break-word} .filter{margin-bottom:.5em} progress{width:20em}
