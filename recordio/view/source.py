@@ -133,7 +133,8 @@ class Source:
         counts = self.shard_counts(conditions)
         reader = self.require()
         where, params = filters.where_sql(conditions)
-        found, start, skip = [], 0, offset
+        found: list = []
+        start, skip = 0, offset
         with self._lock:
             for k, (n, total) in enumerate(zip(counts, reader.file_row_counts)):
                 if skip >= n:
