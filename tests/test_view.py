@@ -56,7 +56,7 @@ def write_dataset(folder, n=60, shards=2):
         writer.add_schema(SCHEMA, "a dataset for recordio view")
         writer.add_index(["label", "split", "score"])
         writer.write_raw_data(make_rows(n))
-    return path + "0"
+    return path + "0" if shards > 1 else path
 
 
 @pytest.fixture(scope="module")
@@ -432,3 +432,26 @@ def test_a_dataset_in_s3_pages_filters_and_verifies(tmp_path, dataset):
             c.app.state.verify.join(120)
             state = api(c, "/api/verify")
             assert state["ok"] and [s["file"] for s in state["shards"]] == [s["file"] for s in info["shards"]]
+
+
+def test_a_page_over_http_fetches_only_its_rows(tmp_path):
+    from starlette.testclient import TestClient
+
+    from recordio.tools.remote_servers import RangeServer
+    from recordio.view import create_app
+
+    pytest.importorskip("fsspec")
+    path = write_dataset(str(tmp_path / "d"), n=400, shards=1)
+    size = os.path.getsize(path)
+    with RangeServer(tmp_path / "d") as http:
+        app = create_app(http.url + "/data.mindrecord", cache_dir=str(tmp_path / "cache"))
+        with TestClient(app, base_url="http://127.0.0.1") as c:
+            rows = api(c, "/api/rows?offset=200&limit=10")["rows"]
+            assert [r["row"] for r in rows] == list(range(200, 210))
+            assert api(c, where_url("/api/count", "label=3"))["rows"] == sum(i % 7 == 3 for i in range(400))
+        fetched = 0
+        for method, name, rng in http.log:
+            if method == "GET" and name.endswith(".mindrecord") and rng:
+                a, b = map(int, rng.removeprefix("bytes=").split("-"))
+                fetched += b + 1 - a
+    assert 0 < fetched < size / 4, (fetched, size)
