@@ -164,6 +164,8 @@ def test_page_and_thumbnail_sizes_are_bounded(client):
     big = Image.open(io.BytesIO(client.get("/thumb/0/image?size=100000").content))
     assert max(big.size) <= 512
     assert api(client, "/api/rows?limit=abc", 400)["error"].startswith("expected an integer")
+    assert client.get("/jump?row=abc").status_code == 400
+    assert client.get("/jump?row=7", follow_redirects=False).headers["location"] == "/row/7"
 
 
 def test_facets_count_values_and_a_facet_link_filters(client):

@@ -174,15 +174,15 @@ class Views:
     def row(self, request):
         n = request.path_params["n"]
         query = _safe_query(request)
+        total, cells, status, error = 0, None, 200, {}
         try:
             total = self.source.rows
             cells = render.row(self._read(n, total), full=True)
-            error = None
         except _DATA_ERRORS as exc:
-            total, cells, error = (self.source.rows if self.source.ok else 0), None, _said(exc)
+            status, error = _status(exc), {"error": _said(exc)}
         back = (n // query.limit) * query.limit if not query.where else 0
-        return self.page(request, "row", 200 if error is None else _status_row(error), query=query, row=n,
-                         total=total, cells=cells, back=back, title=f"row {n}", **({"error": error} if error else {}))
+        return self.page(request, "row", status, query=query, row=n, total=total, cells=cells, back=back,
+                         title=f"row {n}", **error)
 
     def facets(self, request):
         """The facets of ``/rows`` as an HTML fragment (the page fetches it when they were not ready)."""
@@ -197,7 +197,10 @@ class Views:
 
     def jump(self, request):
         query = _safe_query(request)
-        n = _int(request.query_params.get("row"), 0, 0, 1 << 62)
+        try:
+            n = _int(request.query_params.get("row"), 0, 0, 1 << 62)
+        except ValueError as exc:
+            return Response(f"row: {exc}", status_code=400, media_type="text/plain")
         return RedirectResponse(query.link(f"/row/{n}", offset=None), status_code=303)
 
     def blob(self, request):
@@ -246,7 +249,7 @@ class Views:
         try:
             return JSONResponse({"row": n, "fields": render.row(self._read(n, self.source.rows), full=True)})
         except _DATA_ERRORS as exc:
-            return JSONResponse({"error": _said(exc)}, status_code=_status_row(str(exc)))
+            return JSONResponse({"error": _said(exc)}, status_code=_status(exc))
 
     def api_count(self, request):
         try:
@@ -322,7 +325,7 @@ class Views:
                 return Response(f"{field!r} is not a bytes field", status_code=404, media_type="text/plain")
             value = self._read(n, self.source.rows)[field]
         except _DATA_ERRORS as exc:
-            return Response(_said(exc), status_code=_status_row(str(exc)), media_type="text/plain")
+            return Response(_said(exc), status_code=_status(exc), media_type="text/plain")
         if len(value) > images.MAX_BYTES:
             return Response(f"field {field!r} of row {n} holds {len(value)} bytes, more than this viewer serves "
                             f"({images.MAX_BYTES})", status_code=413, media_type="text/plain")
@@ -361,8 +364,7 @@ def _said(exc):
 
 
 def _status(exc):
+    """404 for a row out of range, 500 when the dataset does not read, 400 for a bad request."""
+    if isinstance(exc, IndexError):
+        return 404
     return 500 if isinstance(exc, (RecordIOError, OSError)) else 400
-
-
-def _status_row(text):
-    return 404 if "out of range" in text else 500
