@@ -408,6 +408,7 @@ def test_the_command_serves_and_prints_its_url(tmp_path):
         proc.wait(30)
 
 
+@pytest.mark.slow
 def test_a_dataset_in_s3_pages_filters_and_verifies(tmp_path, dataset):
     pytest.importorskip("s3fs")
     pytest.importorskip("moto")
