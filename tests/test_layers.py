@@ -36,6 +36,7 @@ ALLOWED = {
     "training": GROUND | {"keys", "common", "dataset", "offload", "sink"},
     "ray": GROUND | {"keys", "mindrecord"},                  # the Ray Data bridge (imports ray)
     "spark": GROUND | {"keys", "mindrecord"},                # the Spark bridge (imports pyspark)
+    "view": GROUND | {"mindrecord"},                         # recordio view, the web app (imports starlette)
 }
 NEVER = {"converters", "tools"}
 SUBMODULES = {p.name.removesuffix(".py") for p in PACKAGE.iterdir() if p.suffix == ".py" or (p / "__init__.py").exists()

@@ -24,6 +24,7 @@ COMMANDS = {
     "head": "print the first rows (bytes and arrays summarised); --grid draws the images",
     "convert": ("convert imagefolder, cifar10, cifar100, mnist, parquet, csv, tfrecord, text, megatron or "
                 "webdataset data to MindRecord (`recordio convert FORMAT --help` for one)"),
+    "view": "browse, filter and verify a dataset in a local web page (read-only; needs the view extra)",
     "export": "export a dataset's scalar columns (e.g. to an Arrow/Parquet file)",
     "bench": "benchmark writing, reading, the pipeline, vision ops and the sink against baselines",
     "conformance": "run MindSpore's own mindrecord/MindDataset unit tests on recordio (and on MindSpore beside it)",

@@ -1,0 +1,136 @@
+"""Benchmark of ``recordio view`` on a large dataset: time to the first page and memory while paging.
+
+Writes (once, kept in ``--folder``) a dataset of ``--rows`` small rows (``id`` int64, ``label`` int32,
+``split`` and ``text`` strings, 16 ``data`` bytes; every scalar field indexed, as ``FileWriter`` does
+without ``add_index``), then, in a fresh interpreter, opens it with the app served by uvicorn on
+127.0.0.1 and measures over real HTTP:
+
+* ``open_and_first_page_ms`` (the headline): building the app (the dataset opened, ``open_ms``) plus
+  the first ``/rows`` page received over HTTP once uvicorn listens (``first_page_ms``; uvicorn's own
+  start, ``server_start_ms``, does not depend on the dataset), and the same page again (warm);
+* ``first_page_filtered_ms``: ``/rows?where=label=3`` (count and first page from the ``.db`` files);
+* ``facets_ms``: ``/api/facets`` (value counts and histograms of every indexed field, all rows);
+* RSS (``VmRSS``, and ``RssAnon``: memory not backed by the data files) after each block of pages,
+  over ``--pages`` pages read in order, then as many at random offsets, then filtered at random offsets.
+
+    python -m recordio.tools.bench_view [--rows 1000000] [--pages 400] [--folder DIR] [--json FILE]
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+CHILD = r'''
+import http.client, json, random, socket, sys, threading, time
+import uvicorn
+from recordio.view import create_app
+import recordio.view.app, recordio.view.source        # imports not timed (done before the URL is printed)
+from recordio.mindrecord import FileReader, describe
+path, pages = sys.argv[1], int(sys.argv[2])
+
+def rss():
+    out = {}
+    for line in open("/proc/self/status"):
+        if line.startswith(("VmRSS", "RssAnon", "RssFile")):
+            key, value = line.split(":")
+            out[key] = int(value.split()[0]) // 1024
+    return out
+
+sock = socket.socket(); sock.bind(("127.0.0.1", 0)); sock.listen(64)
+port = sock.getsockname()[1]
+start = time.perf_counter()
+app = create_app(path)
+open_ms = (time.perf_counter() - start) * 1000
+server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
+started = time.perf_counter()
+threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True).start()
+while not server.started:
+    time.sleep(0.001)
+server_ms = (time.perf_counter() - started) * 1000
+conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+
+def get(url):
+    t = time.perf_counter()
+    conn.request("GET", url)
+    r = conn.getresponse()
+    body = r.read()
+    assert r.status == 200, (url, r.status, body[:300])
+    return (time.perf_counter() - t) * 1000, body
+
+first_ms, _ = get("/rows")
+result = {"open_ms": open_ms, "server_start_ms": server_ms, "first_page_ms": first_ms,
+          "open_and_first_page_ms": open_ms + first_ms}
+result["first_page_again_ms"] = get("/rows")[0]
+result["first_page_filtered_ms"] = get("/rows?where=label%3D3")[0]
+result["facets_ms"] = get("/api/facets")[0]
+rows = json.loads(get("/api/count")[1])["rows"]
+result["rows"] = rows
+rng = random.Random(0)
+samples, times = [("start", rss())], {}
+plans = [("in order", lambda i: f"/rows?offset={i * 50}"),
+         ("random", lambda i: f"/rows?offset={rng.randrange(rows - 50)}"),
+         ("filtered, random", lambda i: f"/rows?where=label%3D3&offset={rng.randrange(rows // 10 - 50)}")]
+for name, url in plans:
+    for i in range(pages):
+        times.setdefault(name, []).append(get(url(i))[0])
+        if (i + 1) % max(1, pages // 4) == 0:
+            samples.append((f"{name} {i + 1}", rss()))
+for name, ms in times.items():
+    ms.sort()
+    result[f"page_ms_median ({name})"] = ms[len(ms) // 2]
+    result[f"page_ms_p95 ({name})"] = ms[int(len(ms) * 0.95)]
+result["rss_mib"] = samples
+print(json.dumps(result))
+server.should_exit = True
+'''
+
+
+def write(folder, rows):
+    """The dataset of ``rows`` small rows in ``folder`` (kept: written once)."""
+    import numpy as np
+
+    import recordio
+
+    path = os.path.join(folder, "big.mindrecord")
+    if os.path.exists(path + ".db"):
+        return path
+    os.makedirs(folder, exist_ok=True)
+    splits = ["train", "val", "test"]
+    with recordio.FileWriter(path, 1) as writer:
+        writer.add_schema({"id": {"type": "int64"}, "label": {"type": "int32"}, "split": {"type": "string"},
+                           "text": {"type": "string"}, "data": {"type": "bytes"}}, "recordio view benchmark")
+        rng = np.random.default_rng(0)
+        for first in range(0, rows, 100_000):
+            n = min(100_000, rows - first)
+            data = rng.integers(0, 256, (n, 16), dtype=np.uint8)
+            writer.write_raw_data([{"id": first + i, "label": (first + i) % 10, "split": splits[(first + i) % 3],
+                                    "text": f"sample {first + i}", "data": data[i].tobytes()} for i in range(n)])
+    return path
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m recordio.tools.bench_view", description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--pages", type=int, default=400, help="pages read in each of the three ways")
+    parser.add_argument("--folder", default="/tmp/recordio-bench-view")
+    parser.add_argument("--json", help="also write the figures to this file")
+    args = parser.parse_args(argv)
+    path = write(os.path.join(args.folder, str(args.rows)), args.rows)
+    out = subprocess.run([sys.executable, "-c", CHILD, path, str(args.pages)], capture_output=True, text=True)
+    if out.returncode:
+        sys.stderr.write(out.stderr)
+        return 1
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    result["dataset"] = path
+    text = json.dumps(result, indent=1)
+    print(text)
+    if args.json:
+        with open(args.json, "w") as f:
+            f.write(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
