@@ -15,6 +15,7 @@
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 /* Round half to even and saturate, as numpy's rint + clip and OpenCV's saturate_cast. Adding and
  * subtracting 1.5 * 2**23 rounds a float in (0, 255) to an integer in the default rounding mode
@@ -25,11 +26,6 @@ static inline uint8_t round_u8(float x)
     x = x > 0.0f ? x : 0.0f; /* NaN -> 0 */
     x = x < 255.0f ? x : 255.0f;
     return (uint8_t)(int32_t)((x + magic) - magic);
-}
-
-static inline int grey_of(const uint8_t *p)
-{
-    return (p[0] * 9798 + p[1] * 19235 + p[2] * 3735 + 16384) >> 15;
 }
 
 static int get_pixels(PyObject *obj, Py_buffer *view)
@@ -58,13 +54,14 @@ static int get_table(PyObject *obj, Py_buffer *view, Py_ssize_t size, const char
 
 #define CHUNK 256
 
-/* m interleaved RGB pixels <-> three int32 planes of a chunk. */
-static inline void load_chunk(const uint8_t *p, int m, int32_t *R, int32_t *G, int32_t *B)
+/* m interleaved RGB pixels <-> three int32 planes of a chunk; loads go through the table t (the
+ * level tables of the brightness/contrast steps not yet applied: see adjust_steps). */
+static inline void load_chunk(const uint8_t *p, int m, int32_t *R, int32_t *G, int32_t *B, const uint8_t *t)
 {
     for (int j = 0; j < m; j++) {
-        R[j] = p[3 * j];
-        G[j] = p[3 * j + 1];
-        B[j] = p[3 * j + 2];
+        R[j] = t[p[3 * j]];
+        G[j] = t[p[3 * j + 1]];
+        B[j] = t[p[3 * j + 2]];
     }
 }
 
@@ -83,14 +80,14 @@ static const uint8_t PICK[7][3] = {{0, 1, 2}, {1, 0, 2}, {2, 0, 1}, {2, 1, 0}, {
 
 /* The pixels in chunks, each step a simple loop over the chunk that the compiler can vectorise
  * (selects, not branches: data-dependent branches mispredict on photographs). */
-static void hue_pixels(uint8_t *p, Py_ssize_t n, float shift)
+static void hue_pixels(uint8_t *p, Py_ssize_t n, float shift, const uint8_t *t)
 {
     const float below_six = 5.99999952316284f; /* the float32 just below 6 */
     int32_t R[CHUNK], G[CHUNK], B[CHUNK], hi[CHUNK], lo[CHUNK], which[CHUNK], mid[CHUNK];
     float sector[CHUNK], chroma[CHUNK];
     for (Py_ssize_t start = 0; start < n; start += CHUNK, p += 3 * CHUNK) {
         int m = n - start < CHUNK ? (int)(n - start) : CHUNK;
-        load_chunk(p, m, R, G, B);
+        load_chunk(p, m, R, G, B, t);
         for (int j = 0; j < m; j++) { /* hue_sector: sixths of a turn in [-1, 5) */
             int32_t r = R[j], g = G[j], b = B[j];
             int32_t h = r > g ? r : g, l = r < g ? r : g;
@@ -130,12 +127,12 @@ static void hue_pixels(uint8_t *p, Py_ssize_t n, float shift)
     }
 }
 
-static void saturation_pixels(uint8_t *p, Py_ssize_t n, float a, float rest)
+static void saturation_pixels(uint8_t *p, Py_ssize_t n, float a, float rest, const uint8_t *t)
 {
     int32_t R[CHUNK], G[CHUNK], B[CHUNK];
     for (Py_ssize_t start = 0; start < n; start += CHUNK, p += 3 * CHUNK) {
         int m = n - start < CHUNK ? (int)(n - start) : CHUNK;
-        load_chunk(p, m, R, G, B);
+        load_chunk(p, m, R, G, B, t);
         for (int j = 0; j < m; j++) {
             float g = (float)((R[j] * 9798 + G[j] * 19235 + B[j] * 3735 + 16384) >> 15) * rest;
             R[j] = round_u8((float)R[j] * a + g);
@@ -152,32 +149,49 @@ static void lut_bytes(uint8_t *p, Py_ssize_t n, const uint8_t *t)
         p[i] = t[p[i]];
 }
 
-static long long grey_total(const uint8_t *p, Py_ssize_t n)
+static long long grey_total(const uint8_t *p, Py_ssize_t n, const uint8_t *t)
 {
     long long total = 0;
     for (Py_ssize_t i = 0; i < n; i++, p += 3)
-        total += grey_of(p);
+        total += (t[p[0]] * 9798 + t[p[1]] * 19235 + t[p[2]] * 3735 + 16384) >> 15;
     return total;
 }
 
-/* brightness (0), contrast (1), saturation (2), hue (3) as color_kernels.adjust_all's numpy path:
- * tables of round(float32(level) * a [+ offset]) for the first two, the contrast offset from the
- * rounded mean grey level (a float64 quotient, as numpy's). */
-static void adjust_step(uint8_t *p, Py_ssize_t n, int kind, float a)
+/* The steps in kinds, in order: brightness (0), contrast (1), saturation (2), hue (3), as
+ * color_kernels.adjust_all's numpy path. Brightness and contrast are tables of round(float32(level) * a
+ * [+ offset]) (the contrast offset from the rounded mean grey level, a float64 quotient as numpy's);
+ * consecutive tables are composed into one (applying two tables one after the other is applying their
+ * composition), which is applied on the way into the next pixel pass, or at the end. */
+static void adjust_steps(uint8_t *p, Py_ssize_t n, const char *kinds, Py_ssize_t steps, const float *f)
 {
-    uint8_t table[256];
-    if (kind == 0 || kind == 1) {
-        float offset = 0.0f;
-        if (kind == 1)
-            offset = (float)nearbyint((double)grey_total(p, n) / (double)n) * (1.0f - a);
+    uint8_t table[256], step[256];
+    int pending = 0;
+    for (int x = 0; x < 256; x++)
+        table[x] = (uint8_t)x;
+    for (Py_ssize_t i = 0; i < steps; i++) {
+        int kind = kinds[i];
+        float a = f[kind];
+        if (kind == 0 || kind == 1) {
+            float offset = 0.0f;
+            if (kind == 1)
+                offset = (float)nearbyint((double)grey_total(p, n, table) / (double)n) * (1.0f - a);
+            for (int x = 0; x < 256; x++)
+                step[x] = round_u8(kind == 1 ? (float)x * a + offset : (float)x * a);
+            for (int x = 0; x < 256; x++)
+                table[x] = step[table[x]];
+            pending = 1;
+            continue;
+        }
+        if (kind == 2)
+            saturation_pixels(p, n, a, 1.0f - a, table);
+        else
+            hue_pixels(p, n, a + 1.0f, table);
         for (int x = 0; x < 256; x++)
-            table[x] = round_u8(kind == 1 ? (float)x * a + offset : (float)x * a);
-        lut_bytes(p, 3 * n, table);
-    } else if (kind == 2) {
-        saturation_pixels(p, n, a, 1.0f - a);
-    } else {
-        hue_pixels(p, n, a + 1.0f);
+            table[x] = (uint8_t)x;
+        pending = 0;
     }
+    if (pending)
+        lut_bytes(p, 3 * n, table);
 }
 
 static PyObject *adjust(PyObject *self, PyObject *args)
@@ -199,61 +213,150 @@ static PyObject *adjust(PyObject *self, PyObject *args)
     Py_ssize_t n = img.len / 3;
     if (n) {
         Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t i = 0; i < steps; i++)
-            adjust_step((uint8_t *)img.buf, n, kinds[i], f[(int)kinds[i]]);
+        adjust_steps((uint8_t *)img.buf, n, kinds, steps, f);
         Py_END_ALLOW_THREADS
     }
     PyBuffer_Release(&img);
     Py_RETURN_NONE;
 }
 
-/* uint8 <H,W,C> -> float32 <C,H,W> through one 256-entry table per channel. */
-static PyObject *lookup_chw(PyObject *self, PyObject *args)
+/* A uint8 <H,W,C> image with any strides (a flipped view has a negative one): the view, and its sizes. */
+struct image {
+    Py_buffer view;
+    Py_ssize_t h, w, c, sy, sx, sc;
+};
+
+static int get_image(PyObject *obj, struct image *im)
 {
-    PyObject *obj, *tables_obj, *out_obj;
-    Py_ssize_t channels;
-    Py_buffer img, tables, out;
-    if (!PyArg_ParseTuple(args, "OnOO", &obj, &channels, &tables_obj, &out_obj))
+    if (PyObject_GetBuffer(obj, &im->view, PyBUF_STRIDED_RO) < 0)
+        return -1;
+    if (im->view.ndim != 3 || im->view.itemsize != 1 || im->view.shape[2] < 1 || im->view.shape[2] > 4) {
+        PyErr_Format(PyExc_ValueError, "expected a uint8 <H,W,C> image with 1 to 4 channels, got %d dimensions "
+                     "of %zd-byte items", im->view.ndim, im->view.itemsize);
+        PyBuffer_Release(&im->view);
+        return -1;
+    }
+    im->h = im->view.shape[0], im->w = im->view.shape[1], im->c = im->view.shape[2];
+    im->sy = im->view.strides[0], im->sx = im->view.strides[1], im->sc = im->view.strides[2];
+    return 0;
+}
+
+/* out = the image's pixels, C-contiguous (a flipped view is flipped here). */
+static void gather_pixels(const struct image *im, uint8_t *out)
+{
+    const uint8_t *base = (const uint8_t *)im->view.buf;
+    for (Py_ssize_t y = 0; y < im->h; y++) {
+        const uint8_t *row = base + y * im->sy;
+        if (im->sx == im->c && im->sc == 1) {
+            memcpy(out, row, (size_t)(im->w * im->c));
+            out += im->w * im->c;
+            continue;
+        }
+        for (Py_ssize_t x = 0; x < im->w; x++)
+            for (Py_ssize_t c = 0; c < im->c; c++)
+                *out++ = row[x * im->sx + c * im->sc];
+    }
+}
+
+/* adjust_from(image, out, kinds, b, c, s, h): out (C-contiguous <H,W,3>) = the image (any strides) with
+ * the adjustments in kinds applied, as adjust. */
+static PyObject *adjust_from(PyObject *self, PyObject *args)
+{
+    PyObject *src_obj, *out_obj;
+    const char *kinds;
+    Py_ssize_t steps;
+    float f[4];
+    struct image im;
+    Py_buffer out;
+    if (!PyArg_ParseTuple(args, "OOy#ffff", &src_obj, &out_obj, &kinds, &steps, &f[0], &f[1], &f[2], &f[3]))
         return NULL;
-    if (channels < 1 || channels > 4) {
-        PyErr_Format(PyExc_ValueError, "expected 1 to 4 channels, got %zd", channels);
+    for (Py_ssize_t i = 0; i < steps; i++)
+        if (kinds[i] < 0 || kinds[i] > 3) {
+            PyErr_Format(PyExc_ValueError, "adjustment %d is not one of 0..3", (int)kinds[i]);
+            return NULL;
+        }
+    if (get_image(src_obj, &im) < 0)
+        return NULL;
+    if (get_pixels(out_obj, &out) < 0) {
+        PyBuffer_Release(&im.view);
         return NULL;
     }
-    if (get_table(tables_obj, &tables, channels * 256 * (Py_ssize_t)sizeof(float), "tables") < 0)
-        return NULL;
-    if (PyObject_GetBuffer(obj, &img, PyBUF_C_CONTIGUOUS) < 0) {
-        PyBuffer_Release(&tables);
-        return NULL;
-    }
-    if (PyObject_GetBuffer(out_obj, &out, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
-        PyBuffer_Release(&tables);
-        PyBuffer_Release(&img);
-        return NULL;
-    }
-    if (img.len % channels || out.len != img.len * (Py_ssize_t)sizeof(float)) {
-        PyErr_Format(PyExc_ValueError, "image of %zd bytes and %zd channels, output of %zd bytes",
-                     img.len, channels, out.len);
-        PyBuffer_Release(&tables);
-        PyBuffer_Release(&img);
+    if (im.c != 3 || out.len != im.h * im.w * 3) {
+        PyErr_Format(PyExc_ValueError, "image of %zd channels and %zd pixels, output of %zd bytes", im.c,
+                     im.h * im.w, out.len);
+        PyBuffer_Release(&im.view);
         PyBuffer_Release(&out);
         return NULL;
     }
-    const uint8_t *p = (const uint8_t *)img.buf;
-    const float *t = (const float *)tables.buf;
-    float *o = (float *)out.buf;
-    Py_ssize_t n = img.len / channels;
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t c = 0; c < channels; c++) {
-        const float *tc = t + 256 * c;
-        const uint8_t *pc = p + c;
-        float *oc = o + n * c;
-        for (Py_ssize_t i = 0; i < n; i++)
-            oc[i] = tc[pc[i * channels]];
-    }
+    gather_pixels(&im, (uint8_t *)out.buf);
+    adjust_steps((uint8_t *)out.buf, im.h * im.w, kinds, steps, f);
     Py_END_ALLOW_THREADS
-    PyBuffer_Release(&tables);
-    PyBuffer_Release(&img);
+    PyBuffer_Release(&im.view);
     PyBuffer_Release(&out);
+    Py_RETURN_NONE;
+}
+
+/* out = tables[c][level] for every pixel: float32 <C,H,W> (chw) or <H,W,C>, C-contiguous. */
+static void lookup_pixels(const struct image *im, const float *t, float *out, int chw)
+{
+    const uint8_t *base = (const uint8_t *)im->view.buf;
+    Py_ssize_t plane = im->h * im->w, C = im->c;
+    for (Py_ssize_t y = 0; y < im->h; y++) {
+        const uint8_t *row = base + y * im->sy;
+        if (chw && C == 3 && im->sc == 1) {      /* the common case, one loop the compiler keeps simple */
+            float *o0 = out + y * im->w, *o1 = o0 + plane, *o2 = o1 + plane;
+            for (Py_ssize_t x = 0; x < im->w; x++) {
+                const uint8_t *px = row + x * im->sx;
+                o0[x] = t[px[0]];
+                o1[x] = t[256 + px[1]];
+                o2[x] = t[512 + px[2]];
+            }
+            continue;
+        }
+        for (Py_ssize_t x = 0; x < im->w; x++)
+            for (Py_ssize_t c = 0; c < C; c++) {
+                float v = t[256 * c + row[x * im->sx + c * im->sc]];
+                if (chw)
+                    out[c * plane + y * im->w + x] = v;
+                else
+                    out[(y * im->w + x) * C + c] = v;
+            }
+    }
+}
+
+/* lookup(image, tables, out, chw): see lookup_pixels. */
+static PyObject *lookup(PyObject *self, PyObject *args)
+{
+    PyObject *src_obj, *tables_obj, *out_obj;
+    int chw;
+    struct image im;
+    Py_buffer tables, out;
+    if (!PyArg_ParseTuple(args, "OOOp", &src_obj, &tables_obj, &out_obj, &chw))
+        return NULL;
+    if (get_image(src_obj, &im) < 0)
+        return NULL;
+    if (get_table(tables_obj, &tables, im.c * 256 * (Py_ssize_t)sizeof(float), "tables") < 0) {
+        PyBuffer_Release(&im.view);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(out_obj, &out, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+        PyBuffer_Release(&im.view);
+        PyBuffer_Release(&tables);
+        return NULL;
+    }
+    if (out.len != im.h * im.w * im.c * (Py_ssize_t)sizeof(float)) {
+        PyErr_Format(PyExc_ValueError, "image of %zd values, output of %zd bytes", im.h * im.w * im.c, out.len);
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+        lookup_pixels(&im, (const float *)tables.buf, (float *)out.buf, chw);
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&im.view);
+    PyBuffer_Release(&tables);
+    PyBuffer_Release(&out);
+    if (PyErr_Occurred())
+        return NULL;
     Py_RETURN_NONE;
 }
 
@@ -261,8 +364,12 @@ static PyMethodDef methods[] = {
     {"adjust", adjust, METH_VARARGS,
      "adjust(rgb, kinds, b, c, s, h): the adjustments in kinds (bytes of 0..3: brightness, contrast, "
      "saturation, hue) in that order, in place; factors are rounded to float32."},
-    {"lookup_chw", lookup_chw, METH_VARARGS,
-     "lookup_chw(hwc, channels, tables, out): out[c, i] = tables[c][hwc[i, c]] (float32)."},
+    {"adjust_from", adjust_from, METH_VARARGS,
+     "adjust_from(image, out, kinds, b, c, s, h): out = the uint8 <H,W,3> image (any strides) with the "
+     "adjustments applied, as adjust."},
+    {"lookup", lookup, METH_VARARGS,
+     "lookup(image, tables, out, chw): out[c, y, x] (chw) or out[y, x, c] = tables[c][image[y, x, c]] "
+     "(float32; the image uint8 <H,W,C>, C <= 4, any strides)."},
     {NULL, NULL, 0, NULL},
 };
 
