@@ -52,173 +52,15 @@ static int get_table(PyObject *obj, Py_buffer *view, Py_ssize_t size, const char
     return 0;
 }
 
+/* Pixel loops are built twice, for AVX2 and for the baseline, and picked when the module loads
+ * (the same float32 operations either way: AVX2 has no fused multiply-add, and contraction is off). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define VECTOR_CLONES
+#endif
+
 #define CHUNK 256
-
-/* m interleaved RGB pixels <-> three int32 planes of a chunk; loads go through the table t (the
- * level tables of the brightness/contrast steps not yet applied: see adjust_steps). */
-static inline void load_chunk(const uint8_t *p, int m, int32_t *R, int32_t *G, int32_t *B, const uint8_t *t)
-{
-    for (int j = 0; j < m; j++) {
-        R[j] = t[p[3 * j]];
-        G[j] = t[p[3 * j + 1]];
-        B[j] = t[p[3 * j + 2]];
-    }
-}
-
-static inline void store_chunk(uint8_t *p, int m, const int32_t *R, const int32_t *G, const int32_t *B)
-{
-    for (int j = 0; j < m; j++) {
-        p[3 * j] = (uint8_t)R[j];
-        p[3 * j + 1] = (uint8_t)G[j];
-        p[3 * j + 2] = (uint8_t)B[j];
-    }
-}
-
-/* Hue sector i = floor(6h) (6 acts as 0): for red, green and blue, which value each takes:
- * 0 the max, 1 the one channel computed by the formula, 2 the min. */
-static const uint8_t PICK[7][3] = {{0, 1, 2}, {1, 0, 2}, {2, 0, 1}, {2, 1, 0}, {1, 2, 0}, {0, 2, 1}, {0, 1, 2}};
-
-/* The pixels in chunks, each step a simple loop over the chunk that the compiler can vectorise
- * (selects, not branches: data-dependent branches mispredict on photographs). */
-static void hue_pixels(uint8_t *p, Py_ssize_t n, float shift, const uint8_t *t)
-{
-    const float below_six = 5.99999952316284f; /* the float32 just below 6 */
-    int32_t R[CHUNK], G[CHUNK], B[CHUNK], hi[CHUNK], lo[CHUNK], which[CHUNK], mid[CHUNK];
-    float sector[CHUNK], chroma[CHUNK];
-    for (Py_ssize_t start = 0; start < n; start += CHUNK, p += 3 * CHUNK) {
-        int m = n - start < CHUNK ? (int)(n - start) : CHUNK;
-        load_chunk(p, m, R, G, B, t);
-        for (int j = 0; j < m; j++) { /* hue_sector: sixths of a turn in [-1, 5) */
-            int32_t r = R[j], g = G[j], b = B[j];
-            int32_t h = r > g ? r : g, l = r < g ? r : g;
-            h = h > b ? h : b;
-            l = l < b ? l : b;
-            int32_t is_r = -(h == r), is_g = -(h == g) & ~is_r, is_b = ~(is_r | is_g);
-            int32_t num = ((g - b) & is_r) | ((b - r) & is_g) | ((r - g) & is_b);
-            float cr = (float)(h - l);
-            hi[j] = h;
-            lo[j] = l;
-            chroma[j] = cr;
-            sector[j] = (float)num / (cr > FLT_MIN ? cr : FLT_MIN) + (float)((2 & is_g) | (4 & is_b));
-        }
-        for (int j = 0; j < m; j++) { /* rotate; the unclipped channel of hsv_to_rgb */
-            float h = sector[j] / 6.0f + shift;
-            float whole = (float)(int32_t)h; /* floor, without a libm call (|h| is small) */
-            whole = whole > h ? whole - 1.0f : whole;
-            float h6 = (h - whole) * 6.0f;
-            int32_t w = (int32_t)h6;
-            int32_t s = w - (3 & -(w >= 3)) - (3 & -(w >= 6));
-            float k = h6 + (s == 0 ? 3.0f : (s == 1 ? 5.0f : 1.0f));
-            k = k > below_six ? k - 6.0f : k;
-            float t = 4.0f - k;
-            t = k < t ? k : t;
-            t = t < 1.0f ? t : 1.0f;
-            t = t > 0.0f ? t : 0.0f;
-            mid[j] = round_u8((float)hi[j] - t * chroma[j]);
-            which[j] = w;
-        }
-        for (int j = 0; j < m; j++) {
-            const uint8_t *pick = PICK[which[j]];
-            uint8_t values[3] = {(uint8_t)hi[j], (uint8_t)mid[j], (uint8_t)lo[j]};
-            p[3 * j] = values[pick[0]];
-            p[3 * j + 1] = values[pick[1]];
-            p[3 * j + 2] = values[pick[2]];
-        }
-    }
-}
-
-static void saturation_pixels(uint8_t *p, Py_ssize_t n, float a, float rest, const uint8_t *t)
-{
-    int32_t R[CHUNK], G[CHUNK], B[CHUNK];
-    for (Py_ssize_t start = 0; start < n; start += CHUNK, p += 3 * CHUNK) {
-        int m = n - start < CHUNK ? (int)(n - start) : CHUNK;
-        load_chunk(p, m, R, G, B, t);
-        for (int j = 0; j < m; j++) {
-            float g = (float)((R[j] * 9798 + G[j] * 19235 + B[j] * 3735 + 16384) >> 15) * rest;
-            R[j] = round_u8((float)R[j] * a + g);
-            G[j] = round_u8((float)G[j] * a + g);
-            B[j] = round_u8((float)B[j] * a + g);
-        }
-        store_chunk(p, m, R, G, B);
-    }
-}
-
-static void lut_bytes(uint8_t *p, Py_ssize_t n, const uint8_t *t)
-{
-    for (Py_ssize_t i = 0; i < n; i++)
-        p[i] = t[p[i]];
-}
-
-static long long grey_total(const uint8_t *p, Py_ssize_t n, const uint8_t *t)
-{
-    long long total = 0;
-    for (Py_ssize_t i = 0; i < n; i++, p += 3)
-        total += (t[p[0]] * 9798 + t[p[1]] * 19235 + t[p[2]] * 3735 + 16384) >> 15;
-    return total;
-}
-
-/* The steps in kinds, in order: brightness (0), contrast (1), saturation (2), hue (3), as
- * color_kernels.adjust_all's numpy path. Brightness and contrast are tables of round(float32(level) * a
- * [+ offset]) (the contrast offset from the rounded mean grey level, a float64 quotient as numpy's);
- * consecutive tables are composed into one (applying two tables one after the other is applying their
- * composition), which is applied on the way into the next pixel pass, or at the end. */
-static void adjust_steps(uint8_t *p, Py_ssize_t n, const char *kinds, Py_ssize_t steps, const float *f)
-{
-    uint8_t table[256], step[256];
-    int pending = 0;
-    for (int x = 0; x < 256; x++)
-        table[x] = (uint8_t)x;
-    for (Py_ssize_t i = 0; i < steps; i++) {
-        int kind = kinds[i];
-        float a = f[kind];
-        if (kind == 0 || kind == 1) {
-            float offset = 0.0f;
-            if (kind == 1)
-                offset = (float)nearbyint((double)grey_total(p, n, table) / (double)n) * (1.0f - a);
-            for (int x = 0; x < 256; x++)
-                step[x] = round_u8(kind == 1 ? (float)x * a + offset : (float)x * a);
-            for (int x = 0; x < 256; x++)
-                table[x] = step[table[x]];
-            pending = 1;
-            continue;
-        }
-        if (kind == 2)
-            saturation_pixels(p, n, a, 1.0f - a, table);
-        else
-            hue_pixels(p, n, a + 1.0f, table);
-        for (int x = 0; x < 256; x++)
-            table[x] = (uint8_t)x;
-        pending = 0;
-    }
-    if (pending)
-        lut_bytes(p, 3 * n, table);
-}
-
-static PyObject *adjust(PyObject *self, PyObject *args)
-{
-    PyObject *obj;
-    const char *kinds;
-    Py_ssize_t steps;
-    float f[4];
-    Py_buffer img;
-    if (!PyArg_ParseTuple(args, "Oy#ffff", &obj, &kinds, &steps, &f[0], &f[1], &f[2], &f[3]))
-        return NULL;
-    for (Py_ssize_t i = 0; i < steps; i++)
-        if (kinds[i] < 0 || kinds[i] > 3) {
-            PyErr_Format(PyExc_ValueError, "adjustment %d is not one of 0..3", (int)kinds[i]);
-            return NULL;
-        }
-    if (get_pixels(obj, &img) < 0)
-        return NULL;
-    Py_ssize_t n = img.len / 3;
-    if (n) {
-        Py_BEGIN_ALLOW_THREADS
-        adjust_steps((uint8_t *)img.buf, n, kinds, steps, f);
-        Py_END_ALLOW_THREADS
-    }
-    PyBuffer_Release(&img);
-    Py_RETURN_NONE;
-}
 
 /* A uint8 <H,W,C> image with any strides (a flipped view has a negative one): the view, and its sizes. */
 struct image {
@@ -241,21 +83,211 @@ static int get_image(PyObject *obj, struct image *im)
     return 0;
 }
 
-/* out = the image's pixels, C-contiguous (a flipped view is flipped here). */
-static void gather_pixels(const struct image *im, uint8_t *out)
+/* Where a pass reads its pixels: the caller's image (any row stride, pixel stride sx: a flipped view
+ * has a negative one) until a pass has written the output, then the output (rows of 3 * w bytes). */
+struct source {
+    const uint8_t *base;
+    Py_ssize_t h, w, sy, sx;
+};
+
+static inline const uint8_t *row_of(const struct source *src, Py_ssize_t y)
 {
-    const uint8_t *base = (const uint8_t *)im->view.buf;
-    for (Py_ssize_t y = 0; y < im->h; y++) {
-        const uint8_t *row = base + y * im->sy;
-        if (im->sx == im->c && im->sc == 1) {
-            memcpy(out, row, (size_t)(im->w * im->c));
-            out += im->w * im->c;
+    return src->base + y * src->sy;
+}
+
+/* m RGB pixels (pixel stride sx) <-> three int32 planes of a chunk; loads go through the table t (the
+ * level tables of the brightness/contrast steps not yet applied: see adjust_steps). */
+static inline void load_chunk(const uint8_t *p, Py_ssize_t sx, int m, int32_t *R, int32_t *G, int32_t *B,
+                              const uint8_t *t)
+{
+    for (int j = 0; j < m; j++) {
+        R[j] = t[p[sx * j]];
+        G[j] = t[p[sx * j + 1]];
+        B[j] = t[p[sx * j + 2]];
+    }
+}
+
+static inline void store_chunk(uint8_t *p, int m, const int32_t *R, const int32_t *G, const int32_t *B)
+{
+    for (int j = 0; j < m; j++) {
+        p[3 * j] = (uint8_t)R[j];
+        p[3 * j + 1] = (uint8_t)G[j];
+        p[3 * j + 2] = (uint8_t)B[j];
+    }
+}
+
+/* Hue sector i = floor(6h) (6 acts as 0): for red, green and blue, which value each takes:
+ * 0 the max, 1 the one channel computed by the formula, 2 the min. */
+static const uint8_t PICK[7][3] = {{0, 1, 2}, {1, 0, 2}, {2, 0, 1}, {2, 1, 0}, {1, 2, 0}, {0, 2, 1}, {0, 1, 2}};
+
+/* One row of n pixels from p (stride sx, through t) to out, in chunks, each step a simple loop over the
+ * chunk that the compiler can vectorise (selects, not branches: data-dependent branches mispredict on
+ * photographs). */
+VECTOR_CLONES static void hue_row(const uint8_t *p, Py_ssize_t sx, uint8_t *out, Py_ssize_t n, float shift,
+                                  const uint8_t *t)
+{
+    const float below_six = 5.99999952316284f; /* the float32 just below 6 */
+    int32_t R[CHUNK], G[CHUNK], B[CHUNK], hi[CHUNK], lo[CHUNK], which[CHUNK], mid[CHUNK];
+    float sector[CHUNK], chroma[CHUNK];
+    for (Py_ssize_t start = 0; start < n; start += CHUNK, p += sx * CHUNK, out += 3 * CHUNK) {
+        int m = n - start < CHUNK ? (int)(n - start) : CHUNK;
+        load_chunk(p, sx, m, R, G, B, t);
+        for (int j = 0; j < m; j++) { /* hue_sector: sixths of a turn in [-1, 5) */
+            int32_t r = R[j], g = G[j], b = B[j];
+            int32_t h = r > g ? r : g, l = r < g ? r : g;
+            h = h > b ? h : b;
+            l = l < b ? l : b;
+            int32_t is_r = -(h == r), is_g = -(h == g) & ~is_r, is_b = ~(is_r | is_g);
+            int32_t num = ((g - b) & is_r) | ((b - r) & is_g) | ((r - g) & is_b);
+            float cr = (float)(h - l);
+            hi[j] = h;
+            lo[j] = l;
+            chroma[j] = cr;
+            sector[j] = (float)num / (cr > FLT_MIN ? cr : FLT_MIN) + (float)((2 & is_g) | (4 & is_b));
+        }
+        for (int j = 0; j < m; j++) { /* rotate; the unclipped channel of hsv_to_rgb */
+            float h = sector[j] / 6.0f + shift;
+            float whole = (float)(int32_t)h; /* floor, without a libm call (|h| is small) */
+            whole = whole > h ? whole - 1.0f : whole;
+            float h6 = (h - whole) * 6.0f;
+            int32_t w = (int32_t)h6;
+            int32_t s = w - (3 & -(w >= 3)) - (3 & -(w >= 6));
+            float k = h6 + (s == 0 ? 3.0f : (s == 1 ? 5.0f : 1.0f));
+            k = k > below_six ? k - 6.0f : k;
+            float tt = 4.0f - k;
+            tt = k < tt ? k : tt;
+            tt = tt < 1.0f ? tt : 1.0f;
+            tt = tt > 0.0f ? tt : 0.0f;
+            mid[j] = round_u8((float)hi[j] - tt * chroma[j]);
+            which[j] = w;
+        }
+        for (int j = 0; j < m; j++) {
+            const uint8_t *pick = PICK[which[j]];
+            uint8_t values[3] = {(uint8_t)hi[j], (uint8_t)mid[j], (uint8_t)lo[j]};
+            out[3 * j] = values[pick[0]];
+            out[3 * j + 1] = values[pick[1]];
+            out[3 * j + 2] = values[pick[2]];
+        }
+    }
+}
+
+VECTOR_CLONES static void saturation_row(const uint8_t *p, Py_ssize_t sx, uint8_t *out, Py_ssize_t n, float a,
+                                         float rest, const uint8_t *t)
+{
+    int32_t R[CHUNK], G[CHUNK], B[CHUNK];
+    for (Py_ssize_t start = 0; start < n; start += CHUNK, p += sx * CHUNK, out += 3 * CHUNK) {
+        int m = n - start < CHUNK ? (int)(n - start) : CHUNK;
+        load_chunk(p, sx, m, R, G, B, t);
+        for (int j = 0; j < m; j++) {
+            float g = (float)((R[j] * 9798 + G[j] * 19235 + B[j] * 3735 + 16384) >> 15) * rest;
+            R[j] = round_u8((float)R[j] * a + g);
+            G[j] = round_u8((float)G[j] * a + g);
+            B[j] = round_u8((float)B[j] * a + g);
+        }
+        store_chunk(out, m, R, G, B);
+    }
+}
+
+/* out = the row through t (a copy, a flip, the pending tables, or all three). */
+static void lut_row(const uint8_t *p, Py_ssize_t sx, uint8_t *out, Py_ssize_t n, const uint8_t *t, int identity)
+{
+    if (identity && sx == 3) {
+        if (out != p)
+            memcpy(out, p, (size_t)(3 * n));
+        return;
+    }
+    for (Py_ssize_t j = 0; j < n; j++, p += sx, out += 3) {
+        out[0] = t[p[0]];
+        out[1] = t[p[1]];
+        out[2] = t[p[2]];
+    }
+}
+
+static long long grey_total(const struct source *src, const uint8_t *t)
+{
+    long long total = 0;
+    for (Py_ssize_t y = 0; y < src->h; y++) {
+        const uint8_t *p = row_of(src, y);
+        for (Py_ssize_t x = 0; x < src->w; x++, p += src->sx)
+            total += (t[p[0]] * 9798 + t[p[1]] * 19235 + t[p[2]] * 3735 + 16384) >> 15;
+    }
+    return total;
+}
+
+/* out (rows of 3 * w bytes) = the source with the steps in kinds applied, in order: brightness (0),
+ * contrast (1), saturation (2), hue (3), as color_kernels.adjust_all's numpy path. Brightness and
+ * contrast are tables of round(float32(level) * a [+ offset]) (the contrast offset from the rounded mean
+ * grey level, a float64 quotient as numpy's); consecutive tables are composed into one (applying two
+ * tables one after the other is applying their composition) and applied on the way into the next pixel
+ * pass, or by a last pass. The first pass reads the caller's image and writes out; the others read out. */
+static void adjust_steps(struct source src, uint8_t *out, const char *kinds, Py_ssize_t steps, const float *f)
+{
+    uint8_t table[256], step[256];
+    int identity = 1, written = 0;
+    Py_ssize_t n = src.h * src.w;
+    for (int x = 0; x < 256; x++)
+        table[x] = (uint8_t)x;
+    for (Py_ssize_t i = 0; i < steps; i++) {
+        int kind = kinds[i];
+        float a = f[kind];
+        if (kind == 0 || kind == 1) {
+            float offset = 0.0f;
+            if (kind == 1)
+                offset = (float)nearbyint((double)grey_total(&src, table) / (double)n) * (1.0f - a);
+            for (int x = 0; x < 256; x++)
+                step[x] = round_u8(kind == 1 ? (float)x * a + offset : (float)x * a);
+            for (int x = 0; x < 256; x++)
+                table[x] = step[table[x]];
+            identity = 0;
             continue;
         }
-        for (Py_ssize_t x = 0; x < im->w; x++)
-            for (Py_ssize_t c = 0; c < im->c; c++)
-                *out++ = row[x * im->sx + c * im->sc];
+        for (Py_ssize_t y = 0; y < src.h; y++) {
+            if (kind == 2)
+                saturation_row(row_of(&src, y), src.sx, out + 3 * y * src.w, src.w, a, 1.0f - a, table);
+            else
+                hue_row(row_of(&src, y), src.sx, out + 3 * y * src.w, src.w, a + 1.0f, table);
+        }
+        for (int x = 0; x < 256; x++)
+            table[x] = (uint8_t)x;
+        identity = 1;
+        written = 1;
+        src.base = out, src.sy = 3 * src.w, src.sx = 3;
     }
+    if (!written || !identity)
+        for (Py_ssize_t y = 0; y < src.h; y++)
+            lut_row(row_of(&src, y), src.sx, out + 3 * y * src.w, src.w, table, identity);
+}
+
+static int check_kinds(const char *kinds, Py_ssize_t steps)
+{
+    for (Py_ssize_t i = 0; i < steps; i++)
+        if (kinds[i] < 0 || kinds[i] > 3) {
+            PyErr_Format(PyExc_ValueError, "adjustment %d is not one of 0..3", (int)kinds[i]);
+            return -1;
+        }
+    return 0;
+}
+
+static PyObject *adjust(PyObject *self, PyObject *args)
+{
+    PyObject *obj;
+    const char *kinds;
+    Py_ssize_t steps;
+    float f[4];
+    Py_buffer img;
+    if (!PyArg_ParseTuple(args, "Oy#ffff", &obj, &kinds, &steps, &f[0], &f[1], &f[2], &f[3]))
+        return NULL;
+    if (check_kinds(kinds, steps) < 0 || get_pixels(obj, &img) < 0)
+        return NULL;
+    Py_ssize_t n = img.len / 3;
+    if (n) {
+        struct source src = {(const uint8_t *)img.buf, 1, n, 3 * n, 3};
+        Py_BEGIN_ALLOW_THREADS
+        adjust_steps(src, (uint8_t *)img.buf, kinds, steps, f);
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&img);
+    Py_RETURN_NONE;
 }
 
 /* adjust_from(image, out, kinds, b, c, s, h): out (C-contiguous <H,W,3>) = the image (any strides) with
@@ -270,35 +302,32 @@ static PyObject *adjust_from(PyObject *self, PyObject *args)
     Py_buffer out;
     if (!PyArg_ParseTuple(args, "OOy#ffff", &src_obj, &out_obj, &kinds, &steps, &f[0], &f[1], &f[2], &f[3]))
         return NULL;
-    for (Py_ssize_t i = 0; i < steps; i++)
-        if (kinds[i] < 0 || kinds[i] > 3) {
-            PyErr_Format(PyExc_ValueError, "adjustment %d is not one of 0..3", (int)kinds[i]);
-            return NULL;
-        }
-    if (get_image(src_obj, &im) < 0)
+    if (check_kinds(kinds, steps) < 0 || get_image(src_obj, &im) < 0)
         return NULL;
     if (get_pixels(out_obj, &out) < 0) {
         PyBuffer_Release(&im.view);
         return NULL;
     }
-    if (im.c != 3 || out.len != im.h * im.w * 3) {
-        PyErr_Format(PyExc_ValueError, "image of %zd channels and %zd pixels, output of %zd bytes", im.c,
-                     im.h * im.w, out.len);
+    if (im.c != 3 || im.sc != 1 || out.len != im.h * im.w * 3) {
+        PyErr_Format(PyExc_ValueError, "image of %zd channels (channel stride %zd) and %zd pixels, output of "
+                     "%zd bytes", im.c, im.sc, im.h * im.w, out.len);
         PyBuffer_Release(&im.view);
         PyBuffer_Release(&out);
         return NULL;
     }
-    Py_BEGIN_ALLOW_THREADS
-    gather_pixels(&im, (uint8_t *)out.buf);
-    adjust_steps((uint8_t *)out.buf, im.h * im.w, kinds, steps, f);
-    Py_END_ALLOW_THREADS
+    if (im.h > 0 && im.w > 0) {
+        struct source src = {(const uint8_t *)im.view.buf, im.h, im.w, im.sy, im.sx};
+        Py_BEGIN_ALLOW_THREADS
+        adjust_steps(src, (uint8_t *)out.buf, kinds, steps, f);
+        Py_END_ALLOW_THREADS
+    }
     PyBuffer_Release(&im.view);
     PyBuffer_Release(&out);
     Py_RETURN_NONE;
 }
 
 /* out = tables[c][level] for every pixel: float32 <C,H,W> (chw) or <H,W,C>, C-contiguous. */
-static void lookup_pixels(const struct image *im, const float *t, float *out, int chw)
+VECTOR_CLONES static void lookup_pixels(const struct image *im, const float *t, float *out, int chw)
 {
     const uint8_t *base = (const uint8_t *)im->view.buf;
     Py_ssize_t plane = im->h * im->w, C = im->c;
