@@ -3,8 +3,8 @@ run in that contender's own python (a fresh process per measurement).
 
 Every script takes ``DATA CHAIN WORKERS BATCH IMAGES`` and prints one JSON line: ``images_per_s``
 (wall) and ``cpu_images_per_s`` (images per second of the process's CPU time, all its threads), timed
-from the first batch to the last (the pipeline already built). ``DATA`` is the MindRecord file for recordio and MindSpore and the JPEG blob
-(``.blob`` + ``.offsets.npy``, the same JPEGs) for the others. Chains: ``train`` (RandomCropDecodeResize
+from the first batch to the last (the pipeline already built). ``DATA`` is the MindRecord file for
+recordio and MindSpore and the JPEG blob (``.blob`` + ``.offsets.npy``, the same JPEGs) for the others. Chains: ``train`` (RandomCropDecodeResize
 (224, scale=(0.08, 1)), flip, RandomColorAdjust(0.4, 0.4, 0.4), Rescale, Normalize, HWC2CHW), ``eval``
 (Decode, Resize(256), CenterCrop(224), Normalize, HWC2CHW), ``eval_pil`` (MindSpore's PIL form:
 Decode(to_pil=True), Resize, CenterCrop, ToTensor, Normalize(is_hwc=False)).
@@ -113,8 +113,8 @@ from recordio import MindDataset
 from recordio.keys import op_scope, row_scope
 from recordio.vision import RandomCropDecodeResize, _jpeg
 from recordio.vision.decode import image_size
-rows = MindDataset(data_path, columns_list=["image"], shuffle=False).create_dict_iterator(num_epochs=1, output_numpy=True)
-jpegs = [np.ascontiguousarray(row["image"]).tobytes() for row in rows]
+rows = MindDataset(data_path, columns_list=["image"], shuffle=False)
+jpegs = [np.ascontiguousarray(row["image"]).tobytes() for row in rows.create_dict_iterator(output_numpy=True)]
 crop = RandomCropDecodeResize(224, scale=(0.08, 1.0))
 
 def box(i, data):
