@@ -24,9 +24,7 @@ import tempfile
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import vision_contenders  # noqa: E402  (a sibling module: tools/ is not a package when run as a script)
-import vision_photos  # noqa: E402
+from recordio.tools import vision_contenders, vision_photos
 
 CHAINS = ("train", "eval", "eval_pil")
 TAKES = {"recordio": CHAINS, "mindspore": CHAINS, "torchvision": ("train", "eval"), "dali": ("train", "eval"),
