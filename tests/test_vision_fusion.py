@@ -181,3 +181,25 @@ def test_fused_train_chain_in_a_pipeline_equals_the_unfused_ops(tmp_path, monkey
     assert len(got) == 6 and got[0].shape == (3, 32, 32) and got[0].dtype == np.float32
     for a, b in zip(got, want):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("shape", [(300, 410, 3), (200, 180, 3), (100, 90, 3)])
+@pytest.mark.parametrize("pil_form", [False, True])
+def test_eval_chain_fused_equals_unfused(shape, pil_form):
+    """Resize, CenterCrop (a view; padding when the image is smaller), then a level run, on a decoded
+    image (Decode's own fusion with Resize is checked in test_vision_decode.py)."""
+    import cv2
+    data = cv2.imencode(".jpg", _photo(shape, 3))[1].tobytes()
+    if pil_form:
+        ops = [vision.Resize(128), vision.CenterCrop(112), vision.ToTensor(),
+               vision.Normalize(UNIT_MEAN, UNIT_STD, is_hwc=False)]
+    else:
+        ops = [vision.Resize(128), vision.CenterCrop((112, 120)), vision.Normalize(MEAN, STD), vision.HWC2CHW()]
+    fused = fuse_ops(ops)
+    assert [type(op).__name__ for op in fused][1:3] == ["_ViewCrop", "_LevelRun"]     # a PIL image: crops as written
+    img = vision.Decode(to_pil=pil_form)(data)
+    got, want = _run(fused, img, 0), _run(ops, img, 0)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+    small = _photo((50, 60, 3))
+    np.testing.assert_array_equal(_run(fused[1:], small, 0), _run(ops[1:], small, 0))

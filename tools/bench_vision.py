@@ -10,14 +10,15 @@
    Normalize, HWC2CHW): the host path (map with 2 workers, then batch) against the offloaded
    ``OffloadTail`` on cpu and, when CUDA is present, on cuda (target there: >= 10x the host path).
 
-3. **The image-training chains** side by side with MindSpore, torchvision v2, DALI (CPU) and the decode
-   limit, per core, all cores and as training scripts run them (:mod:`recordio.tools.bench_vision_chains`;
+3. **The image-training chains** side by side with MindSpore, torchvision v2, DALI (CPU), FFCV and the
+   decode limit, per core, all cores and as training scripts run them (:mod:`recordio.tools.bench_vision_chains`;
    ``--no-chains`` leaves them out).
 
 Every measurement runs ``--repeat`` times and keeps the best run (the machine may be shared).
 
     python tools/bench_vision.py [--images 2048] [--repeat 3] [--device cuda] [--mindspore-python PY]
-        [--chain-images 512] [--torchvision-python PY] [--dali-python PY] [--no-chains] [--json FILE]
+        [--chain-images 512] [--torchvision-python PY] [--dali-python PY] [--ffcv-python PY] [--no-chains]
+        [--json FILE]
 """
 
 import json
@@ -69,6 +70,8 @@ def add_arguments(parser):
                                                                   "/work/venvs/tv/bin/python where it exists)")
     parser.add_argument("--dali-python", default=None, help="python with nvidia-dali-cuda120 (default "
                                                            "/work/venvs/dali/bin/python where it exists)")
+    parser.add_argument("--ffcv-python", default=None, help="python with ffcv (default /work/venvs/ffcv/bin/python "
+                                                           "where it exists)")
     parser.add_argument("--no-chains", action="store_true", help="leave out the image-training chains")
 
 

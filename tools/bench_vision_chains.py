@@ -1,13 +1,13 @@
 """The image-training chains side by side (``recordio bench --suite vision``, part 3): recordio, MindSpore
-2.10, torchvision v2, DALI (CPU) and the decode limit, on ImageNet-like JPEGs (``vision_photos``).
+2.10, torchvision v2, DALI (CPU), FFCV and the decode limit, on ImageNet-like JPEGs (``vision_photos``).
 
 For each chain (``train``, ``eval``, ``eval_pil``; see ``vision_contenders``) and each contender that
 is installed (a python given for it, or found under /work/venvs/), in a fresh process each:
 
 * **per core**: one worker (recordio and MindSpore: ``num_parallel_workers=1``; torchvision: one thread,
-  a plain loop; DALI: ``num_threads=1``), batch 32. Reported as images per second of the process's CPU
+  a plain loop; DALI: ``num_threads=1``; FFCV: ``num_workers=1``), batch 32. Reported as images per second of the process's CPU
   time (all its threads: on a shared machine this moves less than wall time) and in wall time;
-* **all cores** (recordio, MindSpore, DALI): ``os.cpu_count()`` workers, wall images/s;
+* **all cores** (recordio, MindSpore, DALI, FFCV): ``os.cpu_count()`` workers, wall images/s;
 * **as the scripts run it** (recordio, MindSpore): 8 workers (MindSpore refuses more workers than cores:
   it gets that many), batch 4, wall images/s.
 
@@ -28,8 +28,9 @@ from recordio.tools import vision_contenders, vision_photos
 
 CHAINS = ("train", "eval", "eval_pil")
 TAKES = {"recordio": CHAINS, "mindspore": CHAINS, "torchvision": ("train", "eval"), "dali": ("train", "eval"),
-         "decode limit": ("train", "eval")}
-VENVS = {"torchvision": "/work/venvs/tv/bin/python", "dali": "/work/venvs/dali/bin/python"}
+         "ffcv": ("train", "eval"), "decode limit": ("train", "eval")}
+VENVS = {"torchvision": "/work/venvs/tv/bin/python", "dali": "/work/venvs/dali/bin/python",
+         "ffcv": "/work/venvs/ffcv/bin/python"}
 BATCH, SCRIPT_WORKERS, SCRIPT_BATCH = 32, 8, 4
 
 
@@ -126,7 +127,7 @@ def chain_rows(best, failed):
             continue
         cpu = ours["cpu_images_per_s"]
         rows.append(_row(f"{chain} per core: recordio (CPU images/s)", cpu, "images/s"))
-        for name in ("mindspore", "torchvision", "dali", "decode limit"):
+        for name in ("mindspore", "torchvision", "dali", "ffcv", "decode limit"):
             theirs = best.get((name, chain, "core"))
             if theirs is not None:
                 target = {"mindspore": ">= 2", "decode limit": ">= 0.7"}.get(name, ">= 1.2")
@@ -137,7 +138,7 @@ def chain_rows(best, failed):
         if wide is not None:
             rows.append(_row(f"{chain} all {os.cpu_count()} cores: recordio", wide["images_per_s"], "images/s",
                              "recordio one core (wall)", ours["images_per_s"], ">= 1.8"))
-            for name in ("mindspore", "dali"):
+            for name in ("mindspore", "dali", "ffcv"):
                 theirs = best.get((name, chain, "all"))
                 if theirs is not None:
                     rows.append(_row(f"{chain} all cores: recordio vs {name}", wide["images_per_s"], "images/s",

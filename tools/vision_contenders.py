@@ -104,6 +104,37 @@ p.build()
 timed(len(p.run()[0]) for _ in range(images // batch))
 """
 
+FFCV = TIMER + BLOB + r"""
+# FFCV reads its own .beton file of the same photos (its writer re-encodes them as JPEG at quality 90);
+# its image pipelines have no colour jitter: the train chain is its RandomResizedCrop decoder, flip, normalise.
+import os
+import cv2
+import torch
+from ffcv.fields import IntField, RGBImageField
+from ffcv.fields.decoders import CenterCropRGBImageDecoder, IntDecoder, RandomResizedCropRGBImageDecoder
+from ffcv.loader import Loader, OrderOption
+from ffcv.transforms import NormalizeImage, RandomHorizontalFlip, ToTensor, ToTorchImage
+from ffcv.writer import DatasetWriter
+beton = data_path + ".beton"
+if not os.path.exists(beton):
+    class Photos:
+        def __len__(self):
+            return len(jpegs)
+        def __getitem__(self, i):
+            return cv2.imdecode(np.frombuffer(jpegs[i], np.uint8), cv2.IMREAD_COLOR_RGB), i % 1000
+    DatasetWriter(beton, {"image": RGBImageField(write_mode="jpg", jpeg_quality=90), "label": IntField()},
+                  num_workers=1).from_indexed_dataset(Photos())
+MEAN, STD = np.array([123.675, 116.28, 103.53]), np.array([58.395, 57.12, 57.375])
+if chain == "train":
+    decoder = [RandomResizedCropRGBImageDecoder((224, 224), scale=(0.08, 1.0)), RandomHorizontalFlip()]
+else:
+    decoder = [CenterCropRGBImageDecoder((224, 224), ratio=224 / 256)]
+image = decoder + [NormalizeImage(MEAN, STD, np.float32), ToTensor(), ToTorchImage()]
+loader = Loader(beton, batch_size=batch, num_workers=workers, order=OrderOption.SEQUENTIAL, drop_last=True,
+                pipelines={"image": image, "label": [IntDecoder(), ToTensor()]})
+timed(len(images_) for images_, _ in loader)
+"""
+
 DECODE_LIMIT = TIMER + r"""
 # libjpeg-turbo decoding only each image's crop box (the chain's own boxes), at the fastest scale M/8 that
 # keeps the box at least the output's size (libjpeg-turbo's SIMD IDCT is 1/1, 1/2, 1/4, 1/8; its other
@@ -144,5 +175,5 @@ def batches():
 timed(batches())
 """
 
-SCRIPTS = {"recordio": RECORDIO, "mindspore": MINDSPORE, "torchvision": TORCHVISION, "dali": DALI,
+SCRIPTS = {"recordio": RECORDIO, "mindspore": MINDSPORE, "torchvision": TORCHVISION, "dali": DALI, "ffcv": FFCV,
            "decode limit": DECODE_LIMIT}

@@ -8,9 +8,9 @@
   independently of the other pixels, so the run maps level ``v`` of channel ``c`` to
   ``tables[c][v]``, the tables being the run's own ops applied to the 256 levels (the same float32
   operations, hence the same values). The pass writes channels-first directly when the run ends there;
-* a ``RandomHorizontalFlip``/``RandomVerticalFlip`` right before such a run or a compiled
-  ``RandomColorAdjust`` hands on a flipped view (:class:`_ViewFlip`): the next op's pass reads it
-  flipped, instead of a flip pass and a copy.
+* a ``RandomHorizontalFlip``/``RandomVerticalFlip`` or a ``CenterCrop`` right before such a run or a
+  compiled ``RandomColorAdjust`` hands on a view (:class:`_ViewFlip`, :class:`_ViewCrop`): the next op's
+  pass reads it flipped or cropped, instead of a flip or crop pass and a copy.
 
 Anything else (a float image, a channel count the ops refuse, ...) runs the ops as written, so the
 values and the errors are those of the unfused ops. The op list keeps its length: the slots of ops
@@ -24,8 +24,8 @@ from recordio.keys import current_keys
 from recordio.vision import color_kernels, pil
 from recordio.vision.color import Normalize, RandomColorAdjust, Rescale
 from recordio.vision.decode import Decode, EncodedImage, as_buffer
-from recordio.vision.geometry import (HWC2CHW, RandomHorizontalFlip, RandomResizedCrop, RandomVerticalFlip,
-                                      Resize)
+from recordio.vision.geometry import (HWC2CHW, CenterCrop, RandomHorizontalFlip, RandomResizedCrop,
+                                      RandomVerticalFlip, Resize)
 from recordio.vision.pil import ToTensor
 
 __all__ = ["fuse_decode", "fuse_ops"]
@@ -141,6 +141,26 @@ class _ViewFlip:
         return f"<{self.op!r}, as a view>"
 
 
+class _ViewCrop:
+    """A CenterCrop whose next op reads strided images: the window as a view of a uint8 <H,W,C> image
+    that needs no padding."""
+
+    def __init__(self, op):
+        self.op = op
+        self.__name__ = "CenterCrop"
+
+    def __call__(self, img):
+        h, w = self.op.size
+        if not (isinstance(img, np.ndarray) and img.dtype == np.uint8 and img.ndim == 3 and img.shape[2] <= 4
+                and img.shape[0] >= h and img.shape[1] >= w):
+            return self.op(img)
+        y, x = (img.shape[0] - h) // 2, (img.shape[1] - w) // 2
+        return img[y:y + h, x:x + w]
+
+    def __repr__(self):
+        return f"<{self.op!r}, as a view>"
+
+
 class _Passed:
     """The slot of an op that a fused neighbour already applied: passes its input on."""
 
@@ -175,4 +195,6 @@ def fuse_ops(operations):
     for j in range(len(ops) - 1):
         if type(ops[j]) in (RandomHorizontalFlip, RandomVerticalFlip) and _reads_views(ops[j + 1]):
             ops[j] = _ViewFlip(ops[j])
+        elif type(ops[j]) is CenterCrop and _reads_views(ops[j + 1]):
+            ops[j] = _ViewCrop(ops[j])
     return ops
