@@ -135,7 +135,8 @@ class _ViewFlip:
     def __call__(self, img):
         if not (isinstance(img, np.ndarray) and img.dtype == np.uint8 and img.ndim == 3 and img.shape[2] <= 4):
             return self.op(img)
-        return np.flip(img, self.op.axis) if self.op.draw(current_keys())["flip"][0] else img
+        flip = current_keys().unit_floats([(0,)])[0] < self.op.prob        # the op's bernoulli(0, prob), one row
+        return np.flip(img, self.op.axis) if flip else img
 
     def __repr__(self):
         return f"<{self.op!r}, as a view>"
