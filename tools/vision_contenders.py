@@ -107,6 +107,7 @@ timed(len(p.run()[0]) for _ in range(images // batch))
 FFCV = TIMER + BLOB + r"""
 # FFCV reads its own .beton file of the same photos (its writer re-encodes them as JPEG at quality 90);
 # its image pipelines have no colour jitter: the train chain is its RandomResizedCrop decoder, flip, normalise.
+# A first pass over the file compiles the loader (numba) and is not timed.
 import os
 import cv2
 import torch
@@ -132,6 +133,8 @@ else:
 image = decoder + [NormalizeImage(MEAN, STD, np.float32), ToTensor(), ToTorchImage()]
 loader = Loader(beton, batch_size=batch, num_workers=workers, order=OrderOption.SEQUENTIAL, drop_last=True,
                 pipelines={"image": image, "label": [IntDecoder(), ToTensor()]})
+for _ in loader:                    # a first pass compiles the pipeline (numba): not timed
+    pass
 timed(len(images_) for images_, _ in loader)
 """
 
