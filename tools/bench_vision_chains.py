@@ -13,6 +13,8 @@ is installed (a python given for it, or found under /work/venvs/), in a fresh pr
 
 Ratios are taken in the same run: recordio / each contender, and recordio / the decode limit
 (libjpeg-turbo decoding only each image's crop box at the fastest admissible DCT scale, nothing else).
+A first row says how much ``os.cpu_count()`` independent processes get over one at that time (on a shared
+machine, the ceiling of every all-cores figure of the run).
 Runs alternate between contenders; each measurement keeps the best of ``--repeat``.
 """
 
@@ -70,8 +72,18 @@ def measure(python, name, data, chain, workers, batch, images):
     return json.loads(lines[-1])
 
 
-def _best(runs, key):
-    return max(r[key] for r in runs) if runs else None
+SPIN = "import time\ns = time.perf_counter()\nx = 0\nfor i in range(4_000_000):\n    x += i\nprint(time.perf_counter() - s)"
+
+
+def cores_ceiling():
+    """How many times one core's work the machine gives ``os.cpu_count()`` independent processes now (a
+    pure-Python loop each, started together): the ceiling of any all-cores figure taken in this run."""
+    def spin(count):
+        procs = [subprocess.Popen([sys.executable, "-c", SPIN], stdout=subprocess.PIPE, text=True)
+                 for _ in range(count)]
+        return max(float(p.communicate()[0]) for p in procs)
+    cores = os.cpu_count() or 1
+    return cores * spin(1) / spin(cores)
 
 
 def plan(found):
@@ -99,6 +111,7 @@ def measurements(args, images, repeats):
     with tempfile.TemporaryDirectory(prefix="recordio-bench-chains-") as tmp:
         data = write_data(getattr(args, "workdir", None) or tmp, images)
         for _ in range(repeats):
+            best.setdefault("ceiling", []).append(cores_ceiling())
             for name, chain, mode, workers, batch in plan(found):
                 key = (name, chain, mode)
                 if key in failed:
@@ -121,6 +134,9 @@ def _row(name, value, unit, baseline=None, baseline_value=None, target=""):
 def chain_rows(best, failed):
     """Result rows: per core (CPU images/s), all cores and as the scripts run it (wall images/s)."""
     rows = []
+    if best.get("ceiling"):
+        rows.append(_row(f"all {os.cpu_count()} cores: independent processes / one (the machine now)",
+                         max(best["ceiling"]), "x"))
     for chain in CHAINS:
         ours = best.get(("recordio", chain, "core"))
         if ours is None:
