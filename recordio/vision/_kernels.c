@@ -96,10 +96,18 @@ static inline const uint8_t *row_of(const struct source *src, Py_ssize_t y)
 }
 
 /* m RGB pixels (pixel stride sx) <-> three int32 planes of a chunk; loads go through the table t (the
- * level tables of the brightness/contrast steps not yet applied: see adjust_steps). */
+ * level tables of the brightness/contrast steps not yet applied, see adjust_steps; NULL: none). */
 static inline void load_chunk(const uint8_t *p, Py_ssize_t sx, int m, int32_t *R, int32_t *G, int32_t *B,
                               const uint8_t *t)
 {
+    if (t == NULL) { /* no pending tables: plain loads, which vectorise */
+        for (int j = 0; j < m; j++) {
+            R[j] = p[sx * j];
+            G[j] = p[sx * j + 1];
+            B[j] = p[sx * j + 2];
+        }
+        return;
+    }
     for (int j = 0; j < m; j++) {
         R[j] = t[p[sx * j]];
         G[j] = t[p[sx * j + 1]];
@@ -241,11 +249,12 @@ static void adjust_steps(struct source src, uint8_t *out, const char *kinds, Py_
             identity = 0;
             continue;
         }
+        const uint8_t *t = identity ? NULL : table;
         for (Py_ssize_t y = 0; y < src.h; y++) {
             if (kind == 2)
-                saturation_row(row_of(&src, y), src.sx, out + 3 * y * src.w, src.w, a, 1.0f - a, table);
+                saturation_row(row_of(&src, y), src.sx, out + 3 * y * src.w, src.w, a, 1.0f - a, t);
             else
-                hue_row(row_of(&src, y), src.sx, out + 3 * y * src.w, src.w, a + 1.0f, table);
+                hue_row(row_of(&src, y), src.sx, out + 3 * y * src.w, src.w, a + 1.0f, t);
         }
         for (int x = 0; x < 256; x++)
             table[x] = (uint8_t)x;
