@@ -211,13 +211,24 @@ static void lut_row(const uint8_t *p, Py_ssize_t sx, uint8_t *out, Py_ssize_t n,
     }
 }
 
-static long long grey_total(const struct source *src, const uint8_t *t)
+VECTOR_CLONES static long long grey_total(const struct source *src, const uint8_t *t)
 {
     long long total = 0;
     for (Py_ssize_t y = 0; y < src->h; y++) {
         const uint8_t *p = row_of(src, y);
-        for (Py_ssize_t x = 0; x < src->w; x++, p += src->sx)
-            total += (t[p[0]] * 9798 + t[p[1]] * 19235 + t[p[2]] * 3735 + 16384) >> 15;
+        int32_t row = 0; /* at most 255 * 4096 pixels of a row in int32 */
+        Py_ssize_t x = 0;
+        while (x < src->w) {
+            Py_ssize_t end = x + 4096 < src->w ? x + 4096 : src->w;
+            row = 0;
+            if (t == NULL)
+                for (; x < end; x++, p += src->sx)
+                    row += (p[0] * 9798 + p[1] * 19235 + p[2] * 3735 + 16384) >> 15;
+            else
+                for (; x < end; x++, p += src->sx)
+                    row += (t[p[0]] * 9798 + t[p[1]] * 19235 + t[p[2]] * 3735 + 16384) >> 15;
+            total += row;
+        }
     }
     return total;
 }
@@ -241,7 +252,8 @@ static void adjust_steps(struct source src, uint8_t *out, const char *kinds, Py_
         if (kind == 0 || kind == 1) {
             float offset = 0.0f;
             if (kind == 1)
-                offset = (float)nearbyint((double)grey_total(&src, table) / (double)n) * (1.0f - a);
+                offset = (float)nearbyint((double)grey_total(&src, identity ? NULL : table) / (double)n)
+                         * (1.0f - a);
             for (int x = 0; x < 256; x++)
                 step[x] = round_u8(kind == 1 ? (float)x * a + offset : (float)x * a);
             for (int x = 0; x < 256; x++)
