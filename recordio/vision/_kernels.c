@@ -1,4 +1,5 @@
-/* One-pass C versions of the uint8 colour kernels in color_kernels.py.
+/* One-pass C versions of the uint8 colour kernels in color_kernels.py, and the table pass of the
+ * fused level runs (fusion.py: Rescale/Normalize/HWC2CHW/ToTensor as one lookup per channel).
  *
  * Each function repeats, pixel by pixel, the float32 operation sequence of its numpy counterpart
  * (the same tables, the same order of float32 operations, rounding half to even and saturating),
@@ -6,9 +7,10 @@
  * Build flags forbid contracting a * b + c into a fused multiply-add (it would round once, not twice);
  * -fno-trapping-math only lets the compiler turn selects into branch-free code (results unchanged).
  *
- * Images are flat, C-contiguous uint8 RGB buffers (pixels of 3 bytes), changed in place. The Python
- * side checks dtype, layout and sizes; these functions check lengths again and never read past a
- * buffer. The loops run without the GIL.
+ * adjust changes a flat, C-contiguous uint8 RGB buffer in place; adjust_from and lookup read a uint8
+ * <H,W,C> image with any strides (a flipped or cropped view) and write a C-contiguous output. The
+ * Python side checks dtype, layout and sizes; these functions check sizes again and never read past
+ * a buffer. The loops run without the GIL.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
