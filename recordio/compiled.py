@@ -70,12 +70,13 @@ def load(module):
 
 
 def checked(module):
-    """Decorate the self-check of ``module`` (a cached function of no arguments returning whether the
-    part may be used): a failed check disables the part, with a one-time :class:`RuntimeWarning`."""
+    """Decorate the self-check of ``module`` (a cached function returning whether the part may be used;
+    its arguments, if any, name what is checked, e.g. a decoding scale): a failed check disables the
+    part (for what it checked), with a one-time :class:`RuntimeWarning`."""
     def wrap(check):
         @functools.wraps(check)
-        def run():
-            ok = check()
+        def run(*args):
+            ok = check(*args)
             state = _state.get(module, "")
             if not ok and state == "active":
                 _state[module] = "disabled: its self-check failed"

@@ -58,6 +58,9 @@ def test_training_reports_every_sink_epoch_and_learns(job):
     assert losses[-1] < losses[0] / 2
     assert all(0 <= float(e[3]) <= 100 for e in epochs)
     assert "offloaded ops" in stdout and "RandomHorizontalFlip, RandomColorAdjust, Normalize, HWC2CHW" in stdout
+    rate = re.search(r"host chain \(Decode, RandomResizedCrop\(\d+\); the part before the offloaded tail\): "
+                     r"([\d,]+) images/s per core \((\d+) images", stdout)
+    assert rate and int(rate.group(1).replace(",", "")) > 0 and int(rate.group(2)) > 0
     assert accuracy_of(stdout) >= 50.0                               # chance is 16.7%
 
 

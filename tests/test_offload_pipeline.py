@@ -39,7 +39,15 @@ def cast_chain():
             transforms.TypeCast("float32"), vision.RandomHorizontalFlip(0.5)]
 
 
-CHAINS = {"imagenet": imagenet_chain, "sharpness": sharp_chain, "cast": cast_chain}
+def train_chain():
+    """The ImageNet training chain as the scripts write it: the host fuses its tail (a level run), the
+    offloaded tail gets uint8 images."""
+    return [vision.RandomCropDecodeResize(16), vision.RandomHorizontalFlip(), vision.RandomColorAdjust(0.4, 0.4, 0.4),
+            vision.Rescale(1 / 255, 0.0), vision.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225]),
+            vision.HWC2CHW()]
+
+
+CHAINS = {"imagenet": imagenet_chain, "sharpness": sharp_chain, "cast": cast_chain, "train": train_chain}
 
 
 @pytest.fixture(autouse=True)
@@ -91,8 +99,9 @@ def test_two_epochs_differ_and_stay_equal():
     assert not np.allclose(host["image"][:N], host["image"][N:])
 
 
-def test_module_export_equals_the_in_pipeline_result():
-    ds = pipeline("imagenet", offload=True, label_offload=True)
+@pytest.mark.parametrize("chain", ["imagenet", "train"])
+def test_module_export_equals_the_in_pipeline_result(chain):
+    ds = pipeline(chain, offload=True, label_offload=True)
     module = ds.offload_module()
     assert isinstance(module, torch.nn.Module)
     expected = list(ds.create_dict_iterator(num_epochs=1, output_numpy=True))

@@ -150,3 +150,27 @@ def test_without_the_region_decoder_the_whole_image_is_decoded(monkeypatch):
         np.testing.assert_array_equal(got, want)
     finally:
         dec._region_decoder_is_exact.cache_clear()
+
+
+@needs_region
+@pytest.mark.parametrize("interpolation", [vision.Inter.LINEAR, vision.Inter.CUBIC, vision.Inter.AREA])
+@pytest.mark.parametrize("sampling", ["420", "422", "444"])
+def test_scaled_region_equals_the_reduced_whole_decode(sampling, interpolation, monkeypatch):
+    """A crop at least twice the output decodes only around the box at 1/2, 1/4 or 1/8 of the size:
+    the result is that of resampling OpenCV's whole reduced decode (the path without the extension) within
+    1 LSB on a few pixels: the decoded pixels are equal, but OpenCV's warp computes source coordinates in
+    float32, so a translation by the block's origin moves some of them by an ulp."""
+    data = np.frombuffer(encode(photo(397, 461, 3), cv2.IMWRITE_JPEG_SAMPLING_FACTOR, SAMPLINGS[sampling]), np.uint8)
+    rng = np.random.default_rng(5)
+    for out in (20, 40, 90):
+        for _ in range(12):
+            h, w = int(rng.integers(2 * out, 398)), int(rng.integers(2 * out, 462))
+            y, x = int(rng.integers(0, 398 - h)), int(rng.integers(0, 462 - w))
+            region = lambda H, W: ((y, x, h, w), (out, out))       # noqa: E731
+            got = dec.decode_region(dec.EncodedImage(data), region, interpolation)
+            with monkeypatch.context() as m:
+                m.setattr(dec, "_decode_scaled_box", lambda *a: None)
+                want = dec.decode_region(dec.EncodedImage(data), region, interpolation)
+            assert dec._reduction(data, h, w, out, out) > 1
+            diff = np.abs(got.astype(int) - want)
+            assert diff.max() <= 1 and diff.mean() < 0.01, (y, x, h, w, out, diff.max(), diff.mean())

@@ -4,7 +4,9 @@ import numpy as np
 import pytest
 
 from recordio import vision
+from recordio.keys import op_scope, row_scope
 from recordio.transforms import Compose
+from recordio.vision import color_kernels, fusion
 from recordio.vision.fusion import fuse_ops
 
 MEAN, STD = [123.675, 116.28, 103.53], [58.395, 57.12, 57.375]
@@ -53,8 +55,8 @@ def test_fusion_keeps_length_and_leaves_other_ops():
            chw_first, vision.HWC2CHW()]
     fused = fuse_ops(ops)
     assert len(fused) == len(ops)
-    assert fused[2] is flip and fused[5] is chw_first and fused[6] is ops[6]
-    assert fused[3].__name__ == "Normalize" and fused[4].__name__ == "HWC2CHW"
+    assert fused[2].op is flip and fused[6] is ops[6]
+    assert fused[3].__name__ == "Normalize" and fused[4].__name__ == "HWC2CHW" and fused[5].op is chw_first
     assert type(fused[0]).__name__ == "_DeferredDecode"
 
 
@@ -62,5 +64,142 @@ def test_compose_fuses_and_matches_the_unfused_chain():
     img = np.random.default_rng(1).integers(0, 256, (40, 30, 3), dtype=np.uint8)
     ops = [vision.RandomHorizontalFlip(1.0), vision.Normalize(MEAN, STD), vision.HWC2CHW()]
     compose = Compose(ops)
-    assert type(compose._ops[1]).__name__ == "_NormalizeToCHW"
+    assert type(compose._ops[0]).__name__ == "_ViewFlip" and type(compose._ops[1]).__name__ == "_LevelRun"
     np.testing.assert_array_equal(compose(img), unfused(ops, img))
+
+
+UNIT_MEAN, UNIT_STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
+LEVEL_RUNS = {
+    "rescale-normalize-chw": lambda: [vision.Rescale(1 / 255, 0), vision.Normalize(UNIT_MEAN, UNIT_STD),
+                                      vision.HWC2CHW()],
+    "rescale-normalize-hwc": lambda: [vision.Rescale(1 / 255, 0), vision.Normalize(UNIT_MEAN, UNIT_STD)],
+    "chw-then-normalize": lambda: [vision.HWC2CHW(), vision.Normalize(MEAN, STD, is_hwc=False)],
+    "totensor-normalize": lambda: [vision.ToTensor(), vision.Normalize(UNIT_MEAN, UNIT_STD, is_hwc=False)],
+    "totensor-rescale-normalize": lambda: [vision.ToTensor(), vision.Rescale(2.0, -0.5),
+                                           vision.Normalize([0.5], [0.25], is_hwc=False)],
+    "two-normalize": lambda: [vision.Normalize(MEAN, STD), vision.Rescale(0.5, 1.0), vision.Normalize([1.0], [2.0]),
+                              vision.HWC2CHW()],
+}
+
+
+def _run(ops, img, row):
+    """The ops on one row under the pipeline's keys (op j draws as op j of a map)."""
+    with row_scope(7, 0, row):
+        for j, op in enumerate(ops):
+            with op_scope(j):
+                img = op(img)
+    return img
+
+
+def _photo(shape, seed=0):
+    return np.random.default_rng(seed).integers(0, 256, shape, dtype=np.uint8)
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+@pytest.mark.parametrize("head", ["none", "flip", "vflip", "flip-color"])
+@pytest.mark.parametrize("run", sorted(LEVEL_RUNS))
+def test_level_runs_equal_the_unfused_ops(run, head, compiled, monkeypatch):
+    if not compiled:
+        monkeypatch.setattr(color_kernels, "_kernels", None)
+    before = {"none": [], "flip": [vision.RandomHorizontalFlip()], "vflip": [vision.RandomVerticalFlip()],
+              "flip-color": [vision.RandomHorizontalFlip(), vision.RandomColorAdjust(0.4, 0.4, 0.4, 0.1)]}[head]
+    ops = before + LEVEL_RUNS[run]()
+    fused = fuse_ops(ops)
+    assert len(fused) == len(ops) and type(fused[len(before)]).__name__ == "_LevelRun"
+    for row in range(8):                                 # prob 0.5: both flip outcomes are seen
+        img = _photo((29, 23, 3), row)
+        got, want = _run(fused, img, row), _run(ops, img, row)
+        assert got.dtype == want.dtype == np.float32 and got.shape == want.shape and got.flags.c_contiguous
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("shape", [(6, 5, 1), (6, 5, 4), (1, 1, 3)])
+def test_level_runs_take_other_channel_counts(shape):
+    ops = [vision.Rescale(1 / 255, 0), vision.Normalize([0.5], [0.2]), vision.HWC2CHW()]
+    img = _photo(shape)
+    np.testing.assert_array_equal(_run(fuse_ops(ops), img, 0), _run(ops, img, 0))
+
+
+@pytest.mark.parametrize("img", [np.arange(60, dtype=np.float32).reshape(4, 5, 3),
+                                 np.arange(20, dtype=np.uint8).reshape(4, 5),
+                                 np.arange(60, dtype=np.uint16).reshape(4, 5, 3)])
+def test_level_runs_run_other_images_as_written(img):
+    ops = [vision.Rescale(1 / 255, 0), vision.Normalize([0.5], [0.2]), vision.HWC2CHW()]
+    got, want = _run(fuse_ops(ops), img, 0), _run(ops, img, 0)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+
+
+def test_totensor_run_takes_pil_images():
+    from PIL import Image
+    ops = [vision.ToTensor(), vision.Normalize([0.5], [0.2], is_hwc=False)]
+    fused = fuse_ops(ops)
+    for mode in ("RGB", "L"):
+        img = Image.fromarray(_photo((13, 17, 3))).convert(mode)
+        got, want = _run(fused, img, 0), _run(ops, img, 0)
+        assert got.shape == want.shape == ((3,) if mode == "RGB" else (1,)) + (13, 17)
+        np.testing.assert_array_equal(got, want)
+
+
+def test_level_run_refusing_channels_raises_the_ops_error():
+    ops = fuse_ops([vision.Rescale(1 / 255, 0), vision.Normalize(UNIT_MEAN, UNIT_STD), vision.HWC2CHW()])
+    with pytest.raises(ValueError, match="Normalize: mean/std have 3 values"):
+        ops[0](_photo((4, 4, 2)))
+
+
+def test_what_does_not_fuse():
+    """A lone op, a Normalize on the other layout, a ToTensor to another type, a flip before an op that
+    copies anyway: as written."""
+    lone = [vision.Rescale(1 / 255, 0), vision.RandomHorizontalFlip(), vision.Normalize(MEAN, STD, is_hwc=False)]
+    assert fuse_ops(lone) == lone
+    other_type = [vision.ToTensor("float64"), vision.Normalize(MEAN, STD, is_hwc=False)]
+    assert fuse_ops(other_type) == other_type
+    flip_then_resize = [vision.RandomHorizontalFlip(), vision.Resize(8)]
+    assert fuse_ops(flip_then_resize) == flip_then_resize
+
+
+def test_fused_train_chain_in_a_pipeline_equals_the_unfused_ops(tmp_path, monkeypatch):
+    """MindDataset.map fuses (the planner's host maps): the rows equal those of the same pipeline with
+    fusion switched off."""
+    import cv2
+    from recordio import FileWriter, MindDataset
+    path = str(tmp_path / "x.mindrecord")
+    with FileWriter(path, overwrite=True) as w:
+        w.add_schema({"image": {"type": "bytes"}}, "x")
+        w.write_raw_data([{"image": cv2.imencode(".jpg", _photo((60, 70, 3), i))[1].tobytes()} for i in range(6)])
+
+    def rows():
+        ops = [vision.RandomCropDecodeResize(32), vision.RandomHorizontalFlip(),
+               vision.RandomColorAdjust(0.4, 0.4, 0.4), vision.Rescale(1 / 255, 0),
+               vision.Normalize(UNIT_MEAN, UNIT_STD), vision.HWC2CHW()]
+        ds = MindDataset(path, shuffle=False).map(ops, input_columns="image", num_parallel_workers=2)
+        return [row["image"] for row in ds.create_dict_iterator(num_epochs=1, output_numpy=True)]
+
+    got = rows()
+    monkeypatch.setattr(fusion, "fuse_ops", list)
+    want = rows()
+    assert len(got) == 6 and got[0].shape == (3, 32, 32) and got[0].dtype == np.float32
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("shape", [(300, 410, 3), (200, 180, 3), (100, 90, 3)])
+@pytest.mark.parametrize("pil_form", [False, True])
+def test_eval_chain_fused_equals_unfused(shape, pil_form):
+    """Resize, CenterCrop (a view; padding when the image is smaller), then a level run, on a decoded
+    image (Decode's own fusion with Resize is checked in test_vision_decode.py)."""
+    import cv2
+    data = cv2.imencode(".jpg", _photo(shape, 3))[1].tobytes()
+    if pil_form:
+        ops = [vision.Resize(128), vision.CenterCrop(112), vision.ToTensor(),
+               vision.Normalize(UNIT_MEAN, UNIT_STD, is_hwc=False)]
+    else:
+        ops = [vision.Resize(128), vision.CenterCrop((112, 120)), vision.Normalize(MEAN, STD), vision.HWC2CHW()]
+    fused = fuse_ops(ops)
+    assert [type(op).__name__ for op in fused][1:3] == ["_ViewCrop", "_LevelRun"]     # a PIL image: crops as written
+    img = vision.Decode(to_pil=pil_form)(data)
+    got, want = _run(fused, img, 0), _run(ops, img, 0)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+    small = _photo((50, 60, 3))
+    np.testing.assert_array_equal(_run(fused[1:], small, 0), _run(ops[1:], small, 0))

@@ -29,8 +29,7 @@ def every_colour():
 
 @pytest.fixture
 def numpy_only(monkeypatch):
-    monkeypatch.setattr(ck, "_kernels", None)
-    monkeypatch.setattr(fusion, "_kernels", None)
+    monkeypatch.setattr(ck, "_kernels", None)          # fusion picks its path from the same name
 
 
 def _numpy(fn, *args):
@@ -99,14 +98,27 @@ def test_adjust_all_takes_non_contiguous_views():
 
 @needs_c
 @pytest.mark.parametrize("channels", [1, 3, 4])
-def test_normalize_to_chw_equals_numpy_path(channels, monkeypatch):
+@pytest.mark.parametrize("view", ["plain", "flipped", "strided"])
+def test_normalize_to_chw_equals_numpy_path(channels, view, monkeypatch):
     img = np.random.default_rng(channels).integers(0, 256, (9, 11, channels), dtype=np.uint8)
+    img = {"plain": img, "flipped": img[::-1, ::-1], "strided": img[::2, 1::3]}[view]
     op = fusion.fuse_ops([vision.Normalize([10.0] * channels, [3.0] * channels), vision.HWC2CHW()])[0]
     got = op(img)
-    monkeypatch.setattr(fusion, "_kernels", None)
+    monkeypatch.setattr(ck, "_kernels", None)
     np.testing.assert_array_equal(got, op(img))
     want = ((img.astype(F32) - F32(10.0)) / F32(3.0)).transpose(2, 0, 1)
     np.testing.assert_array_equal(got, want)
+
+
+@needs_c
+@pytest.mark.parametrize("view", [(slice(None), slice(None, None, -1)), (slice(None, None, -1), slice(None)),
+                                  (slice(1, None, 2), slice(None, None, 3))])
+def test_adjust_from_reads_views_as_their_copies(view):
+    img = np.random.default_rng(6).integers(0, 256, (23, 19, 3), dtype=np.uint8)[view]
+    factors = np.array([1.3, 0.7, 1.6, -0.2])
+    for order in [(0, 1, 2, 3), (2, 1, 0, 3), (3, 0, 1, 2), (1, 0, 3, 2)]:
+        got = ck.adjust_all(img, factors, order)
+        np.testing.assert_array_equal(got, _numpy(ck.adjust_all, np.ascontiguousarray(img), factors, order))
 
 
 @needs_c
@@ -121,9 +133,13 @@ def test_c_kernels_reject_wrong_buffers():
     with pytest.raises((BufferError, TypeError)):
         k.adjust(b"\x00\x01\x02", b"\x00", 1.0, 1.0, 1.0, 0.1)          # read-only
     with pytest.raises(ValueError, match="output"):
-        k.lookup_chw(np.zeros((2, 2, 3), np.uint8), 3, np.zeros((3, 256), F32), np.zeros(11, F32))
+        k.lookup(np.zeros((2, 2, 3), np.uint8), np.zeros((3, 256), F32), np.zeros(11, F32), True)
     with pytest.raises(ValueError, match="tables"):
-        k.lookup_chw(np.zeros((2, 2, 3), np.uint8), 3, np.zeros((2, 256), F32), np.zeros(12, F32))
+        k.lookup(np.zeros((2, 2, 3), np.uint8), np.zeros((2, 256), F32), np.zeros(12, F32), True)
+    with pytest.raises(ValueError, match="uint8 <H,W,C>"):
+        k.lookup(np.zeros((2, 2, 5), np.uint8), np.zeros((5, 256), F32), np.zeros(20, F32), True)
+    with pytest.raises(ValueError, match="output"):
+        k.adjust_from(np.zeros((2, 2, 3), np.uint8), np.zeros(9, np.uint8), b"\x00", 1.0, 1.0, 1.0, 0.0)
     empty = np.zeros((0, 5, 3), np.uint8)
     k.adjust(empty, b"\x00\x01\x02\x03", 1.0, 1.0, 1.0, 0.1)              # nothing to do, no division by 0
 

@@ -10,9 +10,15 @@
    Normalize, HWC2CHW): the host path (map with 2 workers, then batch) against the offloaded
    ``OffloadTail`` on cpu and, when CUDA is present, on cuda (target there: >= 10x the host path).
 
+3. **The image-training chains** side by side with MindSpore, torchvision v2, DALI (CPU), FFCV and the
+   decode limit, per core, all cores and as training scripts run them (:mod:`recordio.tools.bench_vision_chains`;
+   ``--no-chains`` leaves them out).
+
 Every measurement runs ``--repeat`` times and keeps the best run (the machine may be shared).
 
-    python tools/bench_vision.py [--images 2048] [--repeat 3] [--device cuda] [--mindspore-python PY] [--json FILE]
+    python tools/bench_vision.py [--images 2048] [--repeat 3] [--device cuda] [--mindspore-python PY]
+        [--chain-images 512] [--torchvision-python PY] [--dali-python PY] [--ffcv-python PY] [--no-chains]
+        [--json FILE]
 """
 
 import json
@@ -59,6 +65,14 @@ def add_arguments(parser):
     parser.add_argument("--repeat", type=int, default=3, help="runs of each measurement; the best is kept "
                                                                "(default 3)")
     parser.add_argument("--quick", action="store_true", help="small run (a smoke test, not for quoting)")
+    parser.add_argument("--chain-images", type=int, default=512, help="photos per chain measurement (default 512)")
+    parser.add_argument("--torchvision-python", default=None, help="python with torchvision (default "
+                                                                  "/work/venvs/tv/bin/python where it exists)")
+    parser.add_argument("--dali-python", default=None, help="python with nvidia-dali-cuda120 (default "
+                                                           "/work/venvs/dali/bin/python where it exists)")
+    parser.add_argument("--ffcv-python", default=None, help="python with ffcv (default /work/venvs/ffcv/bin/python "
+                                                           "where it exists)")
+    parser.add_argument("--no-chains", action="store_true", help="leave out the image-training chains")
 
 
 def _jpeg_samples(n):
@@ -215,6 +229,9 @@ def run(args):
     repeats = 1 if quick else getattr(args, "repeat", 3)
     tail_batches = 3 if quick else getattr(args, "tail_batches", 12)
     rows = pipeline_rows(args, n, repeats)
+    if not getattr(args, "no_chains", False):
+        from recordio.tools import bench_vision_chains
+        rows += bench_vision_chains.run(args, 64 if quick else None, repeats)
     host = max(tail_host(tail_batches) for _ in range(repeats))
     rows.append(_row("vision tail on host (map, 2 workers)", host))
     for device in _devices(args):

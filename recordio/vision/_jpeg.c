@@ -1,7 +1,11 @@
 /* Decode only a region of a baseline JPEG with libjpeg-turbo (jpeg_crop_scanline, jpeg_skip_scanlines),
  * for a crop that throws the rest away (RandomResizedCrop after Decode).
  *
- * decode_box(data, top, left, height, width) -> (pixels, rows, cols, y0, x0) or None
+ * decode_box(data, top, left, height, width, scale=8) -> (pixels, rows, cols, y0, x0) or None
+ *
+ * scale M in 1..8 decodes at M/8 of the size with libjpeg's DCT scaling (the image is then
+ * ceil(H * M / 8) x ceil(W * M / 8) pixels, and the box is in those coordinates): the IDCT, the
+ * upsampling and the colour conversion run on the scaled blocks only.
  *
  * The decoded block covers the box plus a margin of one iMCU (16 pixels) on every side that the
  * image has, so the chroma upsampling of every pixel in the box sees the same neighbours as in a
@@ -58,7 +62,7 @@ static int ends_with_eoi(const unsigned char *scan, size_t size)
 
 /* Decodes into out (rows x cols x 3); returns 1 on success, 0 when the path does not apply. */
 static int decode(const unsigned char *data, unsigned long size, long top, long left, long height, long width,
-                  unsigned char **out, long *rows, long *cols, long *y0, long *x0, int *warned)
+                  int scale, unsigned char **out, long *rows, long *cols, long *y0, long *x0, int *warned)
 {
     struct jpeg_decompress_struct cinfo;
     struct error_manager err;
@@ -78,12 +82,15 @@ static int decode(const unsigned char *data, unsigned long size, long top, long 
         jpeg_destroy_decompress(&cinfo);
         return 0;
     }
-    long H = cinfo.image_height, W = cinfo.image_width;
+    cinfo.scale_num = (unsigned int)scale;
+    cinfo.scale_denom = 8;
+    cinfo.out_color_space = JCS_RGB;
+    jpeg_calc_output_dimensions(&cinfo);
+    long H = cinfo.output_height, W = cinfo.output_width;
     if (top < 0 || left < 0 || height <= 0 || width <= 0 || top + height > H || left + width > W) {
         jpeg_destroy_decompress(&cinfo);
         return 0;
     }
-    cinfo.out_color_space = JCS_RGB;
     jpeg_start_decompress(&cinfo);
     long first = top > MARGIN ? top - MARGIN : 0;
     long last = top + height + MARGIN < H ? top + height + MARGIN : H;
@@ -125,12 +132,17 @@ static PyObject *decode_box(PyObject *self, PyObject *args)
 {
     Py_buffer data;
     long top, left, height, width, rows = 0, cols = 0, y0 = 0, x0 = 0;
-    int ok, warned = 0;
+    int ok, warned = 0, scale = 8;
     unsigned char *pixels = NULL;
-    if (!PyArg_ParseTuple(args, "y*llll", &data, &top, &left, &height, &width))
+    if (!PyArg_ParseTuple(args, "y*llll|i", &data, &top, &left, &height, &width, &scale))
         return NULL;
+    if (scale < 1 || scale > 8) {
+        PyBuffer_Release(&data);
+        PyErr_Format(PyExc_ValueError, "scale must be within 1..8 (eighths), got %d", scale);
+        return NULL;
+    }
     Py_BEGIN_ALLOW_THREADS
-    ok = decode((const unsigned char *)data.buf, (unsigned long)data.len, top, left, height, width, &pixels,
+    ok = decode((const unsigned char *)data.buf, (unsigned long)data.len, top, left, height, width, scale, &pixels,
                 &rows, &cols, &y0, &x0, &warned);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&data);
@@ -147,7 +159,8 @@ static PyObject *decode_box(PyObject *self, PyObject *args)
 
 static PyMethodDef methods[] = {
     {"decode_box", decode_box, METH_VARARGS,
-     "decode_box(jpeg, top, left, height, width) -> (rgb bytearray, rows, cols, y0, x0) or None"},
+     "decode_box(jpeg, top, left, height, width, scale=8) -> (rgb bytearray, rows, cols, y0, x0) or None; "
+     "decoded at scale/8 of the size, the box in those coordinates"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -274,14 +274,15 @@ def has_c_kernels(img):
 
 def adjust_all(img, factors, order, enabled=(True, True, True, True)):
     """The adjustments ``order`` (indices into ``ADJUST``) with ``factors[k]``, skipping disabled ones;
-    on a copy of a uint8 RGB image in one pass each when the C kernels are built."""
+    on a copy of a uint8 RGB image (any strides) when the C kernels are built: brightness and contrast
+    as composed level tables, saturation and hue one pass each."""
     steps = [k for k in order if enabled[k]]
     if not has_c_kernels(img):
         for k in steps:
             img = ADJUST[k](img, factors[k])
         return img
-    out = np.array(img, order="C")
-    _kernels.adjust(out, bytes(steps), *(float(f) for f in factors))
+    out = np.empty(img.shape, np.uint8)         # the copy is the first pass: a flipped view is flipped there
+    _kernels.adjust_from(img, out, bytes(steps), *(float(f) for f in factors))
     return out
 
 

@@ -107,6 +107,10 @@ def decode_region(image, region, interpolation, op="Decode"):
     if scale == 1:
         box = _decode_box(buf, y, x, h, w)
         return resize(decode(op, buf)[y:y + h, x:x + w] if box is None else box, oh, ow, interpolation)
+    block = _decode_scaled_box(buf, size, (y, x, h, w), scale)
+    if block is not None:                             # RGB, only around the box: origin (y0, x0) of the 1/s image
+        pixels, y0, x0 = block
+        return _resample(pixels, (y, x, h, w), (oh, ow), scale, interpolation, (y0, x0))
     small = decode(op, buf, _REDUCED[scale] | cv2.IMREAD_IGNORE_ORIENTATION)
     return cv2.cvtColor(_resample(small, (y, x, h, w), (oh, ow), scale, interpolation), cv2.COLOR_BGR2RGB)
 
@@ -114,35 +118,59 @@ def decode_region(image, region, interpolation, op="Decode"):
 def _decode_box(buf, y, x, h, w):
     """Pixels [y:y+h, x:x+w] of a baseline JPEG, decoding only the rows and columns around them;
     None where the region decoder does not apply (the caller decodes the whole image)."""
-    if buf[0] != 0xFF or not _region_decoder_is_exact():
+    if buf[0] != 0xFF or not _region_decoder_is_exact(1):
         return None
-    return _region(buf, y, x, h, w)
+    found = _region(buf, y, x, h, w)
+    if found is None:
+        return None
+    pixels, y0, x0 = found
+    return pixels[y - y0:y - y0 + h, x - x0:x - x0 + w]
 
 
-def _region(data, y, x, h, w):
-    """``_jpeg.decode_box`` cut down to the box; None where it declines."""
-    found = _jpeg.decode_box(data, y, x, h, w)
+def _decode_scaled_box(buf, size, box, s):
+    """The pixels of the 1/s-scaled JPEG around the box ``(y, x, h, w)`` (full-size coordinates), with
+    their origin in the scaled image: ``(pixels, y0, x0)``; None where the region decoder does not apply.
+    The block has the region decoder's margin, so a resampling that reads a pixel or two beyond the box
+    sees what it would see in the whole scaled image (and the image's edge where that is one)."""
+    if buf[0] != 0xFF or not _region_decoder_is_exact(s):
+        return None
+    (y, x, h, w), (H, W) = box, size
+    hs, ws = -(-H // s), -(-W // s)
+    top, left = min(y // s, hs - 1), min(x // s, ws - 1)
+    bottom, right = min(hs, -(-(y + h) // s)), min(ws, -(-(x + w) // s))
+    return _region(buf, top, left, max(1, bottom - top), max(1, right - left), 8 // s)
+
+
+def _region(data, y, x, h, w, eighths=8):
+    """``_jpeg.decode_box`` as an RGB array with its origin ``(pixels, y0, x0)``; None where it declines."""
+    found = _jpeg.decode_box(data, y, x, h, w, eighths)
     if found is None:
         return None
     pixels, rows, cols, y0, x0 = found
-    return np.frombuffer(pixels, np.uint8).reshape(rows, cols, 3)[y - y0:y - y0 + h, x - x0:x - x0 + w]
+    return np.frombuffer(pixels, np.uint8).reshape(rows, cols, 3), y0, x0
 
 
 @compiled.checked("recordio.vision._jpeg")                  # a failed self-check warns once
 @functools.cache
-def _region_decoder_is_exact():
-    """Whether the libjpeg that ``_jpeg`` links decodes as OpenCV's does (checked once, on a few
-    boxes of a 4:2:0 and a 4:2:2 test image); otherwise the region decoder is not used."""
+def _region_decoder_is_exact(s=1):
+    """Whether the libjpeg that ``_jpeg`` links decodes at 1/s as OpenCV's does (checked once per s, on a
+    few boxes of a 4:2:0 and a 4:2:2 test image); otherwise the region decoder is not used at that scale."""
     if _jpeg is None:
         return False
     rng = np.random.default_rng(0)
-    img = cv2.resize(rng.integers(0, 256, (6, 8, 3), dtype=np.uint8), (77, 61), interpolation=cv2.INTER_CUBIC)
+    img = cv2.resize(rng.integers(0, 256, (6, 8, 3), dtype=np.uint8), (77 * s, 61 * s), interpolation=cv2.INTER_CUBIC)
+    flags = _FLAGS if s == 1 else _REDUCED[s] | cv2.IMREAD_IGNORE_ORIENTATION
     for sampling in (cv2.IMWRITE_JPEG_SAMPLING_FACTOR_420, cv2.IMWRITE_JPEG_SAMPLING_FACTOR_422):
         data = cv2.imencode(".jpg", img, [cv2.IMWRITE_JPEG_SAMPLING_FACTOR, sampling])[1].tobytes()
-        full = decode("Decode", np.frombuffer(data, np.uint8))
+        full = decode("Decode", np.frombuffer(data, np.uint8), flags)
+        full = full if s == 1 else full[:, :, ::-1]
         for y, x, h, w in [(0, 0, 61, 77), (19, 21, 23, 29), (40, 50, 21, 27), (1, 17, 5, 3)]:
-            box = _region(data, y, x, h, w)
-            if box is None or not np.array_equal(box, full[y:y + h, x:x + w]):
+            found = _region(data, y, x, h, w, 8 // s)
+            if found is None:
+                return False
+            pixels, y0, x0 = found                # the box and the 2 pixels around it that a resampling reads
+            a, b, c, d = max(y - 2, y0), min(y + h + 2, full.shape[0]), max(x - 2, x0), min(x + w + 2, full.shape[1])
+            if not np.array_equal(pixels[a - y0:b - y0, c - x0:d - x0], full[a:b, c:d]):
                 return False
     return True
 
@@ -156,15 +184,16 @@ def _reduction(buf, h, w, oh, ow):
     return 1
 
 
-def _resample(small, box, out, s, interpolation):
-    """Crop+resize of the full-size box, read from an image decoded at 1/s (exact sub-pixel geometry)."""
-    (y, x, h, w), (oh, ow) = box, out
+def _resample(small, box, out, s, interpolation, origin=(0, 0)):
+    """Crop+resize of the full-size box, read from an image decoded at 1/s whose pixel (0, 0) is pixel
+    ``origin`` of the whole 1/s image (exact sub-pixel geometry)."""
+    (y, x, h, w), (oh, ow), (oy, ox) = box, out, origin
     if interpolation is Inter.AREA:                   # warpAffine has no area mode: integer box, then resize
         y0, x0 = int(round(y / s)), int(round(x / s))
         y1, x1 = max(y0 + 1, int(round((y + h) / s))), max(x0 + 1, int(round((x + w) / s)))
-        return resize(small[y0:y1, x0:x1], oh, ow, interpolation)
+        return resize(small[y0 - oy:y1 - oy, x0 - ox:x1 - ox], oh, ow, interpolation)
     sy, sx = h / oh / s, w / ow / s                   # output pixel centre -> reduced-image coordinates
-    m = np.array([[sx, 0.0, x / s + 0.5 * sx - 0.5], [0.0, sy, y / s + 0.5 * sy - 0.5]])
+    m = np.array([[sx, 0.0, x / s + 0.5 * sx - 0.5 - ox], [0.0, sy, y / s + 0.5 * sy - 0.5 - oy]])
     return cv2.warpAffine(small, m, (ow, oh), flags=interpolation.value | cv2.WARP_INVERSE_MAP,
                           borderMode=cv2.BORDER_REPLICATE)
 

@@ -2,23 +2,38 @@
 
 * a Decode right before Resize/RandomResizedCrop decodes only what the crop needs
   (:func:`fuse_decode`);
-* a channels-last ``Normalize`` right before ``HWC2CHW`` writes the channel-first float32 image
-  directly, one table lookup per channel plane, instead of normalising and then transposing
-  (the same values: the same float32 tables; anything but a uint8 <H,W,C> image runs both ops as
-  written). The ``HWC2CHW`` slot then passes its input on.
+* a run of per-level float ops on a uint8 image — ``Rescale``, ``Normalize`` (on the layout the run
+  is in at that point), ``HWC2CHW``, and ``ToTensor`` (float32) first — is one table pass
+  (:class:`_LevelRun`): every op of the run maps each channel's uint8 level to a float32 value
+  independently of the other pixels, so the run maps level ``v`` of channel ``c`` to
+  ``tables[c][v]``, the tables being the run's own ops applied to the 256 levels (the same float32
+  operations, hence the same values). The pass writes channels-first directly when the run ends there;
+* a ``RandomHorizontalFlip``/``RandomVerticalFlip`` or a ``CenterCrop`` right before such a run or a
+  compiled ``RandomColorAdjust`` hands on a view (:class:`_ViewFlip`, :class:`_ViewCrop`): the next op's
+  pass reads it flipped or cropped, instead of a flip or crop pass and a copy.
 
-The op list keeps its length, so each op keeps its op id and hence its random draws.
+Anything else (a float image, a channel count the ops refuse, ...) runs the ops as written, so the
+values and the errors are those of the unfused ops. The op list keeps its length: the slots of ops
+that a fused neighbour applies pass their input on (:class:`_Passed`), so each op keeps its op id and
+hence its random draws.
 """
 
-import cv2
 import numpy as np
 
-from recordio.vision.color import Normalize
-from recordio.vision.color_kernels import _kernels
+from recordio.keys import current_keys
+from recordio.vision import color_kernels, pil
+from recordio.vision.color import Normalize, RandomColorAdjust, Rescale
 from recordio.vision.decode import Decode, EncodedImage, as_buffer
-from recordio.vision.geometry import HWC2CHW, RandomResizedCrop, Resize
+from recordio.vision.geometry import (HWC2CHW, CenterCrop, RandomHorizontalFlip, RandomResizedCrop,
+                                      RandomVerticalFlip, Resize)
+from recordio.vision.pil import ToTensor
 
 __all__ = ["fuse_decode", "fuse_ops"]
+
+
+def _compiled():
+    """The C kernels (``recordio.vision._kernels``), or None: the one place fusion picks its path."""
+    return color_kernels._kernels
 
 
 class _DeferredDecode(Decode):
@@ -40,30 +55,111 @@ def fuse_decode(operations):
     return ops
 
 
-class _NormalizeToCHW:
-    """``Normalize`` then ``HWC2CHW`` in one pass for uint8 <H,W,C> images (C <= 4)."""
+def _run_length(ops, j):
+    """How many ops from ``j`` on form a level run (0 or 1: none worth fusing); and whether it ends
+    channels-first."""
+    chw, k = False, j
+    while k < len(ops):
+        op, kind = ops[k], type(ops[k])
+        if kind is ToTensor and k == j and op.output_type == np.float32:
+            chw = True
+        elif kind is HWC2CHW and not chw:
+            chw = True
+        elif not (kind is Rescale or (kind is Normalize and op.is_hwc != chw)):
+            break
+        k += 1
+    return k - j, chw
 
-    __name__ = "Normalize"                  # as the pipeline names the op in its error notes
 
-    def __init__(self, normalize):
-        self.normalize = normalize
-        self.hwc2chw = HWC2CHW()
+class _LevelRun:
+    """A run of per-level float ops (see the module docstring) as one table pass over a uint8 image."""
+
+    def __init__(self, ops, chw):
+        self.ops, self.chw = list(ops), chw
+        self.__name__ = type(ops[0]).__name__         # as the pipeline names the op in its error notes
+        self._tables = {}
+
+    def tables(self, channels):
+        """(channels, 256) float32: the run's ops applied to each level of each channel."""
+        found = self._tables.get(channels)
+        if found is None:
+            probe = np.repeat(np.arange(256, dtype=np.uint8)[:, None, None], channels, axis=2)   # <256,1,C>
+            out = self._as_written(probe)
+            found = out[:, :, 0] if self.chw else out[:, 0, :].T
+            found = np.ascontiguousarray(found, np.float32)
+            found.flags.writeable = False
+            self._tables[channels] = found
+        return found
+
+    def _as_written(self, img):
+        for op in self.ops:
+            img = op(img)
+        return img
+
+    def _fusable(self, img):
+        if type(self.ops[0]) is ToTensor and pil.is_pil(img):
+            img = np.asarray(img)
+            img = img[:, :, None] if img.ndim == 2 else img
+        if not (isinstance(img, np.ndarray) and img.dtype == np.uint8 and img.ndim == 3 and 1 <= img.shape[2] <= 4):
+            return None
+        c = img.shape[2]
+        return img if all(len(op.mean) in (1, c) for op in self.ops if type(op) is Normalize) else None
 
     def __call__(self, img):
-        if not (isinstance(img, np.ndarray) and img.dtype == np.uint8 and img.ndim == 3
-                and 1 <= img.shape[2] <= 4 and len(self.normalize.mean) in (1, img.shape[2])):
-            return self.hwc2chw(self.normalize(img))
-        tables = self.normalize.tables(img.shape[2])
-        out = np.empty((img.shape[2],) + img.shape[:2], np.float32)
-        if _kernels is not None:
-            _kernels.lookup_chw(np.ascontiguousarray(img), img.shape[2], tables, out)
-            return out
-        for c, plane in enumerate(cv2.split(img)):
-            cv2.LUT(plane, tables[c], dst=out[c])
+        arr = self._fusable(img)
+        if arr is None:
+            return self._as_written(img)
+        h, w, c = arr.shape
+        tables = self.tables(c)
+        out = np.empty((c, h, w) if self.chw else (h, w, c), np.float32)
+        kernels = _compiled()
+        if kernels is not None:
+            kernels.lookup(arr, tables, out, self.chw)
+        else:
+            for k in range(c):
+                np.take(tables[k], arr[:, :, k], out=out[k] if self.chw else out[:, :, k])
         return out
 
     def __repr__(self):
-        return f"{self.normalize!r} + HWC2CHW()"
+        return " + ".join(map(repr, self.ops))
+
+
+class _ViewFlip:
+    """A random flip whose next op reads strided images: a flipped view (no copy) of a uint8 <H,W,C>
+    image, the same draw."""
+
+    def __init__(self, op):
+        self.op = op
+        self.__name__ = type(op).__name__
+
+    def __call__(self, img):
+        if not (isinstance(img, np.ndarray) and img.dtype == np.uint8 and img.ndim == 3 and img.shape[2] <= 4):
+            return self.op(img)
+        flip = current_keys().unit_floats([(0,)])[0] < self.op.prob        # the op's bernoulli(0, prob), one row
+        return np.flip(img, self.op.axis) if flip else img
+
+    def __repr__(self):
+        return f"<{self.op!r}, as a view>"
+
+
+class _ViewCrop:
+    """A CenterCrop whose next op reads strided images: the window as a view of a uint8 <H,W,C> image
+    that needs no padding."""
+
+    def __init__(self, op):
+        self.op = op
+        self.__name__ = "CenterCrop"
+
+    def __call__(self, img):
+        h, w = self.op.size
+        if not (isinstance(img, np.ndarray) and img.dtype == np.uint8 and img.ndim == 3 and img.shape[2] <= 4
+                and img.shape[0] >= h and img.shape[1] >= w):
+            return self.op(img)
+        y, x = (img.shape[0] - h) // 2, (img.shape[1] - w) // 2
+        return img[y:y + h, x:x + w]
+
+    def __repr__(self):
+        return f"<{self.op!r}, as a view>"
 
 
 class _Passed:
@@ -80,10 +176,26 @@ class _Passed:
         return f"<{self.op!r}, fused into the previous op>"
 
 
+def _fuse_levels(ops):
+    j = 0
+    while j < len(ops):
+        n, chw = _run_length(ops, j)
+        if n >= 2:
+            ops[j:j + n] = [_LevelRun(ops[j:j + n], chw)] + [_Passed(op) for op in ops[j + 1:j + n]]
+        j += max(n, 1)
+
+
+def _reads_views(op):
+    return isinstance(op, _LevelRun) or (type(op) is RandomColorAdjust and _compiled() is not None)
+
+
 def fuse_ops(operations):
     """The op list with the fusions above applied (same length, same op at each index otherwise)."""
     ops = fuse_decode(operations)
+    _fuse_levels(ops)
     for j in range(len(ops) - 1):
-        if type(ops[j]) is Normalize and ops[j].is_hwc and type(ops[j + 1]) is HWC2CHW:
-            ops[j], ops[j + 1] = _NormalizeToCHW(ops[j]), _Passed(ops[j + 1])
+        if type(ops[j]) in (RandomHorizontalFlip, RandomVerticalFlip) and _reads_views(ops[j + 1]):
+            ops[j] = _ViewFlip(ops[j])
+        elif type(ops[j]) is CenterCrop and _reads_views(ops[j + 1]):
+            ops[j] = _ViewCrop(ops[j])
     return ops

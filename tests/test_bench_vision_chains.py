@@ -1,0 +1,34 @@
+"""tools/bench_vision_chains.py: every chain runs in its own process and the rows carry the ratios
+(recordio and the decode limit only: the other contenders live in their own virtualenvs)."""
+
+import types
+
+import pytest
+
+from recordio.tools import bench_vision_chains, vision_photos
+
+
+@pytest.mark.slow
+def test_chains_run_and_give_ratio_rows(tmp_path, monkeypatch):
+    monkeypatch.setattr(bench_vision_chains, "VENVS", {})
+    args = types.SimpleNamespace(mindspore_python=None, workdir=str(tmp_path), repeat=1)
+    rows = bench_vision_chains.run(args, images=64, repeats=1)
+    names = {r["name"]: r for r in rows}
+    assert not [r for r in rows if "not measured" in r["name"]], rows
+    assert 0 < rows[0]["value"] <= 1.5 * (__import__("os").cpu_count() or 1) and "independent processes" in rows[0]["name"]
+    for chain in ("train", "eval", "eval_pil"):
+        assert names[f"{chain} per core: recordio (CPU images/s)"]["value"] > 0
+        assert names[f"{chain} as scripts run it (8 workers, batch 4)"]["value"] > 0
+    for chain in ("train", "eval"):
+        limit = names[f"{chain} per core: recordio vs decode limit"]
+        assert limit["baseline_value"] > 0 and 0 < limit["ratio"] < 10 and limit["target"] == ">= 0.7"
+
+
+def test_photos_are_seeded_jpegs_of_imagenet_size():
+    import cv2
+    import numpy as np
+    a, b = vision_photos.jpegs(3), vision_photos.jpegs(3)
+    assert a == b and vision_photos.jpegs(3, seed=1) != a
+    for data in a:
+        img = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
+        assert 400 <= img.shape[0] <= 500 and 400 <= img.shape[1] <= 500 and img.std() > 10

@@ -1,0 +1,176 @@
+"""The image-training chains side by side (``recordio bench --suite vision``, part 3): recordio, MindSpore
+2.10, torchvision v2, DALI (CPU), FFCV and the decode limit, on ImageNet-like JPEGs (``vision_photos``).
+
+For each chain (``train``, ``eval``, ``eval_pil``; see ``vision_contenders``) and each contender that
+is installed (a python given for it, or found under /work/venvs/), in a fresh process each:
+
+* **per core**: one worker (recordio and MindSpore: ``num_parallel_workers=1``; torchvision: one thread,
+  a plain loop; DALI: ``num_threads=1``; FFCV: ``num_workers=1``), batch 32. Reported as images per second of the process's CPU
+  time (all its threads: on a shared machine this moves less than wall time) and in wall time;
+* **all cores** (recordio, MindSpore, DALI, FFCV): ``os.cpu_count()`` workers, wall images/s;
+* **as the scripts run it** (recordio, MindSpore): 8 workers (MindSpore refuses more workers than cores:
+  it gets that many), batch 4, wall images/s.
+
+Ratios are taken in the same run: recordio / each contender, and recordio / the decode limit
+(libjpeg-turbo decoding only each image's crop box at the fastest admissible DCT scale, nothing else).
+A first row says how much ``os.cpu_count()`` independent processes get over one at that time (on a shared
+machine, the ceiling of every all-cores figure of the run).
+Runs alternate between contenders; each measurement keeps the best of ``--repeat``.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+from recordio.tools import vision_contenders, vision_photos
+
+CHAINS = ("train", "eval", "eval_pil")
+TAKES = {"recordio": CHAINS, "mindspore": CHAINS, "torchvision": ("train", "eval"), "dali": ("train", "eval"),
+         "ffcv": ("train", "eval"), "decode limit": ("train", "eval")}
+VENVS = {"torchvision": "/work/venvs/tv/bin/python", "dali": "/work/venvs/dali/bin/python",
+         "ffcv": "/work/venvs/ffcv/bin/python"}
+BATCH, SCRIPT_WORKERS, SCRIPT_BATCH = 32, 8, 4
+
+
+def pythons(args):
+    """Contender -> python that runs it (recordio and the decode limit: this one)."""
+    found = {"recordio": sys.executable, "decode limit": sys.executable}
+    if getattr(args, "mindspore_python", None):
+        found["mindspore"] = args.mindspore_python
+    for name, default in VENVS.items():
+        python = getattr(args, f"{name}_python", None) or default
+        if os.path.exists(python):
+            found[name] = python
+    return found
+
+
+def write_data(folder, n):
+    """The MindRecord file and the JPEG blob of the same ``n`` photos; the MindRecord path."""
+    path = os.path.join(folder, "photos.mindrecord")
+    vision_photos.write_mindrecord(path, n)
+    jpegs = vision_photos.jpegs(n)
+    with open(os.path.join(folder, "photos.blob"), "wb") as f:
+        f.write(b"".join(jpegs))
+    np.save(os.path.join(folder, "photos.offsets.npy"), np.cumsum([0] + [len(j) for j in jpegs]))
+    return path
+
+
+def measure(python, name, data, chain, workers, batch, images):
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", GLOG_v="3", PYTHONPATH=repo,
+               OMP_NUM_THREADS=str(workers))
+    path = data if name in ("recordio", "mindspore", "decode limit") else data[:-len(".mindrecord")]
+    argv = [python, "-c", vision_contenders.SCRIPTS[name], path, chain, str(workers), str(batch), str(images)]
+    out = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=1800)
+    lines = [line for line in out.stdout.splitlines() if line.startswith("{")]
+    if out.returncode != 0 or not lines:
+        raise RuntimeError(f"{name} ({python}) failed on the {chain} chain: {out.stderr[-1500:]}")
+    return json.loads(lines[-1])
+
+
+SPIN = "import time\ns = time.perf_counter()\nx = 0\nfor i in range(4_000_000):\n    x += i\nprint(time.perf_counter() - s)"
+
+
+def cores_ceiling():
+    """How many times one core's work the machine gives ``os.cpu_count()`` independent processes now (a
+    pure-Python loop each, started together): the ceiling of any all-cores figure taken in this run."""
+    def spin(count):
+        procs = [subprocess.Popen([sys.executable, "-c", SPIN], stdout=subprocess.PIPE, text=True)
+                 for _ in range(count)]
+        return max(float(p.communicate()[0]) for p in procs)
+    cores = os.cpu_count() or 1
+    return cores * spin(1) / spin(cores)
+
+
+def plan(found):
+    """(contender, chain, mode, workers, batch) of every measurement, in the order they alternate."""
+    cores = os.cpu_count() or 1
+    modes = [("core", 1, BATCH), ("all", cores, BATCH), ("scripts", SCRIPT_WORKERS, SCRIPT_BATCH)]
+    out = []
+    for chain in CHAINS:
+        for mode, workers, batch in modes:
+            for name in found:
+                if chain not in TAKES[name] or (mode == "scripts" and name not in ("recordio", "mindspore")):
+                    continue
+                if mode == "all" and name in ("torchvision", "decode limit"):
+                    continue
+                if name == "mindspore":         # MindSpore refuses more workers than cores
+                    workers = min(workers, cores)
+                out.append((name, chain, mode, workers, batch))
+    return out
+
+
+def measurements(args, images, repeats):
+    """{(contender, chain, mode): best run} (see the module docstring); failures are reported, not fatal."""
+    found = pythons(args)
+    best, failed = {}, {}
+    with tempfile.TemporaryDirectory(prefix="recordio-bench-chains-") as tmp:
+        data = write_data(getattr(args, "workdir", None) or tmp, images)
+        for _ in range(repeats):
+            best.setdefault("ceiling", []).append(cores_ceiling())
+            for name, chain, mode, workers, batch in plan(found):
+                key = (name, chain, mode)
+                if key in failed:
+                    continue
+                try:
+                    run = measure(found[name], name, data, chain, workers, batch, images)
+                except (RuntimeError, subprocess.TimeoutExpired) as exc:
+                    failed[key] = str(exc).splitlines()[-1][:200]
+                    continue
+                old = best.get(key)
+                best[key] = run if old is None else {k: max(old[k], run[k]) for k in run}
+    return best, failed
+
+
+def _row(name, value, unit, baseline=None, baseline_value=None, target=""):
+    from recordio.tools._common import bench_row
+    return bench_row(name, value, unit, baseline, baseline_value, target)
+
+
+def chain_rows(best, failed):
+    """Result rows: per core (CPU images/s), all cores and as the scripts run it (wall images/s)."""
+    rows = []
+    if best.get("ceiling"):
+        rows.append(_row(f"all {os.cpu_count()} cores: independent processes / one (the machine now)",
+                         max(best["ceiling"]), "x"))
+    for chain in CHAINS:
+        ours = best.get(("recordio", chain, "core"))
+        if ours is None:
+            continue
+        cpu = ours["cpu_images_per_s"]
+        rows.append(_row(f"{chain} per core: recordio (CPU images/s)", cpu, "images/s"))
+        for name in ("mindspore", "torchvision", "dali", "ffcv", "decode limit"):
+            theirs = best.get((name, chain, "core"))
+            if theirs is not None:
+                target = {"mindspore": ">= 2", "decode limit": ">= 0.7"}.get(name, ">= 1.2")
+                rows.append(_row(f"{chain} per core: recordio vs {name}", cpu, "images/s", f"{name} per core",
+                                 theirs["cpu_images_per_s"], target))
+        rows.append(_row(f"{chain} per core: recordio (wall images/s)", ours["images_per_s"], "images/s"))
+        wide = best.get(("recordio", chain, "all"))
+        if wide is not None:
+            rows.append(_row(f"{chain} all {os.cpu_count()} cores: recordio", wide["images_per_s"], "images/s",
+                             "recordio one core (wall)", ours["images_per_s"], ">= 1.8"))
+            for name in ("mindspore", "dali", "ffcv"):
+                theirs = best.get((name, chain, "all"))
+                if theirs is not None:
+                    rows.append(_row(f"{chain} all cores: recordio vs {name}", wide["images_per_s"], "images/s",
+                                     f"{name} all cores", theirs["images_per_s"]))
+        script = best.get(("recordio", chain, "scripts"))
+        theirs = best.get(("mindspore", chain, "scripts"))
+        if script is not None:
+            rows.append(_row(f"{chain} as scripts run it (8 workers, batch 4)", script["images_per_s"], "images/s",
+                             "MindSpore 2.10, same" if theirs else None, theirs and theirs["images_per_s"], ">= 1.5"))
+    for (name, chain, mode), why in sorted(failed.items()):
+        rows.append(dict(_row(f"{chain} {mode}: {name} not measured", 0.0, ""), note=why))
+    return rows
+
+
+def run(args, images=None, repeats=None):
+    images = images or getattr(args, "chain_images", None) or 512
+    repeats = repeats or getattr(args, "repeat", 3)
+    best, failed = measurements(args, images, repeats)
+    return chain_rows(best, failed)
