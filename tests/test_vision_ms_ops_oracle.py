@@ -172,10 +172,16 @@ def test_exact_c_path_only(mindspore, name, src):
     check(ms, f"{name}_{src}", ours(ARRAY_ONLY[name](), source(data, src)))
 
 
+# Pillow warps with coefficients from a least-squares solve (MindSpore's recipe, kept): MindSpore's
+# numpy 1.26 and ours solve it with different LAPACK builds, a few ulps apart, which rounds a few
+# pixels of a bilinear warp 1 LSB apart (docs/vision.md, tolerances).
+PIL_TOLERANCE = {"persp": 1}
+
+
 @pytest.mark.parametrize("name", sorted(PIL_ONLY))
 def test_exact_pil_path(mindspore, name):
     data, ms = mindspore
-    check(ms, f"{name}_pil", ours(PIL_ONLY[name](), source(data, "pil")))
+    check(ms, f"{name}_pil", ours(PIL_ONLY[name](), source(data, "pil")), PIL_TOLERANCE.get(name, 0))
 
 
 @pytest.mark.parametrize("src", SOURCES)
