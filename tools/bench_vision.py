@@ -66,12 +66,10 @@ def add_arguments(parser):
                                                                "(default 3)")
     parser.add_argument("--quick", action="store_true", help="small run (a smoke test, not for quoting)")
     parser.add_argument("--chain-images", type=int, default=512, help="photos per chain measurement (default 512)")
-    parser.add_argument("--torchvision-python", default=None, help="python with torchvision (default "
-                                                                  "/work/venvs/tv/bin/python where it exists)")
-    parser.add_argument("--dali-python", default=None, help="python with nvidia-dali-cuda120 (default "
-                                                           "/work/venvs/dali/bin/python where it exists)")
-    parser.add_argument("--ffcv-python", default=None, help="python with ffcv (default /work/venvs/ffcv/bin/python "
-                                                           "where it exists)")
+    for name, what in (("torchvision", "torchvision"), ("dali", "nvidia-dali-cuda120"), ("ffcv", "ffcv")):
+        parser.add_argument(f"--{name}-python", default=os.environ.get(f"RECORDIO_{name.upper()}_PYTHON"),
+                            help=f"python with {what} (default $RECORDIO_{name.upper()}_PYTHON, else "
+                                 f"~/.cache/recordio-bench-venvs/{name}/bin/python where it exists)")
     parser.add_argument("--no-chains", action="store_true", help="leave out the image-training chains")
 
 

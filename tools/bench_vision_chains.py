@@ -2,7 +2,7 @@
 2.10, torchvision v2, DALI (CPU), FFCV and the decode limit, on ImageNet-like JPEGs (``vision_photos``).
 
 For each chain (``train``, ``eval``, ``eval_pil``; see ``vision_contenders``) and each contender that
-is installed (a python given for it, or found under /work/venvs/), in a fresh process each:
+is installed (a python given for it, or found under ~/.cache/recordio-bench-venvs/), in a fresh process each:
 
 * **per core**: one worker (recordio and MindSpore: ``num_parallel_workers=1``; torchvision: one thread,
   a plain loop; DALI: ``num_threads=1``; FFCV: ``num_workers=1``), batch 32. Reported as images per second of the process's CPU
@@ -31,8 +31,8 @@ from recordio.tools import vision_contenders, vision_photos
 CHAINS = ("train", "eval", "eval_pil")
 TAKES = {"recordio": CHAINS, "mindspore": CHAINS, "torchvision": ("train", "eval"), "dali": ("train", "eval"),
          "ffcv": ("train", "eval"), "decode limit": ("train", "eval")}
-VENVS = {"torchvision": "/work/venvs/tv/bin/python", "dali": "/work/venvs/dali/bin/python",
-         "ffcv": "/work/venvs/ffcv/bin/python"}
+VENVS = {name: os.path.expanduser(f"~/.cache/recordio-bench-venvs/{name}/bin/python")
+         for name in ("torchvision", "dali", "ffcv")}
 BATCH, SCRIPT_WORKERS, SCRIPT_BATCH = 32, 8, 4
 
 
