@@ -9,8 +9,8 @@ import pytest
 
 from recordio import FileReader, FileWriter
 from recordio.errors import FormatError
-from recordio.mindrecord import columns
-from recordio.mindrecord.columns import BytesColumn
+from recordio.mindrecord.read import columns
+from recordio.mindrecord.read.columns import BytesColumn
 from rowcheck import values_equal
 from conftest import GOLDEN_COPIES
 

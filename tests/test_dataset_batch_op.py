@@ -6,7 +6,7 @@ import pytest
 
 from recordio.dataset import GeneratorDataset, MindDataset, Shuffle, config
 from numbered import numbered_rows
-from recordio.mindrecord.writer import FileWriter
+from recordio.mindrecord.write.writer import FileWriter
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory):

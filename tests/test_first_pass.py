@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import recordio
-from recordio.mindrecord import locations
+from recordio.mindrecord.read import locations
 
 ROWS = 41_000                     # 2 shards of 20,500 rows: 81 blocks each, two runs of up to 64
 

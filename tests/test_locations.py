@@ -17,7 +17,8 @@ import pytest
 import recordio
 from recordio import FileReader, FileWriter
 from recordio.dataset import MindDataset
-from recordio.mindrecord import index, locations
+from recordio.mindrecord import index
+from recordio.mindrecord.read import locations
 from rowcheck import assert_rows_equal
 from conftest import GOLDEN_COPIES
 
@@ -80,7 +81,7 @@ _OPEN_RSS = textwrap.dedent("""
     def rss():                  # anonymous memory: the data file's mapped pages are the page cache's
         line = next(x for x in open("/proc/self/status") if x.startswith("RssAnon:"))
         return int(line.split()[1]) * 1024
-    import numpy, msgpack, recordio.mindrecord.reader
+    import numpy, msgpack, recordio.mindrecord.read.reader
     before = rss()
     r = recordio.FileReader(sys.argv[1])
     r[0]; r[len(r) - 1]

@@ -1,4 +1,4 @@
-"""A local reader locates rows by walking the data file's length prefixes (recordio/mindrecord/page_walk.py):
+"""A local reader locates rows by walking the data file's length prefixes (recordio/mindrecord/read/page_walk.py):
 the same locations as the ``.db`` on every golden file MindSpore wrote, in any block order and with
 evictions; no ``.db`` row fetched per block; a damaged prefix is a FormatError naming the row; a ``.db``
 that disagrees is refused on the first block and under ``verify``; C and Python walks agree."""
@@ -12,7 +12,9 @@ import pytest
 
 import recordio
 from recordio import FileReader, FileWriter
-from recordio.mindrecord import codec, locations, page_walk
+from recordio.mindrecord import codec
+from recordio.mindrecord.read import locations
+from recordio.mindrecord.read import page_walk
 from rowcheck import assert_rows_equal
 from conftest import GOLDEN_COPIES
 from test_untrusted import edit_header, sql

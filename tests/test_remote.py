@@ -642,8 +642,8 @@ def test_cache_limit_bounds_the_node_across_processes(tmp_path):
     """Two processes of one node share the cache and its bound: together they keep at most about
     ``cache_limit`` bytes (each kept up to the bound on its own before), and the node's counter matches
     the block maps."""
-    from recordio.mindrecord.cachebound import HELD_FILE
-    from recordio.mindrecord.pagecache import scan_held
+    from recordio.mindrecord.storage.cache_bound import HELD_FILE
+    from recordio.mindrecord.storage.cache import scan_held
 
     first, rows = write_blobs(tmp_path / "ds" / "blobs.mindrecord", n=600)
     limit = int(0.3 * _row_blocks(first, range(len(rows))))
@@ -671,7 +671,7 @@ def test_cache_limit_bounds_the_node_across_processes(tmp_path):
 
 
 def test_plan_spans_covers_every_needed_block_in_aligned_spans_by_first_need():
-    from recordio.mindrecord.spanplan import SPAN, plan_spans
+    from recordio.mindrecord.storage.span_plan import SPAN, plan_spans
 
     rng = np.random.default_rng(9)
     sizes = rng.integers(5_000, 15_000, 1000)

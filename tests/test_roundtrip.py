@@ -146,7 +146,7 @@ def test_many_pages_and_reader_sequence_protocol(tmp_path, rows):
 def test_a_reader_alive_at_interpreter_exit_closes_quietly(tmp_path, monkeypatch):
     """At interpreter exit a module's globals may be None before a reader it holds is freed (a reader
     in a script's closure): its files still close, without 'Exception ignored in __del__'."""
-    from recordio.mindrecord import reader as reader_module
+    from recordio.mindrecord.read import reader as reader_module
     path = str(tmp_path / "g.mindrecord")
     with FileWriter(path) as w:
         w.add_schema({"x": {"type": "int32"}})

@@ -16,7 +16,7 @@ the headline, open included), then three more passes (the best is the warm figur
   ``(rows, 2049)`` int32 array;
 * recordio's ``read_batch`` with every location read from the ``.db`` (``RECORDIO_LOCATIONS=db``, as
   MindSpore locates rows and as a remote dataset is read) beside the default, which walks the data
-  file's length prefixes (recordio/mindrecord/page_walk.py): what the walk is worth.
+  file's length prefixes (recordio/mindrecord/read/page_walk.py): what the walk is worth.
 
 Goals (issue 34): first pass >= 0.8x the warm pass; cifar first pass >= 2x Hugging Face's and
 >= 0.5x the flat file's; tokens first pass >= 1.5x Hugging Face's in order, >= 2x shuffled.
@@ -42,7 +42,12 @@ import numpy as np
 kind, path, batch, order_seed, width = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 if kind.startswith("recordio") or kind == "minddataset":
     import recordio, recordio.dataset
-    from recordio.mindrecord import codec, columns, count, index, locations, page_walk, reader   # not timed
+    from recordio.mindrecord import codec, index   # not timed
+    from recordio.mindrecord.read import columns
+    from recordio.mindrecord.read import count
+    from recordio.mindrecord.read import locations
+    from recordio.mindrecord.read import page_walk
+    from recordio.mindrecord.read import reader
     recordio.FileReader, recordio.count_rows, recordio.dataset.MindDataset
 elif kind.startswith("hf"):
     import datasets

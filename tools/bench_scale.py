@@ -66,7 +66,7 @@ _RSS = 'def rss():\n    return int(open("/proc/self/statm").read().split()[1]) *
 
 _OPEN = _RSS + r"""
 import json, sys, time
-import numpy, msgpack, recordio.mindrecord.reader
+import numpy, msgpack, recordio.mindrecord.read.reader
 before = rss()
 start = time.perf_counter()
 r = recordio.FileReader(sys.argv[1])

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from recordio.extras import requires
-from recordio.mindrecord.reader import FileReader
-from recordio.mindrecord.remote_store import is_url
+from recordio.mindrecord.read.reader import FileReader
+from recordio.mindrecord.storage.store import is_url
 from recordio.spark.source import PARTITIONS_PER_CORE, MindRecordSource
 
 with requires("recordio.spark", "spark"):

@@ -25,9 +25,9 @@ import numpy as np
 from recordio.errors import IndexFileError
 from recordio.extras import requires
 from recordio.mindrecord import index
-from recordio.mindrecord.reader import FileReader
-from recordio.mindrecord.remote_store import is_url
-from recordio.mindrecord.row_runs import plan_reads
+from recordio.mindrecord.read.reader import FileReader
+from recordio.mindrecord.storage.store import is_url
+from recordio.mindrecord.read.row_runs import plan_reads
 
 with requires("recordio.spark", "spark"):
     from pyspark.sql.datasource import DataSource, DataSourceReader, EqualTo, In, InputPartition

@@ -25,7 +25,7 @@ import numpy as np
 from recordio.mindrecord import index
 from recordio.mindrecord.fileio import pwrite_all
 from recordio.mindrecord.format import BLOB, RAW
-from recordio.mindrecord.pages import ShardPages
+from recordio.mindrecord.write.pages import ShardPages
 
 __all__ = ["AppendPages", "IndexStream", "LengthSpool", "StreamingPages", "ValueSpool"]
 

@@ -21,8 +21,8 @@ import shutil
 
 from recordio.errors import DatasetExistsError
 from recordio.mindrecord import format as fmt
-from recordio.mindrecord.pagecache import default_cache_dir
-from recordio.mindrecord.remote_store import Store, url_join
+from recordio.mindrecord.storage.cache import default_cache_dir
+from recordio.mindrecord.storage.store import Store, url_join
 
 __all__ = ["Upload", "WriteTarget", "write_target"]
 
@@ -75,7 +75,7 @@ class WriteTarget:
     writer continues there) and publishes again."""
 
     def __init__(self, destination, shard_num, overwrite=False, storage_options=None, staging_dir=None):
-        from recordio.mindrecord.remote_store import is_url
+        from recordio.mindrecord.storage.store import is_url
         self.destination = destination
         self.remote = is_url(destination)
         self._upload = Upload(destination, shard_num, overwrite, storage_options, staging_dir) if self.remote else None

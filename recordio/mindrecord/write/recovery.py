@@ -24,7 +24,7 @@ import re
 from recordio.errors import FormatError
 from recordio.mindrecord import format as fmt
 from recordio.mindrecord.fileio import pwrite_all
-from recordio.mindrecord.commit import clean_stale, fsync_dir
+from recordio.mindrecord.write.commit import clean_stale, fsync_dir
 
 __all__ = ["apply_plan", "check_journals", "finish_plan", "journal_paths", "recover", "remove_journal",
            "repair"]
@@ -232,7 +232,7 @@ def check_journals(path):
             shown = path if isinstance(path, (str, os.PathLike)) else target
             raise FormatError(f"{target}: an append to this dataset was interrupted during its commit "
                               f"(journal {journal}); reading never writes, so finish it first with "
-                              f"`recordio repair {shown}` (or recordio.mindrecord.recovery.repair, or "
+                              f"`recordio repair {shown}` (or recordio.mindrecord.write.recovery.repair, or "
                               f"FileWriter.open_for_append), which needs write access")
 
 

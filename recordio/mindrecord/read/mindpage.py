@@ -4,8 +4,8 @@ A *category field* is one of the dataset's index fields; its *categories* are th
 values, as text, sorted by that text, numbered from 0 (``read_category_info`` lists them with
 their row counts, as MindSpore does). ``read_at_page_by_id`` / ``read_at_page_by_name`` return
 page ``page`` of ``num_row`` rows of a category, rows in dataset order. The ``.db`` index
-answers which rows belong to a category (:mod:`recordio.mindrecord.query`); the rows themselves
-are read from the data files by a :class:`~recordio.mindrecord.reader.FileReader`.
+answers which rows belong to a category (:mod:`recordio.mindrecord.read.query`); the rows themselves
+are read from the data files by a :class:`~recordio.mindrecord.read.reader.FileReader`.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import os
 from collections.abc import Sequence
 
 from recordio.errors import CategoryError, MRMDefineCategoryError, ParamTypeError, ParamValueError
-from recordio.mindrecord import query
+from recordio.mindrecord.read import query
 from recordio.mindrecord.params import SUCCESS, MSRStatus, check_num_consumer
-from recordio.mindrecord.reader import FileReader
+from recordio.mindrecord.read.reader import FileReader
 
 __all__ = ["MindPage"]
 

@@ -32,13 +32,13 @@ import numpy as np
 from recordio.mindrecord import checksums as sums
 from recordio.mindrecord import format as fmt
 from recordio.mindrecord.codec import unpack_raw
-from recordio.mindrecord.commit import Staging, clean_stale, fsync_dir, fsync_file
+from recordio.mindrecord.write.commit import Staging, clean_stale, fsync_dir, fsync_file
 from recordio.mindrecord import index
-from recordio.mindrecord.index_stream import AppendPages, IndexStream
+from recordio.mindrecord.write.index_stream import AppendPages, IndexStream
 from recordio.mindrecord.fileio import pwrite_all
-from recordio.mindrecord.recovery import apply_plan, finish_plan, journal_paths, remove_journal, repair
-from recordio.mindrecord.staging import header_bytes, index_meta, warn_encrypt_tail
-from recordio.mindrecord.fileset import open_shards
+from recordio.mindrecord.write.recovery import apply_plan, finish_plan, journal_paths, remove_journal, repair
+from recordio.mindrecord.write.shard_files import header_bytes, index_meta, warn_encrypt_tail
+from recordio.mindrecord.read.fileset import open_shards
 
 __all__ = ["AppendFiles", "load_shards"]
 

@@ -14,7 +14,8 @@ import numpy as np
 
 from recordio.mindrecord import format as fmt
 from recordio.mindrecord import index
-from recordio.mindrecord import locations, page_walk
+from recordio.mindrecord.read import locations
+from recordio.mindrecord.read import page_walk
 from recordio.errors import FormatError
 from recordio.mindrecord.format import BLOB, RAW
 from recordio.mindrecord.schema import Schema
@@ -74,8 +75,8 @@ def open_shards(files, use_index=True, walk=False):
     """Open a dataset: ``files`` is one data file (siblings found from its header) or a list.
 
     With ``use_index`` nothing per row is read: each shard's ``source`` gives its locations in checked
-    blocks (:mod:`recordio.mindrecord.locations`): with ``walk`` (a local reader) walked from the data
-    file's pages block by block (:mod:`recordio.mindrecord.page_walk`, the ``.db`` checked at open and
+    blocks (:mod:`recordio.mindrecord.read.locations`): with ``walk`` (a local reader) walked from the data
+    file's pages block by block (:mod:`recordio.mindrecord.read.page_walk`, the ``.db`` checked at open and
     on the first block), else read from the ``.db``. Without ``use_index`` the page table is walked
     now and ``raw``/``blob`` hold every row's ranges."""
     require_given(files, use_index)

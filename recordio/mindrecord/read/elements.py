@@ -28,7 +28,7 @@ def count_elements(path: str | os.PathLike | list, *, storage_options: dict | No
     """``{field: {"elements": n, "source": "schema" | "index" | "scan"}}`` for each numeric array field
     of the dataset ``path`` (any shard, or a list of data files, or a URL: a scan then fetches the data
     files); ``{}`` when it has none."""
-    from recordio.mindrecord.reader import FileReader
+    from recordio.mindrecord.read.reader import FileReader
 
     with FileReader(path, storage_options=storage_options, cache_dir=cache_dir) as reader:
         schema = reader._schema

@@ -15,21 +15,21 @@ from typing import Any
 
 import numpy as np
 
-from recordio.mindrecord import columnar
+from recordio.mindrecord.write import columns as columnar
 from recordio.mindrecord import format as fmt
 from recordio.mindrecord import index
-from recordio.mindrecord.datalock import DatasetLock
-from recordio.mindrecord.commit import CommitOnExit, Staging, clean_stale
+from recordio.mindrecord.write.locks import DatasetLock
+from recordio.mindrecord.write.commit import CommitOnExit, Staging, clean_stale
 from recordio.errors import (DatasetExistsError, FormatError, MRMDefineIndexError, MRMGetMetaError,
                              MRMInvalidSchemaError, ParamTypeError, SchemaError)
 from recordio.mindrecord import encryption
 from recordio.mindrecord.params import check_bool, check_path_param
-from recordio.mindrecord.index_stream import StreamingPages
-from recordio.mindrecord.recovery import recover, writer_files
+from recordio.mindrecord.write.index_stream import StreamingPages
+from recordio.mindrecord.write.recovery import recover, writer_files
 from recordio.mindrecord.schema import Schema
-from recordio.mindrecord.remote_store import is_url
-from recordio.mindrecord.upload import Upload
-from recordio.mindrecord.staging import ShardFiles, split_counts
+from recordio.mindrecord.storage.store import is_url
+from recordio.mindrecord.storage.upload import Upload
+from recordio.mindrecord.write.shard_files import ShardFiles, split_counts
 
 __all__ = ["FileWriter"]
 
@@ -87,7 +87,7 @@ class FileWriter(CommitOnExit):
         Schema, index fields and sizes come from the dataset. Until :meth:`commit` the
         dataset keeps its old content; a crash at any point leaves its old rows readable.
         """
-        from recordio.mindrecord.append import AppendFiles, load_shards
+        from recordio.mindrecord.write.append import AppendFiles, load_shards
 
         if encryption.key() is not None:
             raise NotImplementedError(f"{file_name}: appending to an encrypted dataset is not supported; "

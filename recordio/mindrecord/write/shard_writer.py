@@ -28,13 +28,13 @@ import sqlite3
 import xxhash
 
 from recordio.mindrecord import checksums as sums
-from recordio.mindrecord import columnar
+from recordio.mindrecord.write import columns as columnar
 from recordio.mindrecord import format as fmt
 from recordio.mindrecord import index
-from recordio.mindrecord.datalock import DatasetLock
-from recordio.mindrecord.commit import CommitOnExit, Staging, clean_stale, fsync_dir
+from recordio.mindrecord.write.locks import DatasetLock
+from recordio.mindrecord.write.commit import CommitOnExit, Staging, clean_stale, fsync_dir
 from recordio.errors import DatasetExistsError, FormatError
-from recordio.mindrecord.writer import FileWriter
+from recordio.mindrecord.write.writer import FileWriter
 
 __all__ = ["ShardWriter", "finalize_shards", "missing_shards", "parts_dir"]
 

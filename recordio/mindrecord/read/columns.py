@@ -1,6 +1,6 @@
 """Batched, columnar reads: many rows of a dataset as one dict of columns, without a Python step per value.
 
-:func:`read_columns` is what :meth:`FileReader.read_batch <recordio.mindrecord.reader.FileReader.read_batch>`
+:func:`read_columns` is what :meth:`FileReader.read_batch <recordio.mindrecord.read.reader.FileReader.read_batch>`
 and the pipeline's ``batch`` run. Rows are located in bulk (``Locations.bulk``); the raw records of a
 batch are read into columns by the compiled record reader (``codec.read_records``; without it, by
 one streaming msgpack unpacker over the records); blob fields are cut at their big-endian length
@@ -189,7 +189,7 @@ def _gather_rows(reader, shard, locs, need_raw, need_blob):
 
 def _rowwise(reader, shard, local, locs, names):
     """The rows by the row-wise decoder (the reference, and its errors)."""
-    from recordio.mindrecord.reader import _Where
+    from recordio.mindrecord.read.reader import _Where
     decode, need_raw, need_blob = reader._schema.decoder(names)
     rows = []
     for k, lo, (rs, re_, bs, be) in zip(shard.tolist(), local.tolist(), locs.tolist()):

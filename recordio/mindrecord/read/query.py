@@ -2,10 +2,10 @@
 
 Answered by SQLite through sqlite-utils on the hardened read-only connections of
 :func:`recordio.mindrecord.index.connect_ro`, with parameterized values. Rows are global row
-numbers of a :class:`~recordio.mindrecord.reader.FileReader` (shards in dataset order, then each
+numbers of a :class:`~recordio.mindrecord.read.reader.FileReader` (shards in dataset order, then each
 shard's ``ROW_ID``). The ``.db`` answers *which* rows; values are always read from the data files
 (a MindSpore-written ``.db`` holds strings cut at their first NUL). ``count`` keeps its own
-dependency-free fast path (``recordio.mindrecord.count``).
+dependency-free fast path (``recordio.mindrecord.read.count``).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def _each_database(reader):
 
 def parse_conditions(reader, conditions):
     """``[(field, text), ...]`` → ``(where clause, params)`` with each text parsed as its field's type."""
-    from recordio.mindrecord.description import parse_value
+    from recordio.mindrecord.read.description import parse_value
 
     fields = reader.index_fields
     clauses, params = [], []

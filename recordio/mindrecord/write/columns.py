@@ -1,5 +1,5 @@
 """Rows given as columns, checked and encoded for :meth:`FileWriter.write_columns
-<recordio.mindrecord.writer.FileWriter.write_columns>`: the raw records, blobs and index values that
+<recordio.mindrecord.write.writer.FileWriter.write_columns>`: the raw records, blobs and index values that
 :meth:`Schema.encode_row <recordio.mindrecord.schema.Schema.encode_row>` gives the equivalent rows,
 without a dict per row.
 
@@ -9,7 +9,7 @@ The columns it takes, and the rows they stand for (:func:`rows_of`):
 int32, int64       1-D numpy array of integers (not bool): the Python ints it holds
 float32, float64   1-D numpy array of floats: the Python floats it holds
 string             list of ``str``
-bytes              list of ``bytes``, or a :class:`~recordio.mindrecord.columns.BytesColumn`
+bytes              list of ``bytes``, or a :class:`~recordio.mindrecord.read.columns.BytesColumn`
                    (one buffer and its offsets, no copy per value)
 array              list of numpy arrays (or one array, a row per first index), one a row
 =================  ========================================================================
@@ -26,7 +26,7 @@ import numpy as np
 
 from recordio.errors import SchemaError
 from recordio.mindrecord import codec
-from recordio.mindrecord.columns import BytesColumn
+from recordio.mindrecord.read.columns import BytesColumn
 from recordio.mindrecord.schema import FLT32_LIMIT, INT_RANGE
 
 __all__ = ["column_length", "encode_columns", "rows_of"]

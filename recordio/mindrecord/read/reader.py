@@ -30,12 +30,12 @@ from recordio.mindrecord.format import ENTRY_PREFIX
 from recordio.errors import ChecksumError, FormatError, ParamTypeError, SchemaError
 from recordio.mindrecord import encryption, fileio
 from recordio.mindrecord.params import check_num_consumer, check_path_param
-from recordio.mindrecord.recovery import check_journals
-from recordio.mindrecord.fileset import open_shards, require_given
+from recordio.mindrecord.write.recovery import check_journals
+from recordio.mindrecord.read.fileset import open_shards, require_given
 from recordio.mindrecord.format import BLOB, RAW, page_offset
-from recordio.mindrecord.locations import Locations
-from recordio.mindrecord.remote_store import is_url
-from recordio.mindrecord.remote import open_remote
+from recordio.mindrecord.read.locations import Locations
+from recordio.mindrecord.storage.store import is_url
+from recordio.mindrecord.storage.remote import open_remote
 
 __all__ = ["FileReader"]
 
@@ -216,7 +216,7 @@ class FileReader:
         columns (:meth:`read_batch`), then split into rows equal to ``self[i]``, value for value.
         A ``DataLoader`` with workers over a reader hands its batches over fastest with
         ``collate_fn=recordio.collate`` (``default_collate``'s batches, through a shared ring)."""
-        from recordio.mindrecord.columns import read_columns, row_numbers, rows_of
+        from recordio.mindrecord.read.columns import read_columns, row_numbers, rows_of
         idx = row_numbers(indices, len(self))
         return rows_of(read_columns(self, idx, self._read_names(), bytes_form="list"), len(idx))
 
@@ -236,12 +236,12 @@ class FileReader:
                    columns: Sequence[str] | None = None) -> dict:
         """Rows ``rows`` (a slice, a range or any int array; negative rows count from the end) as one
         dict of columns, built without a Python step per value where the layout allows
-        (``recordio.mindrecord.columns``): numeric scalars as 1-D arrays, strings as lists, arrays as
+        (``recordio.mindrecord.read.columns``): numeric scalars as 1-D arrays, strings as lists, arrays as
         ``(n, *shape)`` arrays (a list where ``-1`` shapes differ), bytes as an ``(n, L)`` uint8 array
         (a ``BytesColumn`` of offsets and one buffer where lengths differ). Row ``j`` of each column
         equals ``self[rows[j]]``; values are copies, so none keeps a map open after :meth:`close`.
         ``columns``: fields to read, in this order (default: this reader's columns)."""
-        from recordio.mindrecord.columns import read_columns, row_numbers
+        from recordio.mindrecord.read.columns import read_columns, row_numbers
         names = self._read_names()
         if columns is not None:
             if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):

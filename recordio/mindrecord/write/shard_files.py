@@ -17,7 +17,7 @@ from recordio.mindrecord.fileio import pwrite_all
 from recordio.mindrecord.checksums import ALGORITHM
 from recordio.mindrecord.checksums import compute as checksums_of
 from recordio.mindrecord.index import ELEMENTS_KEY
-from recordio.mindrecord.index_stream import IndexStream
+from recordio.mindrecord.write.index_stream import IndexStream
 
 __all__ = ["ShardFiles", "split_counts"]
 

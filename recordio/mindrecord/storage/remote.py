@@ -28,11 +28,11 @@ import hashlib
 import os
 from recordio.errors import MissingFileError
 from recordio.mindrecord import format as fmt
-from recordio.mindrecord.cachebound import Bound, NodeCount
-from recordio.mindrecord.prefetch import DEPTH, WORKERS, Prefetcher, next_use_of
-from recordio.mindrecord.pagecache import BLOCK, CachedObject, default_cache_dir, scan_held
-from recordio.mindrecord.pagecheck import PageChecks
-from recordio.mindrecord.remote_store import Store, is_url, url_join
+from recordio.mindrecord.storage.cache_bound import Bound, NodeCount
+from recordio.mindrecord.storage.prefetch import DEPTH, WORKERS, Prefetcher, next_use_of
+from recordio.mindrecord.storage.cache import BLOCK, CachedObject, default_cache_dir, scan_held
+from recordio.mindrecord.storage.fetch_checks import PageChecks
+from recordio.mindrecord.storage.store import Store, is_url, url_join
 
 __all__ = ["RemoteDataset", "is_url", "local_files", "open_remote"]
 
@@ -102,7 +102,7 @@ class RemoteDataset:
     def plan(self, spans, depth=DEPTH, workers=WORKERS):
         """The rows the reader reads next, in order (``(path, start, end)`` per range of a row): fetch them
         ahead in spans (:mod:`spanplan`) and give the bound their next uses. Replaces the previous plan."""
-        from recordio.mindrecord.spanplan import plan_spans       # numpy: not needed to count rows
+        from recordio.mindrecord.storage.span_plan import plan_spans       # numpy: not needed to count rows
 
         self.stop_prefetch()
         pieces = plan_spans(spans, BLOCK, None if self._bound is None else self._bound.limit,

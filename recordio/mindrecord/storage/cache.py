@@ -33,7 +33,7 @@ import struct
 import threading
 import time
 
-from recordio.mindrecord.cachebound import HELD_FILE
+from recordio.mindrecord.storage.cache_bound import HELD_FILE
 from recordio.mindrecord.fileio import pwrite_all
 
 __all__ = ["BLOCK", "CachedObject", "cache_info", "clear_cache", "default_cache_dir"]
@@ -59,11 +59,11 @@ class CachedObject:
         folder: the cache folder of the object's remote folder.
         name: the object's name (the local file's name).
         url, size, etag: the object, as the dataset was opened.
-        store: a :class:`~recordio.mindrecord.remote_store.Store` fetching its bytes.
+        store: a :class:`~recordio.mindrecord.storage.store.Store` fetching its bytes.
         on_fetch: called with ``(self, first_block, end_block)`` after blocks were fetched (accounting).
         check: called with ``(self, start, end)`` after fetched bytes were written and before they are
             marked present; an exception leaves them unmarked (:mod:`pagecheck`).
-        count: a :class:`~recordio.mindrecord.cachebound.NodeCount` told of every block marked present
+        count: a :class:`~recordio.mindrecord.storage.cache_bound.NodeCount` told of every block marked present
             or cleared (data files; ``None`` for the ``.db`` files).
     """
 
