@@ -35,7 +35,7 @@ def dataset(tmp_path_factory):
 
 
 def sources(reader):
-    return reader._where.sources
+    return reader.shard_set.locations.sources
 
 
 def batches(reader, order, size=128):

@@ -115,7 +115,7 @@ import numpy as np
 from recordio import FileReader
 
 def pool_range(reader):
-    mm = reader._where.pool._map
+    mm = reader.shard_set.locations.pool._map
     start = ctypes.addressof(ctypes.c_char.from_buffer(mm))
     return start, start + len(mm)
 

@@ -136,7 +136,7 @@ class MindDataset(SampledSource):
             from recordio.mindrecord.read.reader import FileReader
             reader = FileReader(self.dataset_files, columns=self.columns_list, **self._remote_options)
             if self.columns_list is None:
-                reader._order_columns(sorted(reader.schema))      # MindSpore's order: names sorted
+                reader.order_columns(sorted(reader.schema))      # MindSpore's order: names sorted
             self._reader = reader
         return self._reader
 
@@ -162,7 +162,7 @@ class MindDataset(SampledSource):
         """The epoch's rows; for a dataset at a URL the reader fetches them ahead in this order."""
         ep = super()._epoch_rows(ctx, epoch)
         reader = self.reader
-        if reader._remote is not None and self._index_columns() is None:
+        if reader.is_remote and self._index_columns() is None:
             n = self._num_rows()
             ids = np.arange(n, dtype=np.int64) if ep.ids is None else np.asarray(ep.ids, dtype=np.int64)
             reader.prefetch(ids[ids < n])
@@ -228,13 +228,13 @@ class MindDataset(SampledSource):
         if index is not None:
             return lambda ids: {c: arr[ids].tolist() if arr.dtype == object else arr[ids]
                                 for c, arr in index.items()}
-        from recordio.mindrecord.read.columns import read_columns
         reader, names = self.reader, self._columns()
-        return lambda ids: read_columns(reader, ids, names, "list" if get_bytes_form() == "mindspore" else "arrays")
+        form = "list" if get_bytes_form() == "mindspore" else "arrays"
+        return lambda ids: reader.read_batch(ids, names, bytes_form=form)
 
     def _padded(self):
         """The padded row in ``columns_list`` order, numbers cast to the schema's types as MindSpore does."""
-        fields = self.reader._schema.fields
+        fields = self.reader.fields
         return {c: _cast_padded(fields[c], self.padded_sample[c], c) for c in self.columns_list}
 
     def _fetch(self, ids):

@@ -51,7 +51,7 @@ class _Dataset:
         columns = json.loads(options["columns"]) if options.get("columns") else None
         with FileReader(self.given, columns=columns, storage_options=self.storage) as reader:   # checks it all
             self.files, self.counts = reader.files, reader.file_row_counts    # (a URL's: its local copies)
-            self.sizes = [s.size for s in reader._shards]
+            self.sizes = reader.file_sizes
             self.schema, self.index_fields = dict(reader.schema), reader.index_fields
         self.columns = list(columns) if columns is not None else list(self.schema)
         self.partitions = int(options.get("numPartitions") or len(self.files))

@@ -1,7 +1,8 @@
 """Batched, columnar reads: many rows of a dataset as one dict of columns, without a Python step per value.
 
 :func:`read_columns` is what :meth:`FileReader.read_batch <recordio.mindrecord.read.reader.FileReader.read_batch>`
-and the pipeline's ``batch`` run. Rows are located in bulk (``Locations.bulk``); the raw records of a
+(and through it the pipeline's ``batch``) runs, over the reader's open files
+(:class:`~recordio.mindrecord.read.shard_set.ShardSet`) and the dataset's schema. Rows are located in bulk (``Locations.bulk``); the raw records of a
 batch are read into columns by the compiled record reader (``codec.read_records``; without it, by
 one streaming msgpack unpacker over the records); blob fields are cut at their big-endian length
 prefixes with numpy and gathered from the mapped pages: parts of equal size by one memcpy a row
@@ -34,7 +35,6 @@ import numpy as np
 
 from recordio.errors import FormatError
 from recordio.mindrecord import codec
-from recordio.mindrecord.checksums import HEADER_SLOT
 from recordio.mindrecord.schema import INT_RANGE
 
 __all__ = ["BytesColumn", "RowViews", "bytes_views", "read_columns", "row_numbers"]
@@ -110,23 +110,22 @@ def row_numbers(rows, total):
     return np.where(idx < 0, idx + total, idx)
 
 
-def read_columns(reader, idx, names, bytes_form="array"):
-    """Columns ``names`` of rows ``idx`` (int64 array of rows in range) of ``reader``, as a dict in
+def read_columns(files, schema, idx, names, bytes_form="array"):
+    """Columns ``names`` of rows ``idx`` (int64 array of rows in range) of the open files ``files`` (a
+    :class:`~recordio.mindrecord.read.shard_set.ShardSet`) of a dataset of ``schema``, as a dict in
     ``names`` order (see the module docstring for the form of each column)."""
-    schema = reader._schema
     fields = [schema.fields[n] for n in names]
     if not len(idx):
         return {f.name: _empty(f, bytes_form) for f in fields}
-    shard, local, locs = reader._where.bulk(idx)
+    shard, local, locs = files.bulk(idx)
     need_raw = any(not f.is_blob for f in fields)
     need_blob = any(f.is_blob for f in fields)
-    if reader._verify:
-        _check_pages(reader, shard, locs, need_raw, need_blob)
-    buf, where = _gather_rows(reader, shard, locs, need_raw, need_blob)
+    files.check_rows(shard, locs, need_raw, need_blob)
+    buf, where = _gather_rows(files, shard, locs, need_raw, need_blob)
     try:
         return _fast(schema, fields, buf, where, bytes_form)
     except _Slow:
-        rows = _rowwise(reader, shard, local, locs, names)
+        rows = _rowwise(files, schema, shard, local, locs, names)
         return {f.name: _column(f, [r[f.name] for r in rows], bytes_form) for f in fields}
     finally:
         del buf
@@ -153,56 +152,40 @@ def rows_of(columns: dict, n: int) -> list[dict]:
 
 # --- where the bytes are ------------------------------------------------------------------------------
 
-def _check_pages(reader, shard, locs, need_raw, need_blob):
-    """verify=True: the pages of every row checked (once per page, as the row-wise path does)."""
-    for k in np.unique(shard).tolist():
-        mine = locs[shard == k]
-        slots = set()
-        if need_raw:
-            slots.update(np.unique(reader._shards[k].page_of(mine[:, 0])).tolist())
-        if need_blob:
-            slots.update(np.unique(reader._shards[k].page_of(mine[:, 2])).tolist())
-        for slot in [HEADER_SLOT, *sorted(slots)]:
-            reader._check_page(k, slot)
-
-
-def _gather_rows(reader, shard, locs, need_raw, need_blob):
+def _gather_rows(files, shard, locs, need_raw, need_blob):
     """``(buffer, locs)``: the one map and the locations when every row is in one local shard; else a
     copy of the rows' bytes (from their shards' maps, or through the cache of a dataset at a URL), one
     after another, with the locations in that copy."""
-    first = int(shard[0])
-    remote = reader._remote
-    if remote is None and (len(reader._shards) == 1 or (shard == first).all()):
-        return reader._maps.get(first) or reader._map(first), locs
+    whole = files.one_buffer(shard)
+    if whole is not None:
+        return whole, locs
     parts, out, at = [], np.empty_like(locs), 0
     for i, (k, (rs, re_, bs, be)) in enumerate(zip(shard.tolist(), locs.tolist())):
-        mm = reader._maps.get(k) or reader._map(k)
-        if remote is not None:          # through the cache: each range fetched, read under its lock
-            remote.advance()
-        raw = reader._bytes(k, mm, rs, re_) if need_raw else b""
-        blob = reader._bytes(k, mm, bs, be) if need_blob else b""
+        mm = files.maps.get(k) or files.buffer(k)
+        files.storage.advance()           # through the cache: each range fetched, read under its lock
+        raw = files.fetch(k, mm, rs, re_) if need_raw else b""
+        blob = files.fetch(k, mm, bs, be) if need_blob else b""
         parts += (raw, blob)
         out[i] = at, at + len(raw), at + len(raw), at + len(raw) + len(blob)
         at += len(raw) + len(blob)
     return b"".join(parts), out
 
 
-def _rowwise(reader, shard, local, locs, names):
+def _rowwise(files, schema, shard, local, locs, names):
     """The rows by the row-wise decoder (the reference, and its errors)."""
-    from recordio.mindrecord.read.reader import _Where
-    decode, need_raw, need_blob = reader._schema.decoder(names)
+    decode, need_raw, need_blob = schema.decoder(names)
     rows = []
     for k, lo, (rs, re_, bs, be) in zip(shard.tolist(), local.tolist(), locs.tolist()):
-        mm = reader._maps.get(k) or reader._map(k)
+        mm = files.maps.get(k) or files.buffer(k)
         record = None
         if need_raw:
             try:
-                record = _unpackb(reader._bytes(k, mm, rs, re_))
+                record = _unpackb(files.fetch(k, mm, rs, re_))
             except Exception as exc:       # msgpack raises several unrelated types on bad input
-                raise FormatError(f"{reader._shards[k].path}: row {lo}: corrupt raw record (msgpack): "
+                raise FormatError(f"{files.shards[k].path}: row {lo}: corrupt raw record (msgpack): "
                                   f"{exc}") from None
-        blob = reader._bytes(k, mm, bs, be) if need_blob else None
-        rows.append(decode(record, blob, _Where(reader._shards[k].path, lo)))
+        blob = files.fetch(k, mm, bs, be) if need_blob else None
+        rows.append(decode(record, blob, files.where(k, lo)))
     return rows
 
 

@@ -8,8 +8,8 @@ from recordio.mindrecord import format as fmt
 from recordio.mindrecord import index
 from recordio.errors import IndexFileError
 from recordio.mindrecord import encryption
-from recordio.mindrecord.write.recovery import check_journals
-from recordio.mindrecord.storage.remote import local_files
+from recordio.mindrecord.journals import check_journals
+from recordio.mindrecord.storage import local_files
 
 __all__ = ["count_rows"]
 

@@ -8,7 +8,7 @@ import os
 from recordio.mindrecord import encryption
 from recordio.mindrecord import format as fmt
 from recordio.mindrecord import index
-from recordio.mindrecord.storage.remote import local_files
+from recordio.mindrecord.storage import local_files
 
 __all__ = ["count_where", "describe"]
 

@@ -31,7 +31,7 @@ def count_elements(path: str | os.PathLike | list, *, storage_options: dict | No
     from recordio.mindrecord.read.reader import FileReader
 
     with FileReader(path, storage_options=storage_options, cache_dir=cache_dir) as reader:
-        schema = reader._schema
+        schema = reader.typed_schema
         arrays = [f for f in schema.fields.values() if f.dtype is not None and f.shape is not None]
         out = {f.name: {"elements": len(reader) * math.prod(f.shape), "source": "schema"}
                for f in arrays if -1 not in f.shape}
@@ -43,21 +43,22 @@ def count_elements(path: str | os.PathLike | list, *, storage_options: dict | No
 
 def _counted(reader, fields):
     totals, scanned = np.zeros(len(fields), np.int64), False
-    for k, shard in enumerate(reader._shards):
+    files = reader.shard_set
+    for k, shard in enumerate(files.shards):
         recorded = index.recorded_elements(shard.path, fields)
         if recorded is None:
-            if reader._remote is not None:          # the scan reads the blobs' prefixes from the map
-                reader._remote.ensure(shard.path, 0, shard.size)
-            recorded, scanned = _scan(reader, k, fields), True
+            files.storage.ensure(shard.path, 0, shard.size)     # the scan reads the blobs' prefixes from the map
+            recorded, scanned = _scan(files, reader.typed_schema, k, fields), True
         totals += recorded
     return totals, "scan" if scanned else "index"
 
 
-def _scan(reader, k, fields):
-    """Element totals of ``fields`` in shard ``k``, from the length and count prefixes of its blobs."""
-    shard, schema = reader._shards[k], reader._schema
-    locs = reader._where.shard_rows(k, 0, shard.count)
-    data = np.frombuffer(reader._map(k), dtype=np.uint8)
+def _scan(files, schema, k, fields):
+    """Element totals of ``fields`` in shard ``k`` of the open files ``files``, from the length and count
+    prefixes of its blobs."""
+    shard = files.shards[k]
+    locs = files.locations.shard_rows(k, 0, shard.count)
+    data = np.frombuffer(files.buffer(k), dtype=np.uint8)
     problem = None
     try:
         totals = _walk(shard, schema, fields, data, locs[:, 2].copy(), locs[:, 3])

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import collections
 import mmap
-import multiprocessing
 import os
 import threading
 import weakref
@@ -192,7 +191,7 @@ class DbBlocks:
             self.text_queries += 1
             ids = table[:, 0]
             return table if (ids[1:] > ids[:-1]).all() else table[np.argsort(ids, kind="stable")]
-        rows = index._query_args(conn, self.db, _SELECT, (lo, b))
+        rows = index.query_args(conn, self.db, _SELECT, (lo, b))
         try:
             return np.array(rows, dtype=np.int64).reshape(len(rows), 7)
         except (ValueError, TypeError, OverflowError):
@@ -317,7 +316,7 @@ class SlotPool:
         self.data = np.frombuffer(self._map, dtype=np.int64, count=slots * block * 4,
                                   offset=head).reshape(slots, block, 4)
         self.keys[:] = -1
-        self._lock = multiprocessing.get_context("fork").Lock()
+        self._lock = _fork_lock()
         self.shared = True
 
     def get_row(self, b, i):
@@ -346,6 +345,17 @@ class SlotPool:
             self.data[slot, :len(locs)] = locs
             self.keys[slot] = b
             self.seqs[slot] += 1
+
+
+def _fork_lock():
+    """A lock shared with forked children: a POSIX semaphore, as ``multiprocessing``'s fork-context
+    ``Lock`` makes it, without importing ``multiprocessing`` (sockets, subprocesses, ...) on the open path."""
+    try:
+        import _multiprocessing
+        return _multiprocessing.SemLock(1, 1, 1, f"/rio-{os.getpid()}-{os.urandom(6).hex()}", True)
+    except (ImportError, AttributeError, OSError):      # no named semaphores here: multiprocessing's own
+        import multiprocessing
+        return multiprocessing.get_context("fork").Lock()
 
 
 _POOLS: "weakref.WeakValueDictionary[str, SlotPool]" = weakref.WeakValueDictionary()

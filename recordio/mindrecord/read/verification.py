@@ -22,11 +22,11 @@ from recordio.mindrecord import index
 from recordio.mindrecord.codec import unpack_raw
 from recordio.errors import FormatError, RecordIOError
 from recordio.mindrecord import encryption
-from recordio.mindrecord.write.recovery import check_journals
+from recordio.mindrecord.journals import check_journals
 from recordio.mindrecord.read.fileset import (Shard, _check_locations, _check_pages, _check_same_metadata,
                                         _locate_from_pages)
 
-from recordio.mindrecord.storage.remote import is_url, local_files
+from recordio.mindrecord.storage import is_url, local_files
 
 __all__ = ["Report", "add_checksums", "verify"]
 

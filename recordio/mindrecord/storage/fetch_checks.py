@@ -3,7 +3,7 @@
 A dataset written by recordio records a digest of each page slot (and of the header region) in its
 ``.db`` (:mod:`checksums`). Reading through the cache, a fetch usually brings whole pages (the
 epoch's spans cover them), so checking them costs one hash of bytes just received. After a fetch
-has written its bytes and before it marks them present, :class:`PageChecks` hashes each page the
+has written its bytes and before it marks them present, :class:`FetchChecks` hashes each page the
 fetch completes (its other blocks already present); a mismatch leaves the blocks unmarked (never
 served, from this process or another sharing the cache) and is a :class:`ChecksumError` naming the
 URL and the byte range. A page never whole in the cache (a reader needing a few of its rows) is not
@@ -18,10 +18,10 @@ import os
 from recordio.errors import ChecksumError
 from recordio.mindrecord.checksums import ALGORITHM, HEADER_SLOT, digest_bytes, slot_range
 
-__all__ = ["PageChecks"]
+__all__ = ["FetchChecks"]
 
 
-class PageChecks:
+class FetchChecks:
     """The page digests of some cached objects (by local path); called as a fetch's check."""
 
     def __init__(self):

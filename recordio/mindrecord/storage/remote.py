@@ -1,4 +1,4 @@
-"""A MindRecord dataset behind URLs, read through the node-local cache (:mod:`pagecache`).
+"""A MindRecord dataset behind URLs, read through the node-local cache (:mod:`~recordio.mindrecord.storage.cache`).
 
 :func:`open_remote` makes a local image of the dataset's folder in the cache: for each data file a
 sparse file of the object's size holding, at first, only its header; each ``.db`` whole (SQLite needs
@@ -11,37 +11,42 @@ opening / counting     each data file's header (its first 16 KiB, more for a lon
                        each ``.db`` whole; no data page
 reading a row          the blocks (4 KiB) covering its raw record and its blob, adjacent missing
                        blocks in one request
-an epoch (``plan``)    spans of up to 4 MiB over the rows it reads (:mod:`spanplan`), in the order
+an epoch (``plan``)    spans of up to 4 MiB over the rows it reads (:mod:`~recordio.mindrecord.storage.span_plan`), in the order
                        of first need; a row read before its span was fetched fetches the span
 ``verify``             every object whole (every byte is checked)
 =====================  =======================================================================
 
-Every fetch that completes a page of a dataset with checksums checks it (:mod:`pagecheck`).
+Every fetch that completes a page of a dataset with checksums checks it (:mod:`~recordio.mindrecord.storage.fetch_checks`).
 """
 
 from __future__ import annotations
 
 import bisect
 import concurrent.futures
-import contextlib
 import hashlib
 import os
+
 from recordio.errors import MissingFileError
+from recordio.mindrecord import fileio
 from recordio.mindrecord import format as fmt
+from recordio.mindrecord.storage.urls import is_url
 from recordio.mindrecord.storage.cache_bound import Bound, NodeCount
 from recordio.mindrecord.storage.prefetch import DEPTH, WORKERS, Prefetcher, next_use_of
 from recordio.mindrecord.storage.cache import BLOCK, CachedObject, default_cache_dir, scan_held
-from recordio.mindrecord.storage.fetch_checks import PageChecks
-from recordio.mindrecord.storage.store import Store, is_url, url_join
+from recordio.mindrecord.storage.fetch_checks import FetchChecks
+from recordio.mindrecord.storage.store import Store, url_join
 
-__all__ = ["RemoteDataset", "is_url", "local_files", "open_remote"]
+__all__ = ["RemoteDataset", "open_remote"]
 
 OPEN_WORKERS = 16             # objects opened at a time (a HEAD and a header read each, and the .db)
 _FIRST_READ = 1 << 14          # the smallest header_size: a first header read never reaches a page
 
 
 class RemoteDataset:
-    """The cached image of a remote dataset: ``local`` is what to open (one path, or a list)."""
+    """The cached image of a remote dataset: ``local`` is what to open (one path, or a list); the storage
+    interface of :mod:`recordio.mindrecord.storage` for the reader."""
+
+    contiguous = False          # a map of the image holds only the blocks fetched: read through :meth:`fetch`
 
     def __init__(self, urls, local, objects, store, cache_limit=None, cache_policy="future", count=None):
         self.urls = urls
@@ -56,7 +61,7 @@ class RemoteDataset:
         self._prefetch = None
         self._named: dict = {}              # the reader's path of a file -> its CachedObject
         self._spans: dict = {}              # the reader's path -> (starts, ends, firsts) of the plan's spans
-        self.checks = PageChecks()
+        self.checks = FetchChecks()
         for obj in objects.values():
             obj.on_fetch, obj.check = self._fetched, self.checks
 
@@ -86,6 +91,23 @@ class RemoteDataset:
     def ensure(self, local_path, start, end):
         self.object(local_path).ensure(start, end)
 
+    def fetch(self, local_path, mm, start, end) -> bytes:
+        """Bytes [start, end) of the file (``mm``, its map, is not used: the bytes come through the cache)."""
+        return self.read(local_path, start, end)
+
+    open = staticmethod(fileio.open_checked)
+    map = staticmethod(fileio.map_readonly)
+
+    def list(self) -> list[str]:
+        return fmt.dataset_paths(self.local)
+
+    def stat(self, local_path) -> int:
+        return self.object(local_path).size
+
+    def watch(self, local_path, header_size, page_size, size, checksums):
+        """Check every fetch that completes a page of ``local_path`` against ``checksums``."""
+        self.checks.add(local_path, header_size, page_size, size, checksums)
+
     def rename(self, text: str) -> str:
         """``text`` with each cached file's local path replaced by its URL (for messages and reports)."""
         for obj in sorted(self.objects.values(), key=lambda o: -len(o.path)):
@@ -101,7 +123,7 @@ class RemoteDataset:
 
     def plan(self, spans, depth=DEPTH, workers=WORKERS):
         """The rows the reader reads next, in order (``(path, start, end)`` per range of a row): fetch them
-        ahead in spans (:mod:`spanplan`) and give the bound their next uses. Replaces the previous plan."""
+        ahead in spans (:mod:`~recordio.mindrecord.storage.span_plan`) and give the bound their next uses. Replaces the previous plan."""
         from recordio.mindrecord.storage.span_plan import plan_spans       # numpy: not needed to count rows
 
         self.stop_prefetch()
@@ -233,19 +255,3 @@ def open_remote(file_name, cache_dir=None, cache_limit=None, storage_options=Non
 
 def obj_path(obj):
     return os.path.realpath(obj.path)
-
-
-@contextlib.contextmanager
-def local_files(path, storage_options=None, cache_dir=None, whole=False):
-    """``path`` itself for local paths; for URLs the cached image's local name(s), with every object
-    fetched whole when ``whole`` (verification)."""
-    if not is_url(path):
-        yield path, None
-        return
-    remote = open_remote(path, cache_dir=cache_dir, storage_options=storage_options)
-    try:
-        if whole:
-            remote.ensure_all()
-        yield remote.local, remote
-    finally:
-        remote.close()

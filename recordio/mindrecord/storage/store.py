@@ -25,21 +25,14 @@ import time
 
 from recordio.errors import DatasetChangedError, RemoteError
 from recordio.extras import requires
+from recordio.mindrecord.storage.urls import is_url
 
 __all__ = ["RETRIES", "Store", "is_url", "url_join"]
 
 RETRIES = 6
 BACKOFF_S = 0.05
-_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
 _TRANSIENT_STATUS = (408, 429, 500, 502, 503, 504)
 _stats_lock = threading.Lock()
-
-
-def is_url(path) -> bool:
-    """Whether ``path`` (or the first of a list) is a URL rather than a local path."""
-    if isinstance(path, (list, tuple)):
-        return bool(path) and is_url(path[0])
-    return isinstance(path, str) and bool(_URL.match(path))
 
 
 def url_join(url, name):

@@ -75,7 +75,7 @@ class WriteTarget:
     writer continues there) and publishes again."""
 
     def __init__(self, destination, shard_num, overwrite=False, storage_options=None, staging_dir=None):
-        from recordio.mindrecord.storage.store import is_url
+        from recordio.mindrecord.storage.urls import is_url
         self.destination = destination
         self.remote = is_url(destination)
         self._upload = Upload(destination, shard_num, overwrite, storage_options, staging_dir) if self.remote else None

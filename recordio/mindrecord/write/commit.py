@@ -24,7 +24,9 @@ import glob
 import os
 import re
 
+from recordio.errors import FormatError
 from recordio.mindrecord import encryption
+from recordio.mindrecord.journals import lock_held, lock_path
 
 __all__ = ["CommitOnExit", "Staging", "clean_stale", "fsync_dir", "fsync_file", "fsync_path", "lock_is_free"]
 
@@ -60,20 +62,12 @@ fsync_dir = fsync_file = fsync_path
 
 
 def lock_is_free(path):
-    """True when no live process holds the writer lock file ``path`` (or it does not exist)."""
+    """True when no live process holds the writer lock file ``path`` (or it does not exist); a link or a
+    special file is not a lock recordio made: False, so that its files are left alone."""
     try:
-        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except FileNotFoundError:
-        return True
-    except OSError:             # a link or a special file: not a lock recordio made; leave its files alone
+        return not lock_held(path)
+    except FormatError:
         return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return True
-    except BlockingIOError:
-        return False
-    finally:
-        os.close(fd)
 
 
 def clean_stale(directory):
@@ -83,7 +77,7 @@ def clean_stale(directory):
     tokens = {m.group(1) for n in names if (m := _TMP.match(n) or _LOCK.match(n))}
     journals = {m.group(1) for n in names if (m := _JOURNAL.match(n))}
     for token in tokens - journals:     # an interrupted append is finished by recovery.recover first
-        lock = os.path.join(directory, f".rio-{token}.lock")
+        lock = lock_path(directory, token)
         if not lock_is_free(lock):
             continue
         for path in glob.glob(os.path.join(glob.escape(directory), f".*.rio-{token}.tmp")):
@@ -102,7 +96,7 @@ class Staging:
         self.targets = [os.path.abspath(t) for t in targets]
         self.directory = os.path.dirname(self.targets[0])
         self.token = os.urandom(8).hex()
-        self._lock_path = os.path.join(self.directory, f".rio-{self.token}.lock")
+        self._lock_path = lock_path(self.directory, self.token)
         self._data = [self.staged(t) for t in self.targets]
         self._dbs = [self.staged(t + ".db") for t in self.targets]
         # The lock is taken under a name cleaners ignore, then renamed into view, so that no

@@ -27,7 +27,7 @@ from recordio.mindrecord.params import check_bool, check_path_param
 from recordio.mindrecord.write.index_stream import StreamingPages
 from recordio.mindrecord.write.recovery import recover, writer_files
 from recordio.mindrecord.schema import Schema
-from recordio.mindrecord.storage.store import is_url
+from recordio.mindrecord.storage.urls import is_url
 from recordio.mindrecord.storage.upload import Upload
 from recordio.mindrecord.write.shard_files import ShardFiles, split_counts
 
@@ -259,7 +259,7 @@ class FileWriter(CommitOnExit):
 
     def write_columns(self, columns: dict, parallel_writer: bool = False) -> None:
         """Write rows given as columns (``{field: column}``, one length): the same files, checks and
-        errors as :meth:`write_raw_data` of the rows they stand for (``columnar.py`` lists the columns
+        errors as :meth:`write_raw_data` of the rows they stand for (``write/columns.py`` lists the columns
         taken: numpy arrays for numbers, lists of ``str``/``bytes``/arrays, a ``BytesColumn``)."""
         if not isinstance(parallel_writer, bool):
             raise TypeError("parallel_writer must be a bool")

@@ -1,0 +1,156 @@
+"""Page checksums on a reader's first touch of each page, and ``verify=True``'s binding of rows to bytes.
+
+A dataset written by recordio records a digest of each page slot and of the header region in its
+``.db`` (:mod:`recordio.mindrecord.checksums`). A local reader checks a page the first time it reads
+a row from it — by default whenever the dataset has checksums (``FileReader(verify=False)`` or
+``config.set_page_checks(False)`` turn it off; MindSpore's files have none, and nothing is checked).
+The check hashes the page's written bytes once, so a page costs one pass over it the first time
+and nothing afterwards: once every page of a file was checked, a row costs one flag test. The
+first touch of a large page by a random row reads that page whole (at most the page size, 32 MiB
+by default, hashed at several GB/s); a pass over the dataset reads each page once either way.
+A dataset at a URL checks every page its fetches complete instead (:mod:`~recordio.mindrecord.storage.fetch_checks`).
+
+``verify=True`` (``strict``) also requires the checksums (a :class:`ChecksumError` without them) and
+checks each entry's 8-byte length prefix against the index (binding every row to the bytes the page
+table gives it; the tiling is checked at open).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from recordio.errors import ChecksumError
+from recordio.mindrecord.checksums import HEADER_SLOT, digest_bytes, slot_range
+from recordio.mindrecord.format import BLOB, ENTRY_PREFIX
+
+__all__ = ["PageChecks", "require_checksums"]
+
+
+class PageChecks:
+    """The checks of the open files ``shards``; ``strict``: ``verify=True``. A shard's table is read from
+    its ``.db`` on first use. Each call takes ``files``, the reader's open files (maps, locations, storage:
+    a :class:`~recordio.mindrecord.read.shard_set.ShardSet`), which holds this object."""
+
+    def __init__(self, shards, strict=False):
+        self.shards, self.strict = shards, strict
+        self._checked: list[set] = [set() for _ in shards]
+        self._done = [False] * len(shards)        # every slot checked, or nothing to check
+        if strict:
+            for shard in shards:
+                shard.checksums = shard.source.read_checksums()
+            require_checksums(shards)
+
+    def _table(self, k):
+        shard = self.shards[k]
+        if shard.checksums is None and not self.strict:
+            shard.checksums = shard.source.read_checksums() or {}
+            if not shard.checksums:
+                self._done[k] = True
+        return shard.checksums
+
+    def row(self, files, k, raw_start, blob_start, need_raw, need_blob):
+        """Check the pages that a row of shard ``k`` at these offsets is read from (once each)."""
+        if self._done[k]:
+            return
+        shard = self.shards[k]
+        self.page(files, k, HEADER_SLOT)
+        if need_raw:
+            self.page(files, k, shard.page_of(raw_start))
+        if need_blob:
+            self.page(files, k, shard.page_of(blob_start))
+
+    def rows(self, files, shard_ids, locs, need_raw, need_blob):
+        """Check the pages of many rows (``shard_ids`` and ``(n, 4)`` locations, as ``Locations.bulk``)."""
+        for k in np.unique(shard_ids).tolist():
+            if self._done[k]:
+                continue
+            mine = locs[shard_ids == k]
+            slots = set()
+            if need_raw:
+                slots.update(np.unique(self.shards[k].page_of(mine[:, 0])).tolist())
+            if need_blob:
+                slots.update(np.unique(self.shards[k].page_of(mine[:, 2])).tolist())
+            for slot in [HEADER_SLOT, *sorted(slots)]:
+                self.page(files, k, slot)
+
+    def page(self, files, k, slot):
+        """Check a page slot (or the header region, slot -1) of shard ``k`` against its checksum, once."""
+        checked = self._checked[k]
+        if slot in checked or self._done[k]:
+            return
+        table = self._table(k)
+        if not table:
+            return
+        shard = self.shards[k]
+        if slot not in table:                   # a page the table does not cover (strict refused it at open)
+            checked.add(slot)
+            return
+        _, nbytes, row_start, row_end, digest = table[slot]
+        start, end = slot_range(shard.header["header_size"], shard.header["page_size"], slot, shard.size)
+        files.storage.ensure(shard.path, start, end)          # at a URL: the page whole, then checked
+        mm = files.buffer(k)
+        if start + nbytes > end or _digest_view(mm, start, start + nbytes) != digest:
+            what = "header" if slot == HEADER_SLOT else f"page {slot}"
+            raise ChecksumError(f"{shard.path}: {what} (rows {row_start}..{row_end - 1}) does not match its "
+                                f"checksum: the file is corrupt")
+        if self.strict and slot != HEADER_SLOT:
+            _check_prefixes(mm, shard, self._page_entries(files, k, slot, start, end))
+        checked.add(slot)
+        if len(checked) >= len(table):
+            self._done[k] = True
+
+    def _page_entries(self, files, k, slot, start, end):
+        """Rows ``(data_start, data_end, row, is_blob)`` of the entries of page ``slot`` of shard ``k`` (the
+        rows its page-table entry gives it) whose length prefix lies in the byte range [start, end)."""
+        shard = self.shards[k]
+        page = shard.pages[slot]
+        if page.kind == BLOB:
+            spans, col = [(page.start_row, page.end_row)], 2
+        else:
+            pt = shard.page_table
+            at = np.searchsorted(pt.group_ids, [g for g, _ in page.groups]).tolist()
+            spans = [(shard.pages[int(pt.group_pages[i])].start_row, shard.pages[int(pt.group_pages[i])].end_row)
+                     for i, (g, _) in zip(at, page.groups) if i < len(pt.group_ids) and pt.group_ids[i] == g]
+            col = 0
+        parts = []
+        for a, b in spans:
+            a, b = max(a, 0), min(b, shard.count)
+            if b > a:
+                locs = files.locations.shard_rows(k, a, b)
+                rows = np.arange(a, b, dtype=np.int64)
+                parts.append(np.stack([locs[:, col], locs[:, col + 1], rows, rows * 0 + (col == 2)], axis=1))
+        entries = np.concatenate(parts) if parts else np.zeros((0, 4), dtype=np.int64)
+        inside = (entries[:, 0] >= start + ENTRY_PREFIX) & (entries[:, 0] < end + ENTRY_PREFIX)
+        return entries[inside]
+
+
+def _digest_view(mm, start, end):
+    """Digest of ``mm[start:end]`` without copying it out of the map."""
+    with memoryview(mm) as view:
+        return digest_bytes(view[start:end])
+
+
+def _check_prefixes(mm, shard, entries):
+    """The 8-byte length prefix in front of each entry of a page equals the entry's length by the index:
+    with the index's tiling (checked at open) this binds every row to the bytes the page table gives it."""
+    if not len(entries):
+        return
+    data = np.frombuffer(mm, dtype=np.uint8)
+    found = data[(entries[:, 0] - ENTRY_PREFIX)[:, None] + np.arange(ENTRY_PREFIX)].view("<u8").ravel()
+    del data
+    bad = np.nonzero(found != (entries[:, 1] - entries[:, 0]).astype(np.uint64))[0]
+    if bad.size:
+        start, end, row, blob = entries[bad[0]].tolist()
+        raise ChecksumError(f"{shard.path}: row {row}: its {'blob' if blob else 'raw record'} is {end - start} "
+                            f"bytes by the index but {int(found[bad[0]])} by its length prefix: the index is foreign")
+
+
+def require_checksums(shards):
+    """``verify=True``: every shard has a checksum for its header and each of its pages."""
+    for shard in shards:
+        if shard.checksums is None:
+            raise ChecksumError(f"{shard.path}.db has no checksums (the file was not written by recordio); "
+                                f"add them with `recordio verify --add-checksums`")
+        missing = [p for p in [HEADER_SLOT] + [p.page_id for p in shard.pages] if p not in shard.checksums]
+        if missing:
+            raise ChecksumError(f"{shard.path}.db has no checksum for page(s) {missing}")
