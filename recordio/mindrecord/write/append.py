@@ -34,7 +34,8 @@ from recordio.mindrecord import format as fmt
 from recordio.mindrecord.codec import unpack_raw
 from recordio.mindrecord.write.commit import Staging, clean_stale, fsync_dir, fsync_file
 from recordio.mindrecord import index
-from recordio.mindrecord.write.index_stream import AppendPages, IndexStream
+from recordio.mindrecord.write.index_stream import IndexStream
+from recordio.mindrecord.write.pages import AppendPages
 from recordio.mindrecord.fileio import pwrite_all
 from recordio.mindrecord.write.recovery import apply_plan, finish_plan, journal_paths, remove_journal, repair
 from recordio.mindrecord.write.shard_files import header_bytes, index_meta, warn_encrypt_tail
@@ -205,11 +206,16 @@ class AppendFiles:
             os.replace(path + ".new", path)
         fsync_dir(self.staging.directory)
 
-    def index_rows(self, shard, pages, values):
+    def add_rows(self, shard, blobs, raws, values):
+        """One call's rows of ``shard``, as ``ShardFiles.add_rows``."""
+        self.write(shard, self.states[shard].add(blobs, raws))
+        self.index_rows(shard, values)
+
+    def index_rows(self, shard, values):
         """The index values of rows just written to ``shard``; rows whose locations are final go to its
         staged ``.db``."""
         self.streams[shard].push(values)
-        self.streams[shard].flush(pages)
+        self.streams[shard].flush(self.states[shard])
 
     def finish(self, shard_pages, header, index_values=None, index_fields=None, independent=False):
         names = [os.path.basename(t) for t in self.targets]

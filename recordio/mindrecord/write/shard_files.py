@@ -4,6 +4,7 @@ Files are created with mode ``0o666`` minus the process umask (usually ``0644``)
 MindSpore's forced ``0600``: datasets are commonly shared between users and jobs.
 """
 
+import functools
 import json
 import os
 import resource
@@ -18,6 +19,7 @@ from recordio.mindrecord.checksums import ALGORITHM
 from recordio.mindrecord.checksums import compute as checksums_of
 from recordio.mindrecord.index import ELEMENTS_KEY
 from recordio.mindrecord.write.index_stream import IndexStream
+from recordio.mindrecord.write.pages import StreamingPages
 
 __all__ = ["ShardFiles", "split_counts"]
 
@@ -34,8 +36,9 @@ def split_counts(n, shards, held=None):
 
 
 class ShardFiles:
-    """Staged data files of one writer; ``write`` places page bytes, ``index_rows`` adds rows to the
-    staged ``.db`` files as their locations become final, ``finish`` publishes."""
+    """Staged data files of one writer and their page allocators (``states``, one :class:`StreamingPages`
+    a shard): ``add_rows`` places a call's rows of one shard, writes their bytes and adds them to the
+    staged ``.db`` as their locations become final; ``finish`` publishes."""
 
     def __init__(self, staging, header_size, page_size, checksums=True, fsync=True, index_fields=()):
         self.staging = staging
@@ -57,6 +60,14 @@ class ShardFiles:
         except BaseException:
             self.abort()
             raise
+        self.states = [StreamingPages(i, page_size, functools.partial(self.copy, i), staging.directory)
+                       for i in range(count)]
+
+    def add_rows(self, shard, blobs, raws, values):
+        """One call's rows of ``shard`` (their blobs, raw records and index values): placed in pages,
+        written, and indexed once their locations are final."""
+        self.write(shard, self.states[shard].add(blobs, raws))
+        self.index_rows(shard, values)
 
     def next_rotating(self, shards):
         shard = self._rotation % shards
@@ -82,11 +93,11 @@ class ShardFiles:
             if hasher is not None:
                 hasher.update(data)
 
-    def index_rows(self, shard, pages, values):
-        """The index values of rows just written to ``shard`` (a :class:`StreamingPages`); rows whose
-        locations are final go to its ``.db``."""
+    def index_rows(self, shard, values):
+        """The index values of rows just written to ``shard``; rows whose locations are final go to its
+        ``.db``."""
         self.streams[shard].push(values)
-        self.streams[shard].flush(pages)
+        self.streams[shard].flush(self.states[shard])
 
     def finish(self, shards, header, index_values=None, index_fields=None, independent=False):
         """Write headers and complete the ``.db`` files in the staging names, then publish them.

@@ -8,7 +8,6 @@ as NULL; header/page sizes always apply; empty single blobs are stored as given.
 
 from __future__ import annotations
 
-import functools
 import os
 import warnings
 from typing import Any
@@ -24,7 +23,7 @@ from recordio.errors import (DatasetExistsError, FormatError, MRMDefineIndexErro
                              MRMInvalidSchemaError, ParamTypeError, SchemaError)
 from recordio.mindrecord import encryption
 from recordio.mindrecord.params import check_bool, check_path_param
-from recordio.mindrecord.write.index_stream import StreamingPages
+from recordio.mindrecord.write.pages import StreamingPages
 from recordio.mindrecord.write.recovery import recover, writer_files
 from recordio.mindrecord.schema import Schema
 from recordio.mindrecord.storage.urls import is_url
@@ -235,9 +234,7 @@ class FileWriter(CommitOnExit):
             fields = [(f, self._schema.fields[f].type) for f in self.index_fields]
             self._files = ShardFiles(Staging(self._targets), self._header_size, self._page_size,
                                      index_fields=fields, **self._options)
-            folder = os.path.dirname(self._targets[0])
-            self._shards = [StreamingPages(i, self._page_size, functools.partial(self._files.copy, i), folder)
-                            for i in range(len(self._targets))]
+            self._shards = self._files.states
             self._index_values = None            # they go to the staged .db files as rows are written
             self._elements = [np.zeros(len(self._schema.counted), np.int64) for _ in self._targets]
 
@@ -351,9 +348,7 @@ class FileWriter(CommitOnExit):
             self._elements[shard] = totals + elements.sum(axis=0)
 
     def _write_shard(self, shard, raws, blobs, values):
-        writes = self._shards[shard].add(blobs, raws)
-        self._files.write(shard, writes)
-        self._files.index_rows(shard, self._shards[shard], values)
+        self._files.add_rows(shard, blobs, raws, values)
 
     # --- commit -----------------------------------------------------------------------------------
 
