@@ -8,7 +8,7 @@ The check hashes the page's written bytes once, so a page costs one pass over it
 and nothing afterwards: once every page of a file was checked, a row costs one flag test. The
 first touch of a large page by a random row reads that page whole (at most the page size, 32 MiB
 by default, hashed at several GB/s); a pass over the dataset reads each page once either way.
-A dataset at a URL checks every page its fetches complete instead (:mod:`~recordio.mindrecord.storage.fetch_checks`).
+A dataset at a URL checks every page its fetches complete instead (``fetch_checks``).
 
 ``verify=True`` (``strict``) also requires the checksums (a :class:`ChecksumError` without them) and
 checks each entry's 8-byte length prefix against the index (binding every row to the bytes the page
@@ -35,6 +35,9 @@ class PageChecks:
         self.shards, self.strict = shards, strict
         self._checked: list[set] = [set() for _ in shards]
         self._done = [False] * len(shards)        # every slot checked, or nothing to check
+        self._left = len(shards)                  # shards not done
+        self._hs = np.array([s.header["header_size"] for s in shards], dtype=np.int64)
+        self._ps = np.array([s.header["page_size"] for s in shards], dtype=np.int64)
         if strict:
             for shard in shards:
                 shard.checksums = shard.source.read_checksums()
@@ -45,8 +48,13 @@ class PageChecks:
         if shard.checksums is None and not self.strict:
             shard.checksums = shard.source.read_checksums() or {}
             if not shard.checksums:
-                self._done[k] = True
+                self._finish(k)
         return shard.checksums
+
+    def _finish(self, k):
+        if not self._done[k]:
+            self._done[k] = True
+            self._left -= 1
 
     def row(self, files, k, raw_start, blob_start, need_raw, need_blob):
         """Check the pages that a row of shard ``k`` at these offsets is read from (once each)."""
@@ -60,18 +68,21 @@ class PageChecks:
             self.page(files, k, shard.page_of(blob_start))
 
     def rows(self, files, shard_ids, locs, need_raw, need_blob):
-        """Check the pages of many rows (``shard_ids`` and ``(n, 4)`` locations, as ``Locations.bulk``)."""
-        for k in np.unique(shard_ids).tolist():
-            if self._done[k]:
-                continue
-            mine = locs[shard_ids == k]
-            slots = set()
-            if need_raw:
-                slots.update(np.unique(self.shards[k].page_of(mine[:, 0])).tolist())
-            if need_blob:
-                slots.update(np.unique(self.shards[k].page_of(mine[:, 2])).tolist())
-            for slot in [HEADER_SLOT, *sorted(slots)]:
-                self.page(files, k, slot)
+        """Check the pages of many rows (``shard_ids`` and ``(n, 4)`` locations, as ``Locations.bulk``):
+        the distinct (shard, page) pairs found with one sort, nothing at all once every shard is done."""
+        if not self._left or not (need_raw or need_blob):
+            return
+        offsets = [locs[:, 0]] * need_raw + [locs[:, 2]] * need_blob
+        ids = np.concatenate([shard_ids] * len(offsets)) if len(offsets) > 1 else shard_ids
+        offsets = np.concatenate(offsets) if len(offsets) > 1 else offsets[0]
+        keys = np.sort(ids * (1 << 32) + (offsets - self._hs[ids]) // self._ps[ids])
+        if len(keys) > 1:                      # distinct keys (np.unique would import more of numpy)
+            keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))]
+        for key in keys.tolist():
+            k = key >> 32
+            if not self._done[k]:
+                self.page(files, k, HEADER_SLOT)
+                self.page(files, k, key & 0xFFFFFFFF)
 
     def page(self, files, k, slot):
         """Check a page slot (or the header region, slot -1) of shard ``k`` against its checksum, once."""
@@ -97,7 +108,7 @@ class PageChecks:
             _check_prefixes(mm, shard, self._page_entries(files, k, slot, start, end))
         checked.add(slot)
         if len(checked) >= len(table):
-            self._done[k] = True
+            self._finish(k)
 
     def _page_entries(self, files, k, slot, start, end):
         """Rows ``(data_start, data_end, row, is_blob)`` of the entries of page ``slot`` of shard ``k`` (the

@@ -2,8 +2,8 @@
 
 :func:`read_columns` is what :meth:`FileReader.read_batch <recordio.mindrecord.read.reader.FileReader.read_batch>`
 (and through it the pipeline's ``batch``) runs, over the reader's open files
-(:class:`~recordio.mindrecord.read.shard_set.ShardSet`) and the dataset's schema. Rows are located in bulk (``Locations.bulk``); the raw records of a
-batch are read into columns by the compiled record reader (``codec.read_records``; without it, by
+(:class:`~recordio.mindrecord.read.shard_set.ShardSet`) and the dataset's schema. Rows are located
+in bulk (``Locations.bulk``); the raw records of a batch are read into columns by the compiled record reader (``codec.read_records``; without it, by
 one streaming msgpack unpacker over the records); blob fields are cut at their big-endian length
 prefixes with numpy and gathered from the mapped pages: parts of equal size by one memcpy a row
 (compiled codec) or one numpy take over a window view of the map. Every value is copied out of the

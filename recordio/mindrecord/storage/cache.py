@@ -62,7 +62,7 @@ class CachedObject:
         store: a :class:`~recordio.mindrecord.storage.store.Store` fetching its bytes.
         on_fetch: called with ``(self, first_block, end_block)`` after blocks were fetched (accounting).
         check: called with ``(self, start, end)`` after fetched bytes were written and before they are
-            marked present; an exception leaves them unmarked (:mod:`~recordio.mindrecord.storage.fetch_checks`).
+            marked present; an exception leaves them unmarked (``fetch_checks``).
         count: a :class:`~recordio.mindrecord.storage.cache_bound.NodeCount` told of every block marked present
             or cleared (data files; ``None`` for the ``.db`` files).
     """

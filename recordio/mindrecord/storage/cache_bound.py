@@ -1,6 +1,6 @@
 """``cache_limit``: which cached blocks a reader gives back when it holds more than its bound.
 
-A reader's fetches are *runs* of blocks (:mod:`~recordio.mindrecord.storage.cache`). Past the bound, runs are evicted:
+A reader's fetches are *runs* of blocks (``cache``). Past the bound, runs are evicted:
 
 * ``"future"`` (the default once the reader knows the epoch's order, :meth:`FileReader.prefetch`):
   the run whose next read comes last in that order (never again first) — Belady's choice, which the

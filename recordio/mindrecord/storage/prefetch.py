@@ -1,12 +1,12 @@
 """Prefetch: fetch what a reader will read next, in the order it will read it.
 
 The pipeline knows each epoch's order before it starts (the sampler's permutation, this rank's
-share of it); :mod:`~recordio.mindrecord.storage.span_plan` turns it into requests (spans of up to a few MiB, each with the
+share of it); ``span_plan`` turns it into requests (spans of up to a few MiB, each with the
 position of the first row needing it). :class:`Prefetcher` issues them in that order, each once its
 first row is within ``depth`` rows of the reader, with a bounded pool of ``workers`` threads making
 the span's blocks present in the node cache; the reader then finds them there. A fetch that fails in
 the background is left to the reader, which fetches again and raises the error where the row is
-read. The same order gives the cache bound each block's next use (:mod:`~recordio.mindrecord.storage.cache_bound`), so eviction
+read. The same order gives the cache bound each block's next use (``cache_bound``), so eviction
 drops what is needed last.
 """
 

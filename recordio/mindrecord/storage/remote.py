@@ -1,4 +1,4 @@
-"""A MindRecord dataset behind URLs, read through the node-local cache (:mod:`~recordio.mindrecord.storage.cache`).
+"""A MindRecord dataset behind URLs, read through the node-local cache (``cache``).
 
 :func:`open_remote` makes a local image of the dataset's folder in the cache: for each data file a
 sparse file of the object's size holding, at first, only its header; each ``.db`` whole (SQLite needs
@@ -11,12 +11,12 @@ opening / counting     each data file's header (its first 16 KiB, more for a lon
                        each ``.db`` whole; no data page
 reading a row          the blocks (4 KiB) covering its raw record and its blob, adjacent missing
                        blocks in one request
-an epoch (``plan``)    spans of up to 4 MiB over the rows it reads (:mod:`~recordio.mindrecord.storage.span_plan`), in the order
+an epoch (``plan``)    spans of up to 4 MiB over the rows it reads (``span_plan``), in the order
                        of first need; a row read before its span was fetched fetches the span
 ``verify``             every object whole (every byte is checked)
 =====================  =======================================================================
 
-Every fetch that completes a page of a dataset with checksums checks it (:mod:`~recordio.mindrecord.storage.fetch_checks`).
+Every fetch that completes a page of a dataset with checksums checks it (``fetch_checks``).
 """
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ class RemoteDataset:
 
     def plan(self, spans, depth=DEPTH, workers=WORKERS):
         """The rows the reader reads next, in order (``(path, start, end)`` per range of a row): fetch them
-        ahead in spans (:mod:`~recordio.mindrecord.storage.span_plan`) and give the bound their next uses. Replaces the previous plan."""
+        ahead in spans (``span_plan``) and give the bound their next uses. Replaces the previous plan."""
         from recordio.mindrecord.storage.span_plan import plan_spans       # numpy: not needed to count rows
 
         self.stop_prefetch()
