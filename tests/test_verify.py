@@ -141,6 +141,25 @@ def test_files_without_checksums_read_as_before(tmp_path):
         assert len(list(reader)) == 24 and len(reader.read_batch(range(24))) > 0
 
 
+def test_a_page_is_hashed_once_a_process_until_its_file_changes(tmp_path, monkeypatch):
+    from recordio.mindrecord.read import checks
+    first = write_dataset(tmp_path / "x.mr", shards=1)
+    hashed = []
+    real = checks._digest_view
+    monkeypatch.setattr(checks, "_digest_view", lambda mm, a, b: hashed.append(a) or real(mm, a, b))
+    assert len(list(FileReader(first))) == 60
+    pages = len(hashed)
+    assert pages > 2
+    assert len(list(FileReader(first))) == 60 and len(hashed) == pages       # a second reader: no hash
+    header = FileReader(first).header
+    page = [p for p in header["page"] if p.kind == "BLOB_DATA"][1]
+    flip(first, header["header_size"] + page.page_id * header["page_size"] + 20)
+    st = os.stat(first)
+    os.utime(first, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))            # changed in place, later
+    with pytest.raises(ChecksumError, match=f"page {page.page_id}"):
+        list(FileReader(first))
+
+
 def test_warm_passes_skip_checked_files(tmp_path):
     """Once every page of a file was checked, a row costs one flag test (no hash, no page lookup)."""
     first = write_dataset(tmp_path / "x.mr", shards=2)

@@ -8,6 +8,10 @@ The check hashes the page's written bytes once, so a page costs one pass over it
 and nothing afterwards: once every page of a file was checked, a row costs one flag test. The
 first touch of a large page by a random row reads that page whole (at most the page size, 32 MiB
 by default, hashed at several GB/s); a pass over the dataset reads each page once either way.
+Which pages were checked is kept per process, by file (device, inode, size and modification time)
+and by each page's recorded digest: another reader of the same unchanged file in the process (a new
+epoch's reader, a second ``FileReader``) does not hash them again; a file changed in place, or a page
+whose recorded digest changed, is checked again.
 A dataset at a URL checks every page its fetches complete instead (``fetch_checks``).
 
 ``verify=True`` (``strict``) also requires the checksums (a :class:`ChecksumError` without them) and
@@ -17,6 +21,8 @@ table gives it; the tiling is checked at open).
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from recordio.errors import ChecksumError
@@ -24,6 +30,10 @@ from recordio.mindrecord.checksums import HEADER_SLOT, digest_bytes, slot_range
 from recordio.mindrecord.format import BLOB, ENTRY_PREFIX
 
 __all__ = ["PageChecks", "require_checksums"]
+
+# (st_dev, st_ino, st_size, st_mtime_ns) of a data file -> the (slot, digest) pairs any reader of this
+# process checked: a page whose recorded digest changed (an append rewrote it) is checked again
+_CHECKED: dict[tuple, set] = {}
 
 
 class PageChecks:
@@ -36,6 +46,7 @@ class PageChecks:
         self._checked: list[set] = [set() for _ in shards]
         self._done = [False] * len(shards)        # every slot checked, or nothing to check
         self._left = len(shards)                  # shards not done
+        self._shared: list = [None] * len(shards)  # the process's (slot, digest) pairs checked, per shard
         self._hs = np.array([s.header["header_size"] for s in shards], dtype=np.int64)
         self._ps = np.array([s.header["page_size"] for s in shards], dtype=np.int64)
         if strict:
@@ -49,6 +60,12 @@ class PageChecks:
             shard.checksums = shard.source.read_checksums() or {}
             if not shard.checksums:
                 self._finish(k)
+                return shard.checksums
+            self._shared[k] = shared = _process_set(shard)
+            if shared:                      # pages with these digests another reader here checked already
+                self._checked[k].update(s for s, row in shard.checksums.items() if (s, row[4]) in shared)
+                if len(self._checked[k]) >= len(shard.checksums):
+                    self._finish(k)
         return shard.checksums
 
     def _finish(self, k):
@@ -90,7 +107,7 @@ class PageChecks:
         if slot in checked or self._done[k]:
             return
         table = self._table(k)
-        if not table:
+        if not table or slot in checked:
             return
         shard = self.shards[k]
         if slot not in table:                   # a page the table does not cover (strict refused it at open)
@@ -107,6 +124,8 @@ class PageChecks:
         if self.strict and slot != HEADER_SLOT:
             _check_prefixes(mm, shard, self._page_entries(files, k, slot, start, end))
         checked.add(slot)
+        if self._shared[k] is not None:
+            self._shared[k].add((slot, digest))
         if len(checked) >= len(table):
             self._finish(k)
 
@@ -133,6 +152,18 @@ class PageChecks:
         entries = np.concatenate(parts) if parts else np.zeros((0, 4), dtype=np.int64)
         inside = (entries[:, 0] >= start + ENTRY_PREFIX) & (entries[:, 0] < end + ENTRY_PREFIX)
         return entries[inside]
+
+
+def _process_set(shard):
+    """The ``(slot, digest)`` pairs of ``shard``'s file already checked in this process (a set shared by
+    its readers), or None when the path no longer names the file that was opened."""
+    try:
+        st = os.stat(shard.path)
+    except OSError:
+        return None
+    if (st.st_dev, st.st_ino) != tuple(shard.identity) or st.st_size != shard.size:
+        return None
+    return _CHECKED.setdefault((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns), set())
 
 
 def _digest_view(mm, start, end):
