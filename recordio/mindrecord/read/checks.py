@@ -26,7 +26,7 @@ import os
 import numpy as np
 
 from recordio.errors import ChecksumError
-from recordio.mindrecord.checksums import HEADER_SLOT, digest_bytes, slot_range
+from recordio.mindrecord.checksums import HEADER_SLOT, digest_bytes, new_hasher, slot_range
 from recordio.mindrecord.format import BLOB, ENTRY_PREFIX
 
 __all__ = ["PageChecks", "require_checksums"]
@@ -116,13 +116,12 @@ class PageChecks:
         _, nbytes, row_start, row_end, digest = table[slot]
         start, end = slot_range(shard.header["header_size"], shard.header["page_size"], slot, shard.size)
         files.storage.ensure(shard.path, start, end)          # at a URL: the page whole, then checked
-        mm = files.buffer(k)
-        if start + nbytes > end or _digest_view(mm, start, start + nbytes) != digest:
+        if start + nbytes > end or _digest(files, k, start, start + nbytes) != digest:
             what = "header" if slot == HEADER_SLOT else f"page {slot}"
             raise ChecksumError(f"{shard.path}: {what} (rows {row_start}..{row_end - 1}) does not match its "
                                 f"checksum: the file is corrupt")
         if self.strict and slot != HEADER_SLOT:
-            _check_prefixes(mm, shard, self._page_entries(files, k, slot, start, end))
+            _check_prefixes(files.buffer(k), shard, self._page_entries(files, k, slot, start, end))
         checked.add(slot)
         if self._shared[k] is not None:
             self._shared[k].add((slot, digest))
@@ -166,10 +165,26 @@ def _process_set(shard):
     return _CHECKED.setdefault((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns), set())
 
 
-def _digest_view(mm, start, end):
-    """Digest of ``mm[start:end]`` without copying it out of the map."""
-    with memoryview(mm) as view:
-        return digest_bytes(view[start:end])
+_CHUNK = 1 << 20
+
+
+def _digest(files, k, start, end):
+    """Digest of bytes [start, end) of shard ``k``: read through its descriptor a chunk at a time into one
+    buffer (a local file: the page's bytes do not stay mapped into the process, so a first row does not
+    add a page or two to its resident memory), else from its map without a copy (through the cache)."""
+    fd = files.descriptor(k)
+    if fd is None:
+        with memoryview(files.buffer(k)) as view:
+            return digest_bytes(view[start:end])
+    hasher, chunk = new_hasher(), memoryview(bytearray(min(_CHUNK, max(end - start, 1))))
+    pos = start
+    while pos < end:
+        n = os.preadv(fd, [chunk[:min(len(chunk), end - pos)]], pos)
+        if n <= 0:
+            break                                   # the file shrank: the digest will not match
+        hasher.update(chunk[:n])
+        pos += n
+    return hasher.hexdigest()
 
 
 def _check_prefixes(mm, shard, entries):

@@ -107,6 +107,11 @@ class ShardSet:
             self.maps.popitem(last=False)[1].close()
         return mm
 
+    def descriptor(self, k):
+        """The descriptor this set keeps open for shard ``k`` of a local dataset (None: none kept, or the
+        bytes come through a cache)."""
+        return self._fds.get(k) if self.storage.contiguous else None
+
     def one_buffer(self, shard_ids):
         """The map holding every row of ``shard_ids`` when they are all in one shard of a storage whose
         maps hold every byte (rows can be cut from it directly); else None."""
