@@ -15,8 +15,6 @@ at 2M rows, RSS after open <= 60 MB; ``count_rows`` well under the CLI's 100 ms.
     python -m recordio.tools.bench_open [--rows 100000,2000000] [--repeats 5] [--workdir DIR]
 """
 
-import argparse
-import json
 import os
 import subprocess
 import sys
@@ -64,30 +62,39 @@ def measure(kind, path, repeats):
     return {"seconds": best[0], "rss": best[1], "modules": best[2]}
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m recordio.tools.bench_open", description=__doc__.split("\n")[0])
-    parser.add_argument("--rows", default="100000,2000000")
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--workdir")
-    parser.add_argument("--json")
-    args = parser.parse_args(argv)
-    subprocess.run([sys.executable, "-m", "compileall", "-q", os.path.dirname(os.path.dirname(
-        __import__("recordio").__file__))], check=False, capture_output=True)
+def add_arguments(parser):
+    parser.add_argument("--rows", default="100000,2000000", help="dataset sizes (comma-separated)")
+    parser.add_argument("--repeats", type=int, default=5, help="fresh processes per figure (the best is kept)")
+    parser.add_argument("--workdir", help="where the datasets are written (kept; default: a temporary folder)")
+
+
+GOALS = {"reader": (0.030, "<= 30 ms"), "shuffled": (0.100, "<= 100 ms at 2M rows"), "count": (0.100, "")}
+
+
+def run(args):
+    from recordio.tools._common import bench_row as row
+    import recordio
+    root = os.path.dirname(os.path.dirname(recordio.__file__))
+    subprocess.run([sys.executable, "-m", "compileall", "-q", os.path.join(root, "recordio")], check=False,
+                   capture_output=True)
     workdir = args.workdir or tempfile.mkdtemp(prefix="recordio-open-")
-    results = []
+    out = []
     for n in [int(x) for x in args.rows.split(",")]:
         path = os.path.join(workdir, f"open{n}.mindrecord")
         if not os.path.exists(path):
             write(path, n)
         for kind in ("reader", "shuffled", "count"):
             m = measure(kind, path, args.repeats)
-            results.append(dict(m, rows=n, kind=kind))
-            print(f"  open {kind:8s} {n:>9,} rows: {m['seconds'] * 1e3:6.1f} ms  RSS {m['rss'] / 2**20:5.1f} MB  "
-                  f"{m['modules']} modules", flush=True)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=1)
-    return 0
+            goal, target = GOALS[kind]
+            out.append(row(f"open {kind}, {n} rows: seconds / goal", m["seconds"], "s", "goal", goal,
+                           target if (kind != "shuffled" or n >= 2_000_000) else "", lower_is_better=True,
+                           note=f"RSS {m['rss'] / 2**20:.1f} MB, {m['modules']} modules"))
+    return out
+
+
+def main(argv=None):
+    from recordio.tools._common import bench_main
+    return bench_main(__doc__, add_arguments, run, argv)
 
 
 if __name__ == "__main__":
