@@ -99,10 +99,13 @@ class PageChecks:
             k = key >> 32
             if not self._done[k]:
                 self.page(files, k, HEADER_SLOT)
-                self.page(files, k, key & 0xFFFFFFFF)
+                self.page(files, k, key & 0xFFFFFFFF, mapped=True)
 
-    def page(self, files, k, slot):
-        """Check a page slot (or the header region, slot -1) of shard ``k`` against its checksum, once."""
+    def page(self, files, k, slot, mapped=False):
+        """Check a page slot (or the header region, slot -1) of shard ``k`` against its checksum, once.
+        ``mapped``: hash it through the file's map (a batch reads the page's rows from the map next, so
+        its pages are mapped in either way); else through a descriptor, so that reading a row or a few
+        does not leave the whole page mapped into the process."""
         checked = self._checked[k]
         if slot in checked or self._done[k]:
             return
@@ -116,7 +119,7 @@ class PageChecks:
         _, nbytes, row_start, row_end, digest = table[slot]
         start, end = slot_range(shard.header["header_size"], shard.header["page_size"], slot, shard.size)
         files.storage.ensure(shard.path, start, end)          # at a URL: the page whole, then checked
-        if start + nbytes > end or _digest(files, k, start, start + nbytes) != digest:
+        if start + nbytes > end or _digest(files, k, start, start + nbytes, mapped) != digest:
             what = "header" if slot == HEADER_SLOT else f"page {slot}"
             raise ChecksumError(f"{shard.path}: {what} (rows {row_start}..{row_end - 1}) does not match its "
                                 f"checksum: the file is corrupt")
@@ -168,11 +171,12 @@ def _process_set(shard):
 _CHUNK = 1 << 20
 
 
-def _digest(files, k, start, end):
-    """Digest of bytes [start, end) of shard ``k``: read through its descriptor a chunk at a time into one
-    buffer (a local file: the page's bytes do not stay mapped into the process, so a first row does not
-    add a page or two to its resident memory), else from its map without a copy (through the cache)."""
-    fd = files.descriptor(k)
+def _digest(files, k, start, end, mapped=False):
+    """Digest of bytes [start, end) of shard ``k``: from its map without a copy (``mapped``, or a dataset
+    read through a cache), else read through its descriptor a chunk at a time into one buffer (the
+    page's bytes do not stay mapped into the process: a first row does not add a page or two to its
+    resident memory)."""
+    fd = None if mapped else files.descriptor(k)
     if fd is None:
         with memoryview(files.buffer(k)) as view:
             return digest_bytes(view[start:end])
