@@ -230,7 +230,7 @@ class MindDataset(SampledSource):
                                 for c, arr in index.items()}
         reader, names = self.reader, self._columns()
         form = "list" if get_bytes_form() == "mindspore" else "arrays"
-        return lambda ids: reader.read_batch(ids, names, bytes_form=form)
+        return lambda ids: reader.batch_columns(ids, names, form)
 
     def _padded(self):
         """The padded row in ``columns_list`` order, numbers cast to the schema's types as MindSpore does."""

@@ -45,7 +45,7 @@ class PageChecks:
         self.shards, self.strict = shards, strict
         self._checked: list[set] = [set() for _ in shards]
         self._done = [False] * len(shards)        # every slot checked, or nothing to check
-        self._left = len(shards)                  # shards not done
+        self.left = len(shards)                   # shards not done (0: a row needs no check)
         self._shared: list = [None] * len(shards)  # the process's (slot, digest) pairs checked, per shard
         self._hs = np.array([s.header["header_size"] for s in shards], dtype=np.int64)
         self._ps = np.array([s.header["page_size"] for s in shards], dtype=np.int64)
@@ -71,7 +71,7 @@ class PageChecks:
     def _finish(self, k):
         if not self._done[k]:
             self._done[k] = True
-            self._left -= 1
+            self.left -= 1
 
     def row(self, files, k, raw_start, blob_start, need_raw, need_blob):
         """Check the pages that a row of shard ``k`` at these offsets is read from (once each)."""
@@ -87,7 +87,7 @@ class PageChecks:
     def rows(self, files, shard_ids, locs, need_raw, need_blob):
         """Check the pages of many rows (``shard_ids`` and ``(n, 4)`` locations, as ``Locations.bulk``):
         the distinct (shard, page) pairs found with one sort, nothing at all once every shard is done."""
-        if not self._left or not (need_raw or need_blob):
+        if not self.left or not (need_raw or need_blob):
             return
         offsets = [locs[:, 0]] * need_raw + [locs[:, 2]] * need_blob
         ids = np.concatenate([shard_ids] * len(offsets)) if len(offsets) > 1 else shard_ids

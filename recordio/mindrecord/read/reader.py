@@ -31,7 +31,7 @@ from recordio.mindrecord.format import RAW, page_offset
 from recordio.mindrecord.journals import check_journals
 from recordio.mindrecord.params import check_num_consumer, check_path_param
 from recordio.mindrecord.read.fileset import open_shards, require_given
-from recordio.mindrecord.read.shard_set import ShardSet
+from recordio.mindrecord.read.shard_set import RowWhere, ShardSet
 from recordio.mindrecord.storage import open_storage
 
 __all__ = ["FileReader"]
@@ -262,19 +262,27 @@ class FileReader:
         """Row ``local`` of shard ``k`` from its raw range [rs, re_) and blob range [bs, be)."""
         files = self._files
         mm = files.maps.get(k) or files.buffer(k)
-        files.storage.advance()
-        if files.checks is not None:
-            files.checks.row(files, k, rs, bs, self._need_raw, self._need_blob)
+        checks = files.checks
+        if checks is not None and checks.left:
+            checks.row(files, k, rs, bs, self._need_raw, self._need_blob)
+        direct = files.direct                     # local: slices of the map (the hot path, inline)
+        if not direct:
+            files.storage.advance()
         record = blob = None
         if self._need_raw:
             try:
-                record = _unpackb(files.fetch(k, mm, rs, re_))
+                record = _unpackb(mm[rs:re_] if direct else files.fetch(k, mm, rs, re_))
             except Exception as exc:       # msgpack raises several unrelated types on bad input
                 raise FormatError(f"{files.shards[k].path}: row {local}: corrupt raw record (msgpack): "
                                   f"{exc}") from None
         if self._need_blob:
-            blob = files.fetch(k, mm, bs, be)
-        return self._decode(record, blob, files.where(k, local))
+            blob = mm[bs:be] if direct else files.fetch(k, mm, bs, be)
+        return self._decode(record, blob, RowWhere(files.shards[k].path, local))
+
+    def batch_columns(self, idx: np.ndarray, names: Sequence[str], bytes_form: str = "array") -> dict:
+        """:meth:`read_batch` without its checks, for a caller that gives rows it already checked: ``idx``
+        an int64 array of rows in ``[0, len)``, ``names`` fields of the schema (the pipeline's batches)."""
+        return self._read_columns(idx, names, bytes_form)
 
     def prefetch(self, rows: Sequence[int] | np.ndarray, depth: int = 128, workers: int = 16) -> None:
         """Fetch the rows at ``rows`` ahead of reading them, in that order (a dataset at a URL; a local

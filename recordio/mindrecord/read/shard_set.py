@@ -43,6 +43,7 @@ class ShardSet:
     def __init__(self, shards, storage, checks=None):
         self.shards = shards
         self.storage = storage
+        self.direct = storage.contiguous        # a storage whose maps hold every byte: rows are map slices
         self.closed = False
         self.maps: collections.OrderedDict = collections.OrderedDict()
         self._fds: dict[int, int] = {}

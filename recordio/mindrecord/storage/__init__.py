@@ -10,7 +10,8 @@ A storage gives the reader what it needs of a dataset's files:
 ``fetch(path, mm, start, end)`` bytes [start, end) of the file (a slice of its map; through the
                                 cache, fetched first, for a dataset at a URL)
 ``ensure(path, start, end)``    make bytes [start, end) present (a local file: always)
-``contiguous``                  True when ``mm`` itself holds every byte (rows may be cut from it)
+``contiguous``                  True when ``mm`` itself holds every byte (``fetch`` is ``mm[start:end]``,
+                                and rows may be cut from the map directly)
 ``watch(path, ..., checksums)`` check every page it fetches against its checksum (at a URL)
 ``plan(spans, depth, workers)`` the reads to come, in order (a URL: prefetched in spans)
 ``advance()``                   one row read (paces the prefetch)
