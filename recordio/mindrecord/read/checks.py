@@ -49,6 +49,9 @@ class PageChecks:
         self._shared: list = [None] * len(shards)  # the process's (slot, digest) pairs checked, per shard
         self._hs = np.array([s.header["header_size"] for s in shards], dtype=np.int64)
         self._ps = np.array([s.header["page_size"] for s in shards], dtype=np.int64)
+        sizes = [len(s.pages) + 1 for s in shards]           # slot -1 (the header) first, then each page
+        self._base = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64) + 1
+        self._ok = np.zeros(sum(sizes), dtype=bool)          # slots this reader needs no more work for
         if strict:
             for shard in shards:
                 shard.checksums = shard.source.read_checksums()
@@ -64,6 +67,7 @@ class PageChecks:
             self._shared[k] = shared = _process_set(shard)
             if shared:                      # pages with these digests another reader here checked already
                 self._checked[k].update(s for s, row in shard.checksums.items() if (s, row[4]) in shared)
+                self._mark(k, self._checked[k])
                 if len(self._checked[k]) >= len(shard.checksums):
                     self._finish(k)
         return shard.checksums
@@ -72,6 +76,7 @@ class PageChecks:
         if not self._done[k]:
             self._done[k] = True
             self.left -= 1
+            self._mark(k, range(-1, len(self.shards[k].pages)))
 
     def row(self, files, k, raw_start, blob_start, need_raw, need_blob):
         """Check the pages that a row of shard ``k`` at these offsets is read from (once each)."""
@@ -92,7 +97,11 @@ class PageChecks:
         offsets = [locs[:, 0]] * need_raw + [locs[:, 2]] * need_blob
         ids = np.concatenate([shard_ids] * len(offsets)) if len(offsets) > 1 else shard_ids
         offsets = np.concatenate(offsets) if len(offsets) > 1 else offsets[0]
-        keys = np.sort(ids * (1 << 32) + (offsets - self._hs[ids]) // self._ps[ids])
+        pages = (offsets - self._hs[ids]) // self._ps[ids]
+        at = self._base[ids] + pages
+        if self._ok[np.clip(at, 0, len(self._ok) - 1)].all() and (at < len(self._ok)).all():
+            return                             # every page of the batch checked: one gather, no sort
+        keys = np.sort(ids * (1 << 32) + pages)
         if len(keys) > 1:                      # distinct keys (np.unique would import more of numpy)
             keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))]
         for key in keys.tolist():
@@ -100,6 +109,10 @@ class PageChecks:
             if not self._done[k]:
                 self.page(files, k, HEADER_SLOT)
                 self.page(files, k, key & 0xFFFFFFFF, mapped=True)
+
+    def _mark(self, k, slots):
+        at = [self._base[k] + s for s in slots if -1 <= s < len(self.shards[k].pages)]
+        self._ok[at] = True
 
     def page(self, files, k, slot, mapped=False):
         """Check a page slot (or the header region, slot -1) of shard ``k`` against its checksum, once.
@@ -111,10 +124,12 @@ class PageChecks:
             return
         table = self._table(k)
         if not table or slot in checked:
+            self._mark(k, [slot])
             return
         shard = self.shards[k]
         if slot not in table:                   # a page the table does not cover (strict refused it at open)
             checked.add(slot)
+            self._mark(k, [slot])
             return
         _, nbytes, row_start, row_end, digest = table[slot]
         start, end = slot_range(shard.header["header_size"], shard.header["page_size"], slot, shard.size)
@@ -126,6 +141,7 @@ class PageChecks:
         if self.strict and slot != HEADER_SLOT:
             _check_prefixes(files.buffer(k), shard, self._page_entries(files, k, slot, start, end))
         checked.add(slot)
+        self._mark(k, [slot])
         if self._shared[k] is not None:
             self._shared[k].add((slot, digest))
         if len(checked) >= len(table):
