@@ -93,7 +93,7 @@ def _image_fields(reader, schema):
 
 
 def _rows(path, columns, images, stamp):
-    from recordio.mindrecord.reader import FileReader
+    from recordio.mindrecord.read.reader import FileReader
 
     with FileReader(list(path) if isinstance(path, tuple) else path, columns=list(columns)) as reader:
         for i, row in enumerate(reader):
@@ -114,7 +114,7 @@ def to_hf(path, columns=None, *, images=None, cache_dir=None):
     with requires("the Hugging Face datasets bridge", "hf"):
         import datasets
 
-    from recordio.mindrecord.reader import FileReader
+    from recordio.mindrecord.read.reader import FileReader
 
     given = tuple(os.fspath(p) for p in path) if isinstance(path, (list, tuple)) else os.fspath(path)
     with FileReader(given, columns=columns) as reader:

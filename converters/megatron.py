@@ -185,7 +185,7 @@ def export_megatron(path, prefix, *, column="input_ids", dtype=None) -> dict:
     (each row its own document without that column). ``dtype`` defaults to the column's type.
     Returns ``{"sequences", "documents", "tokens"}``.
     """
-    from recordio.mindrecord.reader import FileReader
+    from recordio.mindrecord.read.reader import FileReader
 
     with FileReader(path) as reader:
         spec = reader.schema.get(column)

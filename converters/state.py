@@ -14,7 +14,7 @@ import json
 import os
 import shutil
 
-from recordio.mindrecord.shard_writer import parts_dir
+from recordio.mindrecord.write.shard_writer import parts_dir
 
 __all__ = ["fingerprint", "load_skipped", "opening", "prepare", "remove", "save_skipped"]
 

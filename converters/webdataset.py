@@ -219,7 +219,7 @@ def to_webdataset(path, pattern, *, columns=None, maxcount=10000, key_field="__k
     with requires("the WebDataset bridge"):
         import webdataset
 
-    from recordio.mindrecord.reader import FileReader
+    from recordio.mindrecord.read.reader import FileReader
 
     pattern = os.fspath(pattern)
     try:

@@ -19,19 +19,19 @@ __all__ = [
     "get_callback_timeout", "get_dynamic_shape", "get_enable_autotune", "get_enable_shared_mem",
     "get_enable_watchdog", "get_error_samples_mode", "get_fast_recovery", "get_iterator_mode",
     "get_monitor_sampling_interval", "get_multiprocessing_start_method", "get_multiprocessing_timeout_interval",
-    "get_num_parallel_workers", "get_numa_enable", "get_order_mode", "get_prefetch_size", "get_seed",
+    "get_num_parallel_workers", "get_numa_enable", "get_order_mode", "get_page_checks", "get_prefetch_size", "get_seed",
     "get_video_backend", "set_auto_num_workers", "set_auto_offload", "set_autotune_interval", "set_bytes_form",
     "set_callback_timeout", "set_dynamic_shape", "set_enable_autotune", "set_enable_shared_mem",
     "set_enable_watchdog", "set_error_samples_mode", "set_fast_recovery", "set_iterator_mode",
     "set_monitor_sampling_interval", "set_multiprocessing_start_method", "set_multiprocessing_timeout_interval",
-    "set_num_parallel_workers", "set_numa_enable", "set_order_mode", "set_prefetch_size", "set_seed",
+    "set_num_parallel_workers", "set_numa_enable", "set_order_mode", "set_page_checks", "set_prefetch_size", "set_seed",
     "set_sending_batches", "set_video_backend",
 ]
 
 DEFAULT_SEED = 5489  # MindSpore's default (the mt19937 default seed)
 
 _settings: dict[str, int | bool] = {"seed": DEFAULT_SEED, "prefetch_size": 16, "num_parallel_workers": 2,
-                                   "auto_offload": False}
+                                   "auto_offload": False, "page_checks": True}
 _BYTES_FORMS = ("uint8", "mindspore")
 _bytes_form = ["uint8"]
 _ORDER_MODES = ("recordio", "mindspore")
@@ -87,6 +87,21 @@ def set_auto_offload(offload: bool) -> None:
 def get_auto_offload() -> bool:
     """Whether maps offload their trailing supported ops by default (see :func:`set_auto_offload`)."""
     return bool(_settings["auto_offload"])
+
+
+def set_page_checks(check: bool) -> None:
+    """Check each page of a dataset with checksums against its checksum the first time a reader
+    (``FileReader``, ``MindDataset``) reads a row from it (default: True). ``False`` skips the
+    checks of readers opened afterwards, unless they ask for ``verify=True``; a reader's own
+    ``verify=False`` skips them too (docs/threat-model.md)."""
+    if not isinstance(check, bool):
+        raise TypeError(f"check must be a bool, got {type(check).__name__}")
+    _settings["page_checks"] = check
+
+
+def get_page_checks() -> bool:
+    """Whether readers check pages against their checksums by default (see :func:`set_page_checks`)."""
+    return bool(_settings["page_checks"])
 
 
 def set_bytes_form(form: str) -> None:

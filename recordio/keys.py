@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Keys", "current_keys", "hash_words", "op_scope", "row_scope", "splitmix64", "sub_op"]
+__all__ = ["Keys", "current_keys", "current_row", "hash_words", "op_scope", "row_scope", "splitmix64", "sub_op"]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MASK = (1 << 64) - 1
@@ -248,6 +248,12 @@ def sub_op(index: int) -> Any:
     """An op-scope for member ``index`` of a composite op (nested uid)."""
     parent = _OP.get()
     return op_scope(derive_uid(0 if parent is None else parent, index))
+
+
+def current_row() -> tuple | None:
+    """``(seed, epoch, row)`` of the row the calling thread's ops run under (:func:`row_scope`), or None
+    outside a pipeline (what an error message names as the row)."""
+    return _ROW.get()
 
 
 def current_keys() -> Keys:

@@ -185,7 +185,7 @@ def _step(model, loss_fn, optimizer, batch, columns):
 def _direct_batches(dataset, device, num_epochs, where):
     """The pipeline's batches moved to ``device`` in the loop, tail applied: no prefetch.
     ``where["position"]`` follows the pipeline state after the batch last yielded."""
-    batches = dataset._iter_host_batches(num_epochs=num_epochs)
+    batches = dataset.iter_host_batches(num_epochs=num_epochs)
     tail, seed = batches.tail_module(device), batches.seed
     try:
         for host_batch in batches:

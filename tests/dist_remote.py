@@ -19,7 +19,7 @@ def main(url, endpoint, cache, out):
                "client_kwargs": {"region_name": "us-east-1"}}
     ds = MindDataset(url, columns_list=["id", "data"], shuffle=True, storage_options=options, cache_dir=cache)
     ids = [int(r["id"]) for r in ds.create_dict_iterator(num_epochs=1, output_numpy=True)]
-    stats = ds.reader._remote.stats
+    stats = ds.reader.shard_set.storage.stats
     dist.barrier()
     with open(os.path.join(out, f"rank{rank}.json"), "w") as f:
         json.dump({"ids": ids, "world": dist.get_world_size(), **stats}, f)

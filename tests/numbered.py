@@ -14,7 +14,7 @@ def numbered_rows(n, start=0):
 
 def write_numbered(path, n, shard_num=1, per_call=None):
     """Write ``numbered_rows(n)`` as a MindRecord dataset (``label`` and ``id`` indexed)."""
-    from recordio.mindrecord.writer import FileWriter
+    from recordio.mindrecord.write.writer import FileWriter
 
     with FileWriter(str(path), shard_num=shard_num, overwrite=True) as w:
         w.add_schema({"id": {"type": "int64"}, "label": {"type": "int32"},

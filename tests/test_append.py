@@ -102,7 +102,7 @@ def test_append_reads_only_the_last_row_group_of_the_index(tmp_path, monkeypatch
     """What an append reads of the old .db: the rows of each shard's last BLOB page, however many come
     before them."""
     from recordio.mindrecord import format as fmt
-    from recordio.mindrecord import locations
+    from recordio.mindrecord.read import locations
 
     w = writer(tmp_path / "big.mr", 2)
     for call in calls(40, 40):

@@ -9,7 +9,7 @@ import time
 import pytest
 
 import recordio
-from recordio.mindrecord.recovery import repair
+from recordio.mindrecord.write.recovery import repair
 from conftest import TESTS
 
 CHILD = str(TESTS / "crash_child.py")
@@ -161,7 +161,7 @@ def test_concurrent_writers_in_one_directory_never_clean_each_other(tmp_path):
 
 DIE_AFTER_JOURNAL = """
 import os, sys
-import recordio.mindrecord.recovery as recovery
+import recordio.mindrecord.write.recovery as recovery
 import crash_child
 
 original = recovery.remove_journal

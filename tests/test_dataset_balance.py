@@ -8,7 +8,7 @@ import pytest
 import recordio
 from recordio.dataset import MindDataset, WeightedClassSampler
 from recordio.errors import PipelineError
-from recordio.mindrecord.reader import FileReader
+from recordio.mindrecord.read.reader import FileReader
 
 SIZES = {0: 40, 1: 10, 2: 5}          # 55 rows, imbalanced
 

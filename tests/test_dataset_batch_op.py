@@ -6,7 +6,7 @@ import pytest
 
 from recordio.dataset import GeneratorDataset, MindDataset, Shuffle, config
 from numbered import numbered_rows
-from recordio.mindrecord.writer import FileWriter
+from recordio.mindrecord.write.writer import FileWriter
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory):
@@ -38,7 +38,7 @@ def _outputs(ds, epochs=2):
 
 
 def _host_rows(ds):
-    return [(b.rows.tolist(), b.epoch) for b in ds._iter_host_batches(num_epochs=2)]
+    return [(b.rows.tolist(), b.epoch) for b in ds.iter_host_batches(num_epochs=2)]
 
 
 def _assert_same(fast, general):

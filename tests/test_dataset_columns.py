@@ -1,4 +1,4 @@
-"""The pipeline's batch path reads columns (FileReader through recordio.mindrecord.columns): its batches
+"""The pipeline's batch path reads columns (FileReader through recordio.mindrecord.read.columns): its batches
 equal those built from the rows, value for value, in every order, shard and resumed epoch."""
 
 import numpy as np
@@ -7,7 +7,7 @@ import pytest
 from recordio import config
 from recordio.dataset import MindDataset
 from recordio.dataset import mind_dataset as mind_dataset_module
-from recordio.mindrecord import columns
+from recordio.mindrecord.read import columns
 from test_columns import _all_types
 from rowcheck import values_equal
 

@@ -34,7 +34,7 @@ def test_offloaded_tail_equals_the_host_pipeline(batch, output_numpy):
 
 
 def test_host_batches_leave_the_tail_to_the_consumer():
-    batches = list(pipeline(True)._iter_host_batches(num_epochs=1))
+    batches = list(pipeline(True).iter_host_batches(num_epochs=1))
     assert all(isinstance(b, HostBatch) for b in batches)
     assert [b.columns["image"].shape for b in batches] == [(4, 6, 8, 3), (4, 6, 8, 3), (2, 6, 8, 3)]
     assert batches[1].rows.tolist() == [4, 5, 6, 7] and batches[1].rows.dtype == np.int64
@@ -45,12 +45,12 @@ def test_host_batches_leave_the_tail_to_the_consumer():
 
 
 def test_unbatched_host_batches_have_a_leading_axis():
-    b = next(iter(pipeline(False, None)._iter_host_batches()))
+    b = next(iter(pipeline(False, None).iter_host_batches()))
     assert b.columns["image"].shape == (1, 3, 6, 8) and b.columns["label"].shape == (1,)
 
 
 def test_endless_host_batches_run_epoch_after_epoch():
-    stream = pipeline(False)._iter_host_batches(num_epochs=None)
+    stream = pipeline(False).iter_host_batches(num_epochs=None)
     epochs = [next(stream).epoch for _ in range(7)]
     stream.close()
     assert epochs == [0, 0, 0, 1, 1, 1, 2]

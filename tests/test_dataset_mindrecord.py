@@ -10,7 +10,7 @@ import pytest
 
 from recordio.dataset import MindDataset
 from recordio.dataset.values import to_numpy
-from recordio.mindrecord.reader import FileReader
+from recordio.mindrecord.read.reader import FileReader
 
 GOLDEN = pathlib.Path(__file__).resolve().parent / "golden"     # the copies carried in the repo
 MANIFEST = json.loads((GOLDEN / "manifest.json").read_text())

@@ -126,7 +126,7 @@ def test_corrupt_count_prefix_names_file_row_and_field(tmp_path):
         w.write_raw_data([{"ids": r["ids"]} for r in rows])
     _forget_elements([path])
     with FileReader(path) as reader:
-        start = int(reader._where.row(0, 7)[2])
+        start = int(reader.shard_set.locations.row(0, 7)[2])
     with open(path, "r+b") as f:                     # row 7 now claims more elements than its bytes hold
         f.seek(start)
         f.write((10**6).to_bytes(4, "big"))

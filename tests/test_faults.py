@@ -199,8 +199,8 @@ def test_a_pickled_reader_refuses_a_replaced_dataset(tmp_path):
 
 
 def test_large_datasets_refuse_files_replaced_before_they_are_mapped(tmp_path, monkeypatch):
-    from recordio.mindrecord import reader as reader_module
-    monkeypatch.setattr(reader_module, "KEEP_OPEN", 1)        # files are opened on demand
+    from recordio.mindrecord.read import shard_set
+    monkeypatch.setattr(shard_set, "KEEP_OPEN", 1)        # files are opened on demand
     path = str(tmp_path / "d.mindrecord")
     write(path, 1, overwrite=False)
     reader = recordio.FileReader(path + "0")

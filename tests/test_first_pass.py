@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import recordio
-from recordio.mindrecord import locations
+from recordio.mindrecord.read import locations
 
 ROWS = 41_000                     # 2 shards of 20,500 rows: 81 blocks each, two runs of up to 64
 
@@ -34,7 +34,7 @@ def dataset(tmp_path_factory):
 
 
 def queries(reader):
-    return sum(s.queries for s in reader._where.sources)
+    return sum(s.queries for s in reader.shard_set.locations.sources)
 
 
 def epoch(reader, order, batch=256):
@@ -59,7 +59,7 @@ def test_a_first_epoch_queries_per_run_and_reads_the_walks_rows(dataset, shuffle
         blocks = 2 * -(-ROWS // 2 // locations.BLOCK_ROWS)
         assert queries(reader) <= 1 + 2 * -(-blocks // 2 // locations.RUN_BLOCKS) + (8 if shuffled else 0)
         assert queries(reader) < blocks // 4
-        assert reader._where.rows_read <= ROWS + queries(reader)   # each block fetched once
+        assert reader.shard_set.locations.rows_read <= ROWS + queries(reader)   # each block fetched once
         same_batches(got, epoch(walk, order))
         before = queries(reader)
         epoch(reader, order)
@@ -96,5 +96,5 @@ def test_a_cache_smaller_than_the_dataset_loads_block_by_block(dataset, monkeypa
     monkeypatch.setattr(locations, "CACHE_BYTES", 16 * locations.BLOCK_ROWS * locations.ROW_BYTES)
     order = np.random.default_rng(5).permutation(ROWS)
     with recordio.FileReader(dataset) as reader, recordio.FileReader(dataset, use_index=False) as walk:
-        assert not reader._where._whole
+        assert not reader.shard_set.locations._whole
         same_batches(epoch(reader, order), epoch(walk, order))

@@ -9,8 +9,9 @@ import pytest
 
 import recordio
 from recordio.errors import IndexFileError
-from recordio.mindrecord import index, locations
+from recordio.mindrecord import index
 
+from recordio.mindrecord.read import locations
 ROWS = 3_000                      # 2 shards of 1,500 rows: 6 blocks each, one run per shard
 
 
@@ -34,7 +35,7 @@ def dataset(tmp_path_factory):
 
 
 def sources(reader):
-    return reader._where.sources
+    return reader.shard_set.locations.sources
 
 
 def batches(reader, order, size=128):

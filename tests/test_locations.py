@@ -17,7 +17,8 @@ import pytest
 import recordio
 from recordio import FileReader, FileWriter
 from recordio.dataset import MindDataset
-from recordio.mindrecord import index, locations
+from recordio.mindrecord import index
+from recordio.mindrecord.read import locations
 from rowcheck import assert_rows_equal
 from conftest import GOLDEN_COPIES
 
@@ -68,11 +69,11 @@ def test_open_reads_no_row_beyond_the_first_block(million, monkeypatch):
     with FileReader(million) as reader:
         assert len(reader) == 1_000_000
         assert int(reader[0]["id"]) == 0
-        assert reader._where.rows_read <= locations.BLOCK_ROWS
+        assert reader.shard_set.locations.rows_read <= locations.BLOCK_ROWS
         scans = [s for s in statements if "INDEXES" in s and "MIN(" not in s and "MAX(" not in s]
         assert scans and all(f"ROW_ID >= 0 AND ROW_ID < {locations.BLOCK_ROWS}" in s for s in scans), scans
         assert int(reader[999_999]["id"]) == 999_999          # the last shard's last block, loaded now
-        assert reader._where.rows_read <= 2 * locations.BLOCK_ROWS + 1
+        assert reader.shard_set.locations.rows_read <= 2 * locations.BLOCK_ROWS + 1
 
 
 _OPEN_RSS = textwrap.dedent("""
@@ -80,7 +81,7 @@ _OPEN_RSS = textwrap.dedent("""
     def rss():                  # anonymous memory: the data file's mapped pages are the page cache's
         line = next(x for x in open("/proc/self/status") if x.startswith("RssAnon:"))
         return int(line.split()[1]) * 1024
-    import numpy, msgpack, recordio.mindrecord.reader
+    import numpy, msgpack, recordio.mindrecord.read.reader
     before = rss()
     r = recordio.FileReader(sys.argv[1])
     r[0]; r[len(r) - 1]
@@ -103,9 +104,9 @@ def test_reading_everything_loads_each_block_once(small):
     with FileReader(small) as reader:
         ids = [int(r["id"]) for r in reader]
         assert sorted(ids) == list(range(10_000))
-        first = reader._where.rows_read
+        first = reader.shard_set.locations.rows_read
         again = [int(reader[i]["id"]) for i in np.random.default_rng(1).permutation(10_000).tolist()]
-        assert sorted(again) == list(range(10_000)) and reader._where.rows_read == first
+        assert sorted(again) == list(range(10_000)) and reader.shard_set.locations.rows_read == first
 
 
 # --- the same values ---------------------------------------------------------------------------------
@@ -121,7 +122,7 @@ def test_small_blocks_read_the_page_walks_values(case, tiny_blocks):
     with FileReader(path, use_index=False) as walk:
         expected = list(walk)
     with FileReader(path) as reader:
-        assert reader._where.pool.slots < int(reader._where.block_base[-1]) or len(expected) <= 35
+        assert reader.shard_set.locations.pool.slots < int(reader.shard_set.locations.block_base[-1]) or len(expected) <= 35
         assert_rows_equal(list(reader), expected)
         order = np.random.default_rng(3).permutation(len(expected))
         assert_rows_equal([reader[int(i)] for i in order], [expected[i] for i in order])
@@ -163,7 +164,7 @@ def test_small_blocks_give_the_same_pipelines(multiblock, kw, monkeypatch):
 
 def test_bulk_locations_match_row_by_row(multiblock, tiny_blocks):
     with FileReader(multiblock) as reader:
-        where = reader._where
+        where = reader.shard_set.locations
         rows = np.random.default_rng(5).integers(0, len(reader), 500)
         shard, local, locs = where.bulk(rows)
         assert locs.tolist() == [where.row(int(k), int(i)) for k, i in zip(shard, local)]
@@ -248,7 +249,7 @@ def test_a_replaced_index_is_refused_when_a_block_loads(multiblock, tmp_path, ti
         shutil.copy(os.path.join(folder, name), tmp_path / name)
     first = str(tmp_path / os.path.basename(multiblock))
     with FileReader(first) as reader:
-        reader._where.close()                         # the .db is reopened by path when next needed
+        reader.shard_set.locations.close()                         # the .db is reopened by path when next needed
         shutil.copy(first + ".db", first + ".db.new")
         os.replace(first + ".db.new", first + ".db")
         with pytest.raises(recordio.DatasetChangedError, match="index was replaced"):
@@ -258,7 +259,7 @@ def test_a_replaced_index_is_refused_when_a_block_loads(multiblock, tmp_path, ti
 # --- sharing between processes ---------------------------------------------------------------------------
 
 def _load_rows(reader, rows, queue):
-    queue.put([int(reader[i]["id"]) for i in rows] + [reader._where.rows_read])
+    queue.put([int(reader[i]["id"]) for i in rows] + [reader.shard_set.locations.rows_read])
 
 
 def test_forked_workers_share_the_blocks_they_load(multiblock, tiny_blocks, monkeypatch):
@@ -272,9 +273,9 @@ def test_forked_workers_share_the_blocks_they_load(multiblock, tiny_blocks, monk
         got = queue.get(timeout=60)
         proc.join(60)
         assert got[:-1] == rows and got[-1] > 0                # the child loaded them ...
-        before = reader._where.rows_read
+        before = reader.shard_set.locations.rows_read
         assert [int(reader[i]["id"]) for i in rows] == rows
-        assert reader._where.rows_read == before               # ... and the parent finds them loaded
+        assert reader.shard_set.locations.rows_read == before               # ... and the parent finds them loaded
 
 
 @pytest.mark.slow

@@ -461,7 +461,7 @@ def _build_parallel(oracle):
 
 def _build_checksummed_golden(oracle):
     """A dataset MindSpore wrote, given our checksum table by ``add_checksums``."""
-    from recordio.mindrecord.verification import add_checksums
+    from recordio.mindrecord.read.verification import add_checksums
 
     folder = oracle.folder / "golden_checksums"
     shutil.copytree(GOLDEN / "matrix_s4_index", folder)

@@ -1,4 +1,4 @@
-"""A local reader locates rows by walking the data file's length prefixes (recordio/mindrecord/page_walk.py):
+"""A local reader locates rows by walking the data file's length prefixes (recordio/mindrecord/read/page_walk.py):
 the same locations as the ``.db`` on every golden file MindSpore wrote, in any block order and with
 evictions; no ``.db`` row fetched per block; a damaged prefix is a FormatError naming the row; a ``.db``
 that disagrees is refused on the first block and under ``verify``; C and Python walks agree."""
@@ -12,7 +12,9 @@ import pytest
 
 import recordio
 from recordio import FileReader, FileWriter
-from recordio.mindrecord import codec, locations, page_walk
+from recordio.mindrecord import codec
+from recordio.mindrecord.read import locations
+from recordio.mindrecord.read import page_walk
 from rowcheck import assert_rows_equal
 from conftest import GOLDEN_COPIES
 from test_untrusted import edit_header, sql
@@ -54,7 +56,7 @@ def small_blocks(monkeypatch):
 
 def _both(path):
     with FileReader(path) as walked:
-        sources = walked._where.sources
+        sources = walked.shard_set.locations.sources
         assert all(isinstance(s, page_walk.WalkBlocks) for s in sources)
         got = [s._walked(0, s.shard.count) for s in sources]
         for s, g in zip(sources, got):                    # without the .db (use_index=False, verify)
@@ -84,11 +86,11 @@ def test_blocks_in_any_order_with_evictions_read_the_rows_of_the_db(multigroup, 
     with FileReader(multigroup) as walked:
         order = np.random.default_rng(5).permutation(len(walked))
         got = [walked[int(i)] for i in order] + walked.__getitems__(order[:500])
-        walks = sum(s.walked for s in walked._where.sources)
-        loads = sum(s.loads for s in walked._where.sources)
+        walks = sum(s.walked for s in walked.shard_set.locations.sources)
+        loads = sum(s.loads for s in walked.shard_set.locations.sources)
     monkeypatch.setenv("RECORDIO_LOCATIONS", "db")
     with FileReader(multigroup) as listed:
-        assert not isinstance(listed._where.sources[0], page_walk.WalkBlocks)
+        assert not isinstance(listed.shard_set.locations.sources[0], page_walk.WalkBlocks)
         want = [listed[int(i)] for i in order] + listed.__getitems__(order[:500])
     assert_rows_equal(got, want)
     # marks: a block is walked from the nearest block start a walk passed, so each row is walked on the
@@ -98,7 +100,7 @@ def test_blocks_in_any_order_with_evictions_read_the_rows_of_the_db(multigroup, 
 
 def test_a_late_block_walks_from_the_nearest_mark(multigroup, small_blocks):
     with FileReader(multigroup) as reader:
-        opened = reader._where.sources[0]
+        opened = reader.shard_set.locations.sources[0]
         source = page_walk.WalkBlocks(opened.shard, opened.db, 7)       # no block walked yet
         source.fd = opened.fd
         g = source.groups
@@ -118,8 +120,8 @@ def test_a_late_block_walks_from_the_nearest_mark(multigroup, small_blocks):
 def test_a_first_epoch_fetches_one_db_block_per_shard(multigroup):
     with FileReader(multigroup) as reader:
         list(reader.read_batch(slice(0, len(reader))).values())
-        queries = [s.queries for s in reader._where.sources]
-        rows_read = reader._where.rows_read
+        queries = [s.queries for s in reader.shard_set.locations.sources]
+        rows_read = reader.shard_set.locations.rows_read
     assert queries == [1, 1, 1] and rows_read <= 3 * locations.BLOCK_ROWS
 
 
@@ -155,7 +157,7 @@ def test_a_late_damaged_db_row_is_not_read_and_verify_still_refuses_it(multigrou
 
 def _prefix_at(path, row, which):
     with FileReader(path) as reader:
-        locs = reader._where.sources[0].load(0, reader._where.sources[0].shard.count)
+        locs = reader.shard_set.locations.sources[0].load(0, reader.shard_set.locations.sources[0].shard.count)
     return int(locs[row, 0 if which == "raw" else 2]) - 8
 
 
@@ -187,7 +189,7 @@ def test_a_pickled_reader_walks_again_in_its_new_process(multigroup):
     with FileReader(multigroup) as reader:
         want = list(reader)
         clone = pickle.loads(pickle.dumps(reader))
-    assert clone._where.sources[0]._mm is None
+    assert clone.shard_set.locations.sources[0]._mm is None
     assert_rows_equal(list(clone), want)
     clone.close()
 
@@ -241,6 +243,6 @@ def test_the_walk_stops_exactly_at_its_limit():
 def test_locations_from_the_db_when_asked(multigroup, monkeypatch):
     monkeypatch.setenv("RECORDIO_LOCATIONS", "db")
     with FileReader(multigroup) as reader:
-        assert isinstance(reader._where.sources[0], locations.DbBlocks)
+        assert isinstance(reader.shard_set.locations.sources[0], locations.DbBlocks)
         reader.read_batch(slice(0, len(reader)))
-        assert reader._where.rows_read >= len(reader)
+        assert reader.shard_set.locations.rows_read >= len(reader)

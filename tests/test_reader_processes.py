@@ -48,7 +48,7 @@ def test_pickle_round_trip_carries_no_open_files(dataset):
     reader = FileReader(dataset, columns=["id"])
     list(reader)
     clone = pickle.loads(pickle.dumps(reader))
-    assert clone._maps == {} and _ids(clone) == _ids(reader)
+    assert clone.shard_set.maps == {} and _ids(clone) == _ids(reader)
 
 
 @pytest.mark.slow
@@ -62,7 +62,7 @@ def test_many_shards_bounded_descriptors(tmp_path):
     before = len(os.listdir("/proc/self/fd"))
     with FileReader(str(tmp_path / "m.mr000")) as reader:
         assert _ids(reader) == sorted(_ids(reader)) and len(reader) == 2000
-        assert len(os.listdir("/proc/self/fd")) - before <= recordio.mindrecord.reader.MAX_OPEN_FILES + 4
+        assert len(os.listdir("/proc/self/fd")) - before <= recordio.mindrecord.read.shard_set.MAX_OPEN_FILES + 4
     assert recordio.count_rows(str(tmp_path / "m.mr999")) == 2000
 
 

@@ -150,7 +150,7 @@ def test_faults_on_10_percent_of_requests_still_read_every_row(tmp_path):
     with RangeServer(tmp_path / "ds") as server, FaultProxy(server, fault_rate=0.1, seed=3) as proxy:
         with FileReader(f"{proxy.url}/blobs.mindrecord0", cache_dir=tmp_path / "cache") as reader:
             got = reader.__getitems__(np.random.default_rng(1).permutation(len(rows)))
-            stats = reader._remote.stats
+            stats = reader.shard_set.storage.stats
         order = np.random.default_rng(1).permutation(len(rows))
         assert [r["data"] for r in got] == [rows[i]["data"] for i in order]
         assert len(proxy.faults) >= 5 and {"500", "drop", "truncate"} <= set(proxy.faults)
@@ -274,10 +274,10 @@ def test_a_cache_as_large_as_the_dataset_fetches_nothing_the_second_epoch(tmp_pa
     with RangeServer(tmp_path / "ds") as server:
         with FileReader(f"{server.url}/blobs.mindrecord0", cache_dir=tmp_path / "cache", cache_limit=size) as reader:
             _epoch(reader, rng.permutation(len(rows)))
-            before = reader._remote.stats["bytes"]
+            before = reader.shard_set.storage.stats["bytes"]
             assert before > 0
             assert _epoch(reader, rng.permutation(len(rows))) is not None
-            assert reader._remote.stats["bytes"] == before
+            assert reader.shard_set.storage.stats["bytes"] == before
 
 
 @pytest.mark.slow
@@ -290,11 +290,11 @@ def test_eviction_by_the_epoch_order_fetches_less_than_lru(tmp_path):
             rng = np.random.default_rng(0)
             with FileReader(f"{server.url}/blobs.mindrecord0", cache_dir=tmp_path / policy,
                             cache_limit=size // 4) as reader:
-                reader._remote._bound.policy = policy
+                reader.shard_set.storage._bound.policy = policy
                 for _ in range(3):
                     order = rng.permutation(len(rows))
                     assert _epoch(reader, order) == [rows[i]["data"] for i in order]
-                fetched[policy] = reader._remote.stats["bytes"]
+                fetched[policy] = reader.shard_set.storage.stats["bytes"]
     assert fetched["future"] < 0.9 * fetched["lru"], fetched
 
 
@@ -388,11 +388,11 @@ def _blocks_of(first, ids):
 
     out = set()
     with FileReader(first) as reader:
-        shard, _, locs = reader._where.bulk(np.asarray(ids))
-        names = [os.path.basename(s.path) for s in reader._shards]
+        shard, _, locs = reader.shard_set.locations.bulk(np.asarray(ids))
+        names = [os.path.basename(s.path) for s in reader.shard_set.shards]
         for k, (rs, re_, bs, be) in zip(shard.tolist(), locs.tolist()):
             out |= {(names[k], b) for a, e in ((rs, re_), (bs, be)) for b in range(a // 4096, (e + 4095) // 4096)}
-        for s, name in zip(reader._shards, names):
+        for s, name in zip(reader.shard_set.shards, names):
             out |= {(name, b) for b in range(4)}
             for p in (p for p in s.pages if p.kind == RAW):
                 a = page_offset(s.header["header_size"], s.header["page_size"], p.page_id)
@@ -496,10 +496,10 @@ def _row_blocks(first, ids):
     from recordio.mindrecord.format import RAW, page_offset
 
     with FileReader(first) as reader:
-        shard, _, locs = reader._where.bulk(np.asarray(ids))
+        shard, _, locs = reader.shard_set.locations.bulk(np.asarray(ids))
         blocks = {(k, b) for k, (rs, re_, bs, be) in zip(shard.tolist(), locs.tolist())
                   for a, e in ((rs, re_), (bs, be)) for b in range(a // 4096, (e + 4095) // 4096)}
-        for k, s in enumerate(reader._shards):
+        for k, s in enumerate(reader.shard_set.shards):
             for p in (p for p in s.pages if p.kind == RAW):
                 a = page_offset(s.header["header_size"], s.header["page_size"], p.page_id)
                 blocks |= {(k, b) for b in range(a // 4096, (a + p.size + 4095) // 4096)}
@@ -513,24 +513,24 @@ def test_a_shuffled_epoch_fetches_in_few_large_requests(tmp_path):
     order = np.random.default_rng(2).permutation(len(rows))
     with RangeServer(tmp_path / "ds") as server:
         with FileReader(f"{server.url}/blobs.mindrecord0", cache_dir=tmp_path / "cache") as reader:
-            before = dict(reader._remote.stats)
+            before = dict(reader.shard_set.storage.stats)
             assert _epoch(reader, order) == [rows[i]["data"] for i in order]
-            requests = reader._remote.stats["requests"] - before["requests"]
-            fetched = reader._remote.stats["bytes"] - before["bytes"]
+            requests = reader.shard_set.storage.stats["requests"] - before["requests"]
+            fetched = reader.shard_set.storage.stats["bytes"] - before["bytes"]
         # two files of about 1 MiB: their pages in at most 4 MiB spans, plus a row read before its span
         assert requests <= 12, f"{requests} requests for {len(rows)} rows"
         assert fetched <= 1.05 * _row_blocks(first, order), (fetched, _row_blocks(first, order))
         # without a plan each row is fetched on its own
         with FileReader(f"{server.url}/blobs.mindrecord0", cache_dir=tmp_path / "c2") as reader:
-            before = reader._remote.stats["requests"]
+            before = reader.shard_set.storage.stats["requests"]
             _epoch(reader, order[:100], plan=False)
-            assert reader._remote.stats["requests"] - before >= 90
+            assert reader.shard_set.storage.stats["requests"] - before >= 90
 
 
 def _rank_stats(url, cache, rank, world, out):
     data = recordio.MindDataset(url, shuffle=True, num_shards=world, shard_id=rank, cache_dir=cache)
     ids = [int(r["id"]) for r in data.create_dict_iterator(num_epochs=1, output_numpy=True)]
-    stats = data.reader._remote.stats
+    stats = data.reader.shard_set.storage.stats
     out.put((rank, ids, stats["requests"], stats["bytes"]))
 
 
@@ -572,9 +572,9 @@ def test_a_cache_limit_fetches_each_needed_block_once_in_an_epoch(tmp_path):
     with RangeServer(tmp_path / "ds") as server:
         with FileReader(f"{server.url}/blobs.mindrecord0", cache_dir=tmp_path / "cache",
                         cache_limit=needed // 4) as reader:
-            before = dict(reader._remote.stats)
+            before = dict(reader.shard_set.storage.stats)
             assert _epoch(reader, order) == [rows[i]["data"] for i in order]
-            fetched = reader._remote.stats["bytes"] - before["bytes"]
+            fetched = reader.shard_set.storage.stats["bytes"] - before["bytes"]
     assert needed <= fetched <= 1.1 * needed, (fetched, needed)
 
 
@@ -642,8 +642,8 @@ def test_cache_limit_bounds_the_node_across_processes(tmp_path):
     """Two processes of one node share the cache and its bound: together they keep at most about
     ``cache_limit`` bytes (each kept up to the bound on its own before), and the node's counter matches
     the block maps."""
-    from recordio.mindrecord.cachebound import HELD_FILE
-    from recordio.mindrecord.pagecache import scan_held
+    from recordio.mindrecord.storage.cache_bound import HELD_FILE
+    from recordio.mindrecord.storage.cache import scan_held
 
     first, rows = write_blobs(tmp_path / "ds" / "blobs.mindrecord", n=600)
     limit = int(0.3 * _row_blocks(first, range(len(rows))))
@@ -671,7 +671,7 @@ def test_cache_limit_bounds_the_node_across_processes(tmp_path):
 
 
 def test_plan_spans_covers_every_needed_block_in_aligned_spans_by_first_need():
-    from recordio.mindrecord.spanplan import SPAN, plan_spans
+    from recordio.mindrecord.storage.span_plan import SPAN, plan_spans
 
     rng = np.random.default_rng(9)
     sizes = rng.integers(5_000, 15_000, 1000)

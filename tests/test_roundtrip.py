@@ -146,18 +146,18 @@ def test_many_pages_and_reader_sequence_protocol(tmp_path, rows):
 def test_a_reader_alive_at_interpreter_exit_closes_quietly(tmp_path, monkeypatch):
     """At interpreter exit a module's globals may be None before a reader it holds is freed (a reader
     in a script's closure): its files still close, without 'Exception ignored in __del__'."""
-    from recordio.mindrecord import reader as reader_module
+    from recordio.mindrecord.read import shard_set as shard_set_module
     path = str(tmp_path / "g.mindrecord")
     with FileWriter(path) as w:
         w.add_schema({"x": {"type": "int32"}})
         w.write_raw_data([{"x": i} for i in range(3)])
     reader = FileReader(path)
-    fds = list(reader._fds.values())
+    fds = list(reader.shard_set._fds.values())
     assert fds
-    monkeypatch.setattr(reader_module, "os", None)          # what module teardown leaves
-    reader.__del__()
+    monkeypatch.setattr(shard_set_module, "os", None)       # what module teardown leaves
+    reader.shard_set.__del__()
     monkeypatch.undo()
     for fd in fds:
         with pytest.raises(OSError):
             os.fstat(fd)                                    # closed
-    reader._fds.clear()
+    reader.shard_set._fds.clear()

@@ -20,8 +20,8 @@ import pytest
 
 import recordio
 from recordio.mindrecord import index
-from recordio.mindrecord.recovery import repair
-from recordio.mindrecord.verification import add_checksums
+from recordio.mindrecord.write.recovery import repair
+from recordio.mindrecord.read.verification import add_checksums
 from recordio.tools import fuzz
 from recordio.tools import fuzz_mutations as mutations
 from conftest import GOLDEN_COPIES, TESTS

@@ -85,10 +85,89 @@ def test_reader_verify_names_file_page_and_rows(tmp_path):
     header = FileReader(first).header
     page = [p for p in header["page"] if p.kind == "BLOB_DATA"][1]
     flip(first, header["header_size"] + page.page_id * header["page_size"] + 20)   # inside an image
-    rows = list(FileReader(first))       # without verify the damage is invisible to a reader
+    rows = list(FileReader(first, verify=False))       # checks off: the damage is invisible to a reader
     assert len(rows) == 60
-    with pytest.raises(ChecksumError, match=rf"x.mr: page {page.page_id} \(rows \d+\.\.\d+\)"):
-        list(FileReader(first, verify=True))
+    for verify in (True, None):                        # verify=True, and the default's first-touch check
+        with pytest.raises(ChecksumError, match=rf"x.mr: page {page.page_id} \(rows \d+\.\.\d+\)"):
+            list(FileReader(first, verify=verify))
+
+
+def _damaged(tmp_path):
+    """A one-shard dataset with a flipped byte inside the image of a row of its second blob page, and
+    ``(page, a row on it)``."""
+    first = write_dataset(tmp_path / "x.mr", shards=1)
+    header = FileReader(first).header
+    page = [p for p in header["page"] if p.kind == "BLOB_DATA"][1]
+    flip(first, header["header_size"] + page.page_id * header["page_size"] + 20)
+    return first, page
+
+
+@pytest.mark.parametrize("read", ["row", "batch", "items", "iter"])
+def test_a_flipped_byte_is_found_by_default_on_the_pages_first_touch(tmp_path, read):
+    first, page = _damaged(tmp_path)
+    with FileReader(first) as reader:
+        assert int(reader[page.start_row - 1]["label"]) == (page.start_row - 1) % 7    # other pages: read
+        message = rf"x.mr: page {page.page_id} \(rows {page.start_row}\.\.{page.end_row - 1}\) does not match"
+        with pytest.raises(ChecksumError, match=message):
+            {"row": lambda: reader[page.start_row], "batch": lambda: reader.read_batch([0, page.start_row]),
+             "items": lambda: reader.__getitems__([page.start_row]), "iter": lambda: list(reader)}[read]()
+        with pytest.raises(ChecksumError):                 # a failed page stays unchecked: refused again
+            reader[page.start_row]
+
+
+def test_mind_dataset_checks_pages_by_default_and_config_turns_it_off(tmp_path):
+    from recordio import config
+    from recordio.dataset import MindDataset
+    first, page = _damaged(tmp_path)
+    with pytest.raises(ChecksumError, match=rf"page {page.page_id} \(rows"):
+        list(MindDataset(first, shuffle=False).create_dict_iterator(num_epochs=1, output_numpy=True))
+    config.set_page_checks(False)
+    try:
+        rows = list(MindDataset(first, shuffle=False).create_dict_iterator(num_epochs=1, output_numpy=True))
+        assert len(rows) == 60
+        with pytest.raises(ChecksumError):
+            list(FileReader(first, verify=True))           # an explicit verify=True still checks
+    finally:
+        config.set_page_checks(True)
+    with pytest.raises(TypeError):
+        config.set_page_checks("no")
+
+
+def test_files_without_checksums_read_as_before(tmp_path):
+    """MindSpore's files have no checksums: nothing is checked and nothing is refused by default."""
+    shutil.copytree(GOLDEN_COPIES / "matrix_s4_index", tmp_path / "ms")
+    first = str(tmp_path / "ms" / "matrix_s4_index.mindrecord0")
+    with FileReader(first) as reader:
+        assert len(list(reader)) == 24 and len(reader.read_batch(range(24))) > 0
+
+
+def test_a_page_is_hashed_once_a_process_until_its_file_changes(tmp_path, monkeypatch):
+    from recordio.mindrecord.read import checks
+    first = write_dataset(tmp_path / "x.mr", shards=1)
+    hashed = []
+    real = checks._digest
+    monkeypatch.setattr(checks, "_digest", lambda files, k, a, b, *more: hashed.append(a) or real(files, k, a, b,
+                                                                                                 *more))
+    assert len(list(FileReader(first))) == 60
+    pages = len(hashed)
+    assert pages > 2
+    assert len(list(FileReader(first))) == 60 and len(hashed) == pages       # a second reader: no hash
+    header = FileReader(first).header
+    page = [p for p in header["page"] if p.kind == "BLOB_DATA"][1]
+    flip(first, header["header_size"] + page.page_id * header["page_size"] + 20)
+    st = os.stat(first)
+    os.utime(first, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))            # changed in place, later
+    with pytest.raises(ChecksumError, match=f"page {page.page_id}"):
+        list(FileReader(first))
+
+
+def test_warm_passes_skip_checked_files(tmp_path):
+    """Once every page of a file was checked, a row costs one flag test (no hash, no page lookup)."""
+    first = write_dataset(tmp_path / "x.mr", shards=2)
+    with FileReader(first) as reader:
+        list(reader)
+        checks = reader.shard_set.checks
+        assert all(checks._done) and all(len(c) == len(s.checksums) for c, s in zip(checks._checked, checks.shards))
 
 
 def test_mindspore_dataset_verified_structurally_then_checksums_added(tmp_path):

@@ -319,7 +319,7 @@ def test_one_row_calls_fill_every_shard(tmp_path):
 
 def test_leftovers_go_to_the_shards_holding_the_fewest_rows(tmp_path):
     import recordio
-    from recordio.mindrecord.staging import split_counts
+    from recordio.mindrecord.write.shard_files import split_counts
     assert split_counts(5, 4) == [2, 1, 1, 1]
     assert split_counts(5, 4, [2, 1, 1, 1]) == [1, 2, 1, 1]
     assert split_counts(8, 4, [5, 0, 3, 1]) == [2, 2, 2, 2]          # multiples split evenly, as MindSpore

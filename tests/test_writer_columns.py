@@ -8,11 +8,12 @@ import pytest
 from test_writer import new_writer
 
 from recordio import FileReader, FileWriter, SchemaError
-from recordio.mindrecord import codec, columnar
-from recordio.mindrecord.columns import BytesColumn
+from recordio.mindrecord import codec
+from recordio.mindrecord.write import columns as columnar
+from recordio.mindrecord.read.columns import BytesColumn
 from recordio.mindrecord.format import entry_prefix
 from recordio.mindrecord.schema import Schema
-from recordio.mindrecord.shard_writer import ShardWriter, finalize_shards
+from recordio.mindrecord.write.shard_writer import ShardWriter, finalize_shards
 
 SCHEMA = {"i": {"type": "int32"}, "l": {"type": "int64"}, "f": {"type": "float32"}, "d": {"type": "float64"},
           "t": {"type": "string"}, "raw": {"type": "bytes"}, "ids": {"type": "int64", "shape": [-1]},

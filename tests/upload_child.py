@@ -9,7 +9,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from recordio.mindrecord import remote_store  # noqa: E402
+from recordio.mindrecord.storage import store as remote_store  # noqa: E402
 from recordio.tools.remote_servers import blob_rows, write_blob_rows  # noqa: E402
 
 url, options, marker, staging = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3], sys.argv[4]

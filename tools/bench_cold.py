@@ -14,9 +14,11 @@ the headline, open included), then three more passes (the best is the warm figur
   ``preadv`` into each batch's array (no page mapped: a first pass's other limit);
 * ``tokens`` (rows of 2,049 int32 ids), batches of 32: the same contenders, the flat file being the
   ``(rows, 2049)`` int32 array;
+* recordio's ``read_batch`` with page checksums off (``config.set_page_checks(False)``) beside the
+  default, which checks each page on its first touch: what the checks cost (goal: <= 5%);
 * recordio's ``read_batch`` with every location read from the ``.db`` (``RECORDIO_LOCATIONS=db``, as
   MindSpore locates rows and as a remote dataset is read) beside the default, which walks the data
-  file's length prefixes (recordio/mindrecord/page_walk.py): what the walk is worth.
+  file's length prefixes (recordio/mindrecord/read/page_walk.py): what the walk is worth.
 
 Goals (issue 34): first pass >= 0.8x the warm pass; cifar first pass >= 2x Hugging Face's and
 >= 0.5x the flat file's; tokens first pass >= 1.5x Hugging Face's in order, >= 2x shuffled.
@@ -42,7 +44,12 @@ import numpy as np
 kind, path, batch, order_seed, width = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 if kind.startswith("recordio") or kind == "minddataset":
     import recordio, recordio.dataset
-    from recordio.mindrecord import codec, columns, count, index, locations, page_walk, reader   # not timed
+    from recordio.mindrecord import codec, index   # not timed
+    from recordio.mindrecord.read import columns
+    from recordio.mindrecord.read import count
+    from recordio.mindrecord.read import locations
+    from recordio.mindrecord.read import page_walk
+    from recordio.mindrecord.read import reader
     recordio.FileReader, recordio.count_rows, recordio.dataset.MindDataset
 elif kind.startswith("hf"):
     import datasets
@@ -61,6 +68,9 @@ elif kind == "flat-pread":
         os.preadv(fd, [out], lo * width)
         return out
 elif kind.startswith("recordio"):
+    if kind == "recordio-unchecked":
+        from recordio import config
+        config.set_page_checks(False)
     data = recordio.FileReader(path)
     n = len(data)
     read = lambda lo, hi, order: data.read_batch(slice(lo, hi) if order is None else order[lo:hi])
@@ -158,6 +168,8 @@ def contenders(path, flat, hf):
            ("recordio read_batch shuffled", "recordio", path, True, False),
            ("recordio read_batch, locations from the .db", "recordio", path, False, True),
            ("recordio read_batch shuffled, locations from the .db", "recordio", path, True, True),
+           ("recordio read_batch, page checks off", "recordio-unchecked", path, False, False),
+           ("recordio read_batch shuffled, page checks off", "recordio-unchecked", path, True, False),
            ("recordio MindDataset.batch", "minddataset", path, False, False),
            ("recordio MindDataset.batch shuffled", "minddataset", path, True, False),
            ("flat file (mmap)", "flat", flat, False, False),
@@ -190,8 +202,10 @@ def rows_out(name, n, batch, best):
     goals = {"recordio read_batch": [("HF datasets", vs_hf), ("flat file (mmap)", ">= 0.5x" if name == "cifar" else ""),
                                      ("flat file (pread)", ""),
                                      ("recordio MindDataset.batch", ""),
-                                     ("recordio read_batch, locations from the .db", "")],
+                                     ("recordio read_batch, locations from the .db", ""),
+                                     ("recordio read_batch, page checks off", ">= 0.95x")],
              "recordio read_batch shuffled": [("HF datasets shuffled", ">= 2x" if name == "tokens" else ""),
+                                              ("recordio read_batch shuffled, page checks off", ">= 0.95x"),
                                               ("recordio read_batch shuffled, locations from the .db", "")],
              "recordio MindDataset.batch": [("HF datasets", "")]}
     for ours, baselines in goals.items():

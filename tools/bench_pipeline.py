@@ -63,7 +63,7 @@ def _workload(n):
 
 
 def _write(path, n):
-    from recordio.mindrecord.writer import FileWriter
+    from recordio.mindrecord.write.writer import FileWriter
     rows = _workload(n)
     with FileWriter(path, shard_num=1, overwrite=True) as w:
         w.add_schema({"image": {"type": "bytes"}, "label": {"type": "int32"}}, "cifar")
@@ -95,7 +95,7 @@ class Rate(float):
 
 
 def _raw_reader(path):
-    from recordio.mindrecord.reader import FileReader
+    from recordio.mindrecord.read.reader import FileReader
     reader = FileReader(path)
 
     def run():
@@ -105,7 +105,7 @@ def _raw_reader(path):
 
 def _raw_getitems(path, seed=0):
     import numpy as np
-    from recordio.mindrecord.reader import FileReader
+    from recordio.mindrecord.read.reader import FileReader
     reader = FileReader(path)
     order = np.random.default_rng(seed).permutation(len(reader))
 
@@ -135,7 +135,7 @@ def _raw_batches(path, shuffle):
     import numpy as np
     from recordio import config
     from recordio.dataset import MindDataset
-    from recordio.mindrecord.reader import FileReader
+    from recordio.mindrecord.read.reader import FileReader
     reader = FileReader(path)
     ds = MindDataset(path, shuffle=shuffle)
     order = np.asarray(ds.sampler.order(len(reader), config.get_seed(), 0, ds), dtype=np.int64)
@@ -237,7 +237,7 @@ def _dataloader(path, workers=0, collate_fn=None):
     ``__getitems__`` and collated by ``collate_fn`` (default: torch's ``default_collate``); workers
     persist across passes."""
     import torch.utils.data
-    from recordio.mindrecord.reader import FileReader
+    from recordio.mindrecord.read.reader import FileReader
     reader = FileReader(path)
     loader = torch.utils.data.DataLoader(reader, batch_size=BATCH, shuffle=True, num_workers=workers,
                                          persistent_workers=workers > 0, collate_fn=collate_fn)
@@ -270,7 +270,7 @@ print(best)
 
 def _write_typecast(path, n):
     import numpy as np
-    from recordio.mindrecord.writer import FileWriter
+    from recordio.mindrecord.write.writer import FileWriter
     rng = np.random.default_rng(0)
     with FileWriter(path, shard_num=1, overwrite=True) as w:
         w.add_schema({f"c{i}": {"type": "int32", "shape": [-1]} for i in range(TYPECAST_COLUMNS)}, "typecast")

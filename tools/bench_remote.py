@@ -96,19 +96,19 @@ def _epochs(url, storage, cache_dir, epochs, cache_limit=None, policy="future", 
     t = time.perf_counter()
     with FileReader(url, storage_options=storage, cache_dir=cache_dir, cache_limit=cache_limit) as reader:
         opened = time.perf_counter() - t
-        if reader._remote._bound is not None:
-            reader._remote._bound.policy = policy
+        if reader.shard_set.storage._bound is not None:
+            reader.shard_set.storage._bound.policy = policy
         for _ in range(epochs):
             order = rng.permutation(len(reader))[::ranks]
-            _, _, locs = reader._where.bulk(order)
+            _, _, locs = reader.shard_set.locations.bulk(order)
             row_bytes = int((locs[:, 1] - locs[:, 0] + locs[:, 3] - locs[:, 2]).sum())
-            before = dict(reader._remote.stats)
+            before = dict(reader.shard_set.storage.stats)
             t = time.perf_counter()
             reader.prefetch(order)
             for i in order.tolist():
                 reader[i]
             rate = len(order) / (time.perf_counter() - t)
-            after = reader._remote.stats
+            after = reader.shard_set.storage.stats
             out.append({"open_s": opened, "rate": rate, "bytes": after["bytes"] - before["bytes"], "row_bytes": row_bytes,
                         "requests": after["requests"] - before["requests"], "rows": len(order)})
     return out

@@ -66,7 +66,7 @@ _RSS = 'def rss():\n    return int(open("/proc/self/statm").read().split()[1]) *
 
 _OPEN = _RSS + r"""
 import json, sys, time
-import numpy, msgpack, recordio.mindrecord.reader
+import numpy, msgpack, recordio.mindrecord.read.reader
 before = rss()
 start = time.perf_counter()
 r = recordio.FileReader(sys.argv[1])
@@ -115,7 +115,7 @@ import numpy as np
 from recordio import FileReader
 
 def pool_range(reader):
-    mm = reader._where.pool._map
+    mm = reader.shard_set.locations.pool._map
     start = ctypes.addressof(ctypes.c_char.from_buffer(mm))
     return start, start + len(mm)
 

@@ -13,7 +13,8 @@ import tempfile
 import time
 
 import recordio
-from recordio.mindrecord import datalock, fileio
+from recordio.mindrecord import fileio
+from recordio.mindrecord.write import locks as datalock
 from recordio.tools import workloads
 from recordio.tools._common import bench_main, bench_row
 
@@ -32,8 +33,8 @@ def checks_off():
     def no_lock(self, first_target):
         self._fd = None
 
-    import recordio.mindrecord.append as append_module
-    import recordio.mindrecord.staging as staging_module
+    import recordio.mindrecord.write.append as append_module
+    import recordio.mindrecord.write.shard_files as staging_module
     staging_module.pwrite_all = append_module.pwrite_all = bare
     datalock.DatasetLock.__init__, datalock.DatasetLock.release = no_lock, lambda self: None
     try:

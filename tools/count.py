@@ -16,7 +16,7 @@ def add_arguments(parser):
 
 def run(args):
     if args.where:
-        from recordio.mindrecord.description import count_where
+        from recordio.mindrecord.read.description import count_where
 
         conditions = [split_where(w) for w in args.where]
         n = count_where(args.path, conditions)

@@ -53,7 +53,7 @@ WALL_LIMIT = 40                   # seconds of wall time per mutant
 
 def _operations(first):
     import recordio
-    from recordio.mindrecord.description import count_where
+    from recordio.mindrecord.read.description import count_where
 
     def read(**kw):
         with recordio.FileReader(first, **kw) as reader:
@@ -235,7 +235,7 @@ def make_sandbox(root, case, rng):
     make_outside(root)
     first = data_files(folder)[0]
     if rng.random() < 0.5:
-        from recordio.mindrecord.verification import add_checksums
+        from recordio.mindrecord.read.verification import add_checksums
         add_checksums(str(first))          # recordio's checksum table, so verify=True has work to do
     return folder, first
 
@@ -347,8 +347,8 @@ def _preload():
     campaign then cannot mix old and new code in one child."""
     import importlib
 
-    for name in ("reader", "count", "verification", "description", "writer", "append", "recovery",
-                 "fileset", "index", "shard_writer"):
+    for name in ("read.reader", "read.count", "read.verification", "read.description", "write.writer",
+                 "write.append", "write.recovery", "read.fileset", "index", "write.shard_writer"):
         importlib.import_module(f"recordio.mindrecord.{name}")
 
 

@@ -5,7 +5,7 @@ import json
 import sys
 
 import recordio
-from recordio.mindrecord.query import check_rows, matching_rows
+from recordio.mindrecord.read.query import check_rows, matching_rows
 from recordio.tools.count import split_where
 from recordio.tools.head import summarize
 from recordio.tools._common import PATH_HELP, dataset_path

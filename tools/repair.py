@@ -1,6 +1,6 @@
 """``recordio repair PATH``: finish or undo an append whose writer died during its commit."""
 
-from recordio.mindrecord.recovery import repair
+from recordio.mindrecord.write.recovery import repair
 from recordio.tools._common import PATH_HELP, dataset_path
 
 HELP = ("finish (or undo) an append interrupted by a crash, after checking its journal names only this "

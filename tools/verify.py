@@ -16,7 +16,7 @@ def add_arguments(parser):
 
 def run(args):
     if args.add_checksums:
-        from recordio.mindrecord.verification import add_checksums
+        from recordio.mindrecord.read.verification import add_checksums
 
         for db in add_checksums(args.path):
             print(f"added checksums to {db}")

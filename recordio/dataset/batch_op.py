@@ -147,7 +147,7 @@ class BatchDataset(Dataset):
             delivered = end
 
     def _column_batches(self, bulk):
-        """Batches read as columns (``FileReader`` through ``recordio.mindrecord.columns``): the same
+        """Batches read as columns (``FileReader`` through ``recordio.mindrecord.read.columns``): the same
         values, dtypes and forms as :meth:`_make` builds from the rows."""
         total = len(bulk)
         for first in range(0, total, self.batch_size):

@@ -1,6 +1,6 @@
 """MindDataset: a MindRecord dataset (one shard names the whole dataset, or a list of files).
 
-Rows are read with :class:`recordio.mindrecord.reader.FileReader` in chunks (``__getitems__``). When
+Rows are read with :class:`recordio.mindrecord.read.reader.FileReader` in chunks (``__getitems__``). When
 ``columns_list`` names only indexed scalar fields, the values come from the ``.db`` index
 (``FileReader.index_column``, which checks them against the data file and falls back to it when
 the ``.db`` is foreign or cut strings at NUL), so no data page is read.
@@ -26,7 +26,7 @@ from recordio.dataset.values import to_numpy
 from recordio.errors import PipelineError, RowRangeError, SchemaError
 
 if TYPE_CHECKING:
-    from recordio.mindrecord.reader import FileReader
+    from recordio.mindrecord.read.reader import FileReader
 
 __all__ = ["MindDataset"]
 
@@ -131,14 +131,14 @@ class MindDataset(SampledSource):
 
     @property
     def reader(self) -> FileReader:
-        """The dataset's :class:`~recordio.mindrecord.reader.FileReader` (opened on first use)."""
+        """The dataset's :class:`~recordio.mindrecord.read.reader.FileReader` (opened on first use)."""
         if self._unknown_columns is not None:
             raise SchemaError(str(self._unknown_columns)) from None
         if self._reader is None:
-            from recordio.mindrecord.reader import FileReader
+            from recordio.mindrecord.read.reader import FileReader
             reader = FileReader(self.dataset_files, columns=self.columns_list, **self._remote_options)
             if self.columns_list is None:
-                reader._order_columns(sorted(reader.schema))      # MindSpore's order: names sorted
+                reader.order_columns(sorted(reader.schema))      # MindSpore's order: names sorted
             self._reader = reader
         return self._reader
 
@@ -164,7 +164,7 @@ class MindDataset(SampledSource):
         """The epoch's rows; for a dataset at a URL the reader fetches them ahead in this order."""
         ep = super()._epoch_rows(ctx, epoch)
         reader = self.reader
-        if reader._remote is not None and self._index_columns() is None:
+        if reader.is_remote and self._index_columns() is None:
             n = self._num_rows()
             ids = np.arange(n, dtype=np.int64) if ep.ids is None else np.asarray(ep.ids, dtype=np.int64)
             reader.prefetch(ids[ids < n])
@@ -198,7 +198,7 @@ class MindDataset(SampledSource):
         if self._unknown_columns is None:
             return self.reader
         if self._reader is None:
-            from recordio.mindrecord.reader import FileReader
+            from recordio.mindrecord.read.reader import FileReader
             self._reader = FileReader(self.dataset_files, **self._remote_options)
         return self._reader
 
@@ -211,7 +211,7 @@ class MindDataset(SampledSource):
             raise PipelineError(f"Invalid data, 'class_column': {column} can not found in fields of mindrecord "
                                 f"files. Please check 'class_column' in PKSampler. The fields of "
                                 f"{reader.files[0]}: {sorted(reader.schema)}")
-        from recordio.mindrecord.reader import FileReader
+        from recordio.mindrecord.read.reader import FileReader
         with FileReader(self.dataset_files, columns=[column], **self._remote_options) as r:
             return np.asarray([row[column] for row in r])
 
@@ -234,7 +234,7 @@ class MindDataset(SampledSource):
         return (dict(zip(names, values)) for values in zip(*index.values()))
 
     def _column_reader(self):
-        """Batches read as columns (``recordio.mindrecord.columns``), or from the index's column
+        """Batches read as columns (``recordio.mindrecord.read.columns``), or from the index's column
         arrays; None with padded rows (those are read row by row)."""
         if self.num_padded:
             return None
@@ -242,13 +242,13 @@ class MindDataset(SampledSource):
         if index is not None:
             return lambda ids: {c: arr[ids].tolist() if arr.dtype == object else arr[ids]
                                 for c, arr in index.items()}
-        from recordio.mindrecord.columns import read_columns
         reader, names = self.reader, self._columns()
-        return lambda ids: read_columns(reader, ids, names, "list" if get_bytes_form() == "mindspore" else "arrays")
+        form = "list" if get_bytes_form() == "mindspore" else "arrays"
+        return lambda ids: reader.batch_columns(ids, names, form)
 
     def _padded(self):
         """The padded row in ``columns_list`` order, numbers cast to the schema's types as MindSpore does."""
-        fields = self.reader._schema.fields
+        fields = self.reader.fields
         return {c: _cast_padded(fields[c], self.padded_sample[c], c) for c in self.columns_list}
 
     def _fetch(self, ids):

@@ -112,7 +112,8 @@ class Running:
         """Items of an internal pass (sizes, save): no resume state is taken or recorded."""
         return ItemStream(self, num_epochs, track=False)
 
-    def _iter_host_batches(self, num_epochs=1):
+    def iter_host_batches(self, num_epochs=1):
+        """The host side's batches (before an offloaded tail), as the sink and ``train()`` consume them."""
         return HostBatches(self, num_epochs)
 
     def offload_plan(self) -> OffloadPlan:

@@ -122,7 +122,7 @@ def _describe(key):
 
 
 def save_dataset(dataset, file_name, num_files=1, file_type="mindrecord"):
-    from recordio.mindrecord.writer import FileWriter
+    from recordio.mindrecord.write.writer import FileWriter
 
     check_save_args(file_name, num_files, file_type)
     stream = dataset._iter_items(num_epochs=1)

@@ -16,7 +16,7 @@ import numpy as np
 
 from recordio.config import get_bytes_form
 from recordio.extras import requires
-from recordio.mindrecord.columns import RowViews, bytes_views
+from recordio.mindrecord.read.columns import RowViews, bytes_views
 from recordio.common.casting import cast
 
 __all__ = ["collate", "to_numpy", "to_op_input", "to_torch"]
@@ -135,7 +135,7 @@ def _bytes_tensors(values, torch):
 
 class TensorRows(list):
     """A list of 1-D tensors that are consecutive views of one 1-D tensor ``buffer`` (the torch form
-    of :class:`~recordio.mindrecord.columns.RowViews`): a plain list to its users; pickling it (a
+    of :class:`~recordio.mindrecord.read.columns.RowViews`): a plain list to its users; pickling it (a
     DataLoader worker's batch) sends the buffer once, not a storage per value."""
 
     __slots__ = ("buffer", "sizes", "items")

@@ -288,3 +288,13 @@ def split_blob(blob, count):
         parts.append(blob[pos:pos + n])
         pos += n
     return parts
+
+
+def permute(positions, out, n, half, keys) -> bool:
+    """The compiled keyed permutation (``recordio.dataset``'s ``Permutation.at``): the rows at ``positions``
+    (a contiguous int64 array) written into ``out``; False without the compiled codec (the caller's numpy
+    path then computes them)."""
+    if _codec is None:
+        return False
+    _codec.permute(positions, out, n, half, keys)
+    return True

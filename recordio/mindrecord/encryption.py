@@ -23,13 +23,10 @@ cannot be written: a private temporary folder), and refuses appends to an encryp
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import os
-import shutil
 import stat
 import struct
-import tempfile
 from typing import NoReturn
 
 from recordio.errors import FormatError
@@ -210,6 +207,8 @@ def _private_folder(beside):
     """A new folder of mode 0700 inside ``.decrypt_mindrecord`` (created 0700) in the folder ``beside``,
     as MindSpore keeps its plain copies; ``(folder, root)``. A folder that cannot be written there, or a
     ``.decrypt_mindrecord`` that is a link or another user's, gives a private temporary folder instead."""
+    import tempfile                            # here: a reader without a key never needs it
+
     root = os.path.join(beside, DECRYPT_DIRECTORY)
     for _ in range(3):                         # another reader may remove an empty root meanwhile
         try:
@@ -231,6 +230,9 @@ class Plaintext:
     (and at exit). ``path(p)`` is the plain copy of the data file ``p``."""
 
     def __init__(self, beside: str | None = None):
+        import atexit
+        import tempfile
+
         self.folder: str
         self._root: str | None
         self.folder, self._root = _private_folder(beside) if beside else (
@@ -249,6 +251,7 @@ class Plaintext:
 
     def close(self) -> None:
         if os.getpid() == self._owner and os.path.isdir(self.folder):
+            import shutil
             shutil.rmtree(self.folder, ignore_errors=True)
             if self._root is not None:
                 with contextlib.suppress(OSError):      # still in use by another reader: kept

@@ -14,7 +14,6 @@ See ``docs/FORMAT.md`` for the prose version; this module is the only place
 that computes an offset.
 """
 
-import dataclasses
 import functools
 import json
 import os
@@ -309,19 +308,20 @@ def blob_rows(pages):
     return sum(p.end_row - p.start_row for p in pages if p.kind == BLOB)
 
 
-@dataclasses.dataclass(frozen=True)
 class FileHeader:
     """One data file's header, read once, with the facts derived from it.
 
     ``header`` is the decoded dict (``page`` as :class:`Page` objects), ``raw`` the stored bytes
-    (length prefix and JSON), ``file_size`` the file's size when it was read.
+    (length prefix and JSON), ``file_size`` the file's size when it was read, ``identity`` the
+    ``(st_dev, st_ino)`` of the file read: which file, not which path. (A plain class: a dataclass
+    would import ``inspect`` on every open and count.)
     """
 
-    path: str
-    header: dict
-    raw: bytes
-    file_size: int
-    identity: tuple = ()          # (st_dev, st_ino) of the file read: which file, not which path
+    def __init__(self, path: str, header: dict, raw: bytes, file_size: int, identity: tuple = ()):
+        self.path, self.header, self.raw, self.file_size, self.identity = path, header, raw, file_size, identity
+
+    def __repr__(self):
+        return f"FileHeader({self.path!r}, rows={self.rows}, file_size={self.file_size})"
 
     @classmethod
     def read(cls, path):

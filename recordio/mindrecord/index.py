@@ -288,7 +288,8 @@ def _query(conn, path, sql):
         raise IndexFileError(f"{prefix}{path}: index file is not a MindRecord index ({exc}; query: {sql})") from None
 
 
-def _query_args(conn, path, sql, args):
+def query_args(conn, path, sql, args):
+    """The rows of ``sql`` with ``args`` on the index ``path``; :class:`IndexFileError` naming it if it fails."""
     try:
         return conn.execute(sql, args).fetchall()
     except sqlite3.Error as exc:

@@ -6,8 +6,8 @@ import os
 from collections.abc import Sequence
 
 from recordio.extras import requires
-from recordio.mindrecord.reader import FileReader
-from recordio.mindrecord.row_runs import plan_reads
+from recordio.mindrecord.read.reader import FileReader
+from recordio.mindrecord.read.row_runs import plan_reads
 from recordio.ray.blocks import rows_block
 
 with requires("recordio.ray", "ray"):

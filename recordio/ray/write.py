@@ -7,8 +7,8 @@ import shutil
 
 from recordio.extras import requires
 from recordio.mindrecord.schema import Schema
-from recordio.mindrecord.shard_writer import ShardWriter, finalize_shards, parts_dir
-from recordio.mindrecord.writer import FileWriter
+from recordio.mindrecord.write.shard_writer import ShardWriter, finalize_shards, parts_dir
+from recordio.mindrecord.write.writer import FileWriter
 from recordio.ray.blocks import block_rows
 
 with requires("recordio.ray", "ray"):

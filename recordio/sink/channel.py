@@ -2,7 +2,7 @@
 
 ::
 
-    host thread:   dataset._iter_host_batches() ──► host queue (bounded)
+    host thread:   dataset.iter_host_batches() ──► host queue (bounded)
     feeder thread: take host batch → wait for a free slot → stage it in the slot
                    → [side stream] copy to device → offloaded tail → record ready-event
                    ──► device queue (bounded, prefetch_depth)

@@ -142,7 +142,7 @@ class DataSink:
         if self.sink_size > 0 and size and size % self.sink_size:
             log.info("DataSink %s: dataset size %d is not a multiple of sink_size %d; sink epochs will "
                      "straddle data epochs (pad or drop to align them)", self.channel_name, size, self.sink_size)
-        source = self._dataset._iter_host_batches(num_epochs=None)
+        source = self._dataset.iter_host_batches(num_epochs=None)
         self._seed_at_start = source.seed
         return Channel(self.channel_name, self._backend, source, source.tail_module(self.device), source.seed,
                        self.prefetch_depth, HOST_QUEUE_DEPTH, self.static_slots)

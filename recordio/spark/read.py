@@ -7,8 +7,8 @@ import os
 from collections.abc import Sequence
 
 from recordio.extras import requires
-from recordio.mindrecord.reader import FileReader
-from recordio.mindrecord.remote_store import is_url
+from recordio.mindrecord.read.reader import FileReader
+from recordio.mindrecord.storage.store import is_url
 from recordio.spark.executors import recordio_on_executors
 from recordio.spark.source import PARTITIONS_PER_CORE, MindRecordSource
 

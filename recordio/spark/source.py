@@ -25,9 +25,9 @@ import numpy as np
 from recordio.errors import IndexFileError
 from recordio.extras import requires
 from recordio.mindrecord import index
-from recordio.mindrecord.reader import FileReader
-from recordio.mindrecord.remote_store import is_url
-from recordio.mindrecord.row_runs import plan_reads
+from recordio.mindrecord.read.reader import FileReader
+from recordio.mindrecord.read.row_runs import plan_reads
+from recordio.mindrecord.storage.store import is_url
 from recordio.spark.arrow import columns_batch, rows_batch
 
 with requires("recordio.spark", "spark"):
@@ -52,7 +52,7 @@ class _Dataset:
         columns = json.loads(options["columns"]) if options.get("columns") else None
         with FileReader(self.given, columns=columns, storage_options=self.storage) as reader:   # checks it all
             self.files, self.counts = reader.files, reader.file_row_counts    # (a URL's: its local copies)
-            self.sizes = [s.size for s in reader._shards]
+            self.sizes = reader.file_sizes
             self.schema, self.index_fields = dict(reader.schema), reader.index_fields
         self.columns = list(columns) if columns is not None else list(self.schema)
         self.partitions = int(options.get("numPartitions") or len(self.files))

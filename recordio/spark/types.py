@@ -7,7 +7,7 @@ import numpy as np
 from recordio.errors import SchemaError
 from recordio.extras import requires
 
-from recordio.mindrecord.columns import BytesColumn
+from recordio.mindrecord.read.columns import BytesColumn
 
 with requires("recordio.spark", "spark"):
     import pyarrow as pa

@@ -17,9 +17,9 @@ from collections.abc import Callable, Sequence
 from recordio.errors import SchemaError
 from recordio.extras import requires
 from recordio.mindrecord.schema import Schema
-from recordio.mindrecord.shard_writer import ShardWriter, finalize_shards, parts_dir
-from recordio.mindrecord.upload import write_target
-from recordio.mindrecord.writer import FileWriter
+from recordio.mindrecord.storage.upload import write_target
+from recordio.mindrecord.write.shard_writer import ShardWriter, finalize_shards, parts_dir
+from recordio.mindrecord.write.writer import FileWriter
 from recordio.spark.executors import recordio_on_executors
 from recordio.spark.types import (check_columns, mindrecord_schema, nested_columns, to_writer_columns,
                                   to_writer_row)

@@ -22,7 +22,7 @@ def is_loopback(host) -> bool:
 def run(path, *, host, port, open_browser, storage_options, cache_dir, announce):
     with requires_view():
         import uvicorn
-    from recordio.view import create_app
+    from recordio.view.app import build as create_app
 
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)

@@ -19,7 +19,7 @@ from recordio import compiled       # optional C extension (setup.py): decodes o
 _jpeg = compiled.load("recordio.vision._jpeg")              # None (warned once) where it was not built
 
 from recordio.errors import FormatError
-from recordio.keys import _ROW
+from recordio.keys import current_row
 from recordio.vision._geometry import Inter, RandomAreaCrop, resize
 
 __all__ = ["Decode", "EncodedImage", "RandomCropDecodeResize", "decode_region", "image_size"]
@@ -30,7 +30,7 @@ _SOF = {0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 
 
 
 def _where():
-    row = _ROW.get()
+    row = current_row()
     return "" if row is None or row[1] < 0 else f" (row {row[2]})"
 
 

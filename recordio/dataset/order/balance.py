@@ -8,7 +8,7 @@ rows[c])``. The per-epoch counts are exact (the largest-remainder apportionment 
 ``epoch_size``, default the dataset's rows) and the same every epoch (``counts``).
 
 The classes, their sizes and rows come from the ``.db`` (one query per file, as MindPage's
-categories: :class:`recordio.mindrecord.query.Categories`), never from a scan of the data; the
+categories: :class:`recordio.mindrecord.read.query.Categories`), never from a scan of the data; the
 field must be indexed. Within a class, rows come in passes without repeats (each pass a new
 permutation keyed by seed, pass and class), or as independent draws with ``replacement``; the
 classes are interleaved at random. Like every sampler, it orders the epoch the same way on every
@@ -66,7 +66,7 @@ class WeightedClassSampler(Sampler):
                 raise PipelineError(f"WeightedClassSampler: {self.class_column!r} is not an indexed field of "
                                     f"{reader.files[0]} (indexed: {', '.join(reader.index_fields) or 'none'}); "
                                     f"write it with add_index([{self.class_column!r}])")
-            from recordio.mindrecord.query import Categories
+            from recordio.mindrecord.read.query import Categories
             categories = Categories(reader, self.class_column)
             self._plan = (reader.files, categories.names, categories)
         return self._plan[1:]

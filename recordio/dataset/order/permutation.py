@@ -90,10 +90,9 @@ class KeyedPermutation(_Lazy):
         x = np.asarray(positions, dtype=np.int64)
         if self.n <= 1:
             return x.copy()
-        if codec._codec is not None:
-            out = np.empty(x.shape, np.int64)
-            codec._codec.permute(np.ascontiguousarray(x).reshape(-1), out.reshape(-1), self.n, self.half,
-                                 tuple(int(k) for k in self._keys))
+        out = np.empty(x.shape, np.int64)
+        if codec.permute(np.ascontiguousarray(x).reshape(-1), out.reshape(-1), self.n, self.half,
+                         tuple(int(k) for k in self._keys)):
             return out
         y = self._encipher(x.astype(np.uint64))
         outside = np.flatnonzero(y >= np.uint64(self.n))
