@@ -16,11 +16,13 @@ without ``add_index``), then, in a fresh interpreter, opens it with the app serv
     python -m recordio.tools.bench_view [--rows 1000000] [--pages 400] [--folder DIR] [--json FILE]
 """
 
-import argparse
 import json
 import os
 import subprocess
 import sys
+import tempfile
+
+from recordio.tools._common import bench_main, bench_row
 
 CHILD = r'''
 import http.client, json, random, socket, sys, threading, time
@@ -110,26 +112,34 @@ def write(folder, rows):
     return path
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m recordio.tools.bench_view", description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=1_000_000)
+def add_arguments(parser):
+    parser.add_argument("--rows", type=int, default=1_000_000, help="rows of the dataset (default 1000000)")
     parser.add_argument("--pages", type=int, default=400, help="pages read in each of the three ways")
-    parser.add_argument("--folder", default="/tmp/recordio-bench-view")
-    parser.add_argument("--json", help="also write the figures to this file")
-    args = parser.parse_args(argv)
+    parser.add_argument("--folder", default=os.path.join(tempfile.gettempdir(), "recordio-bench-view"),
+                        help="where the dataset is written once and kept")
+
+
+def run(args):
+    """The figures as bench rows: times against the issue's goal (first page < 300 ms), RSS while paging."""
     path = write(os.path.join(args.folder, str(args.rows)), args.rows)
     out = subprocess.run([sys.executable, "-c", CHILD, path, str(args.pages)], capture_output=True, text=True)
     if out.returncode:
-        sys.stderr.write(out.stderr)
-        return 1
+        raise RuntimeError(f"the view benchmark's server process failed: {out.stderr[-2000:]}")
     result = json.loads(out.stdout.strip().splitlines()[-1])
-    result["dataset"] = path
-    text = json.dumps(result, indent=1)
-    print(text)
-    if args.json:
-        with open(args.json, "w") as f:
-            f.write(text + "\n")
-    return 0
+    note = f"{result['rows']} rows"
+    rows = [bench_row(name, result[name], "ms", "goal", 300.0, "< 300 ms", note=note, lower_is_better=True)
+            for name in ("first_page_ms", "open_and_first_page_ms", "first_page_filtered_ms")]
+    rows += [bench_row(name, value, "ms", note=note, lower_is_better=True) for name, value in result.items()
+             if name.endswith("_ms") and name not in {r["name"] for r in rows}]
+    rows += [bench_row(name, value, "ms", lower_is_better=True) for name, value in result.items()
+             if name.startswith("page_ms")]
+    rows += [bench_row(f"{kind} after {when}", mib, "MiB") for when, sample in result["rss_mib"]
+             for kind, mib in sample.items()]
+    return rows
+
+
+def main(argv=None):
+    return bench_main(__doc__, add_arguments, run, argv, width=48)
 
 
 if __name__ == "__main__":
