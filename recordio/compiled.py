@@ -102,7 +102,8 @@ def _warn(module, said, advice=None):
 
 
 def report(run_checks=False):
-    """``{module: state}`` for every part: ``"active"``, ``"missing: ..."`` or ``"disabled: ..."``.
+    """``{module: state}`` for every part: ``"active"``, ``"missing: ..."``, ``"disabled: ..."`` or
+    ``"unused: ..."`` (built, but the package that uses it needs an extra that is not installed).
     Imports each part (a compiled module, nothing heavy); ``run_checks`` also runs the self-checks of
     the parts whose users were imported (they may need OpenCV)."""
     states = {}
@@ -112,10 +113,30 @@ def report(run_checks=False):
                 importlib.import_module(module)
                 states[module] = "active"
             except ImportError as exc:
-                states[module] = f"missing: {exc}"
+                state = "unused" if _unused(module) else "missing"
+                states[module] = f"{state}: {exc}"
         else:
             states[module] = _state[module]
         if run_checks and states[module] == "active" and module in _checks:
             _checks[module]()
             states[module] = _state.get(module, "active")
     return states
+
+
+
+def _unused(module):
+    """Whether ``module`` is built but cannot load because the package holding it cannot be imported
+    (it needs an extra, e.g. OpenCV for ``recordio.vision``): found on disk, its package not imported."""
+    import _imp
+    import sys
+
+    package, name = module.rsplit(".", 1)
+    try:
+        importlib.import_module(package)
+        return False                              # the package imports: the part itself is missing
+    except ImportError:
+        pass
+    top, *folders = package.split(".")
+    paths = getattr(sys.modules.get(top), "__path__", ())
+    return any(os.path.exists(os.path.join(base, *folders, name + suffix))
+               for base in paths for suffix in _imp.extension_suffixes())

@@ -65,6 +65,7 @@ LOCAL_OPEN = {
     "recordio.mindrecord.storage", "recordio.mindrecord.storage.local", "recordio.mindrecord.storage.urls",
     # outside recordio (top-level names; private C helpers such as _json are not listed)
     "bisect", "glob", "json", "mmap", "msgpack", "sqlite3", "threading", "xxhash",
+    "errno", "fnmatch",             # glob's and os's own (already loaded where site or a .pth imported them)
 }
 
 

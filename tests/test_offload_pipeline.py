@@ -105,7 +105,7 @@ def test_module_export_equals_the_in_pipeline_result(chain):
     module = ds.offload_module()
     assert isinstance(module, torch.nn.Module)
     expected = list(ds.create_dict_iterator(num_epochs=1, output_numpy=True))
-    for got, batch in zip(expected, ds._iter_host_batches(num_epochs=1)):
+    for got, batch in zip(expected, ds.iter_host_batches(num_epochs=1)):
         assert batch.columns["image"].dtype == np.uint8          # un-augmented on the host
         out = module(batch.columns, batch.rows, batch.epoch, config.get_seed())
         assert np.array_equal(out["image"].numpy(), got["image"])

@@ -179,8 +179,9 @@ def _rowwise(files, schema, shard, local, locs, names):
         mm = files.maps.get(k) or files.buffer(k)
         record = None
         if need_raw:
+            raw = files.fetch(k, mm, rs, re_)          # a fetch's own errors (a changed object) pass as they are
             try:
-                record = _unpackb(files.fetch(k, mm, rs, re_))
+                record = _unpackb(raw)
             except Exception as exc:       # msgpack raises several unrelated types on bad input
                 raise FormatError(f"{files.shards[k].path}: row {lo}: corrupt raw record (msgpack): "
                                   f"{exc}") from None

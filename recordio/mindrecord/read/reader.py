@@ -270,8 +270,9 @@ class FileReader:
             files.storage.advance()
         record = blob = None
         if self._need_raw:
+            raw = mm[rs:re_] if direct else files.fetch(k, mm, rs, re_)    # a fetch's own errors pass as they are
             try:
-                record = _unpackb(mm[rs:re_] if direct else files.fetch(k, mm, rs, re_))
+                record = _unpackb(raw)
             except Exception as exc:       # msgpack raises several unrelated types on bad input
                 raise FormatError(f"{files.shards[k].path}: row {local}: corrupt raw record (msgpack): "
                                   f"{exc}") from None
