@@ -78,6 +78,7 @@ def run(args):
     subprocess.run([sys.executable, "-m", "compileall", "-q", os.path.join(root, "recordio")], check=False,
                    capture_output=True)
     workdir = args.workdir or tempfile.mkdtemp(prefix="recordio-open-")
+    os.makedirs(workdir, exist_ok=True)
     out = []
     for n in [int(x) for x in args.rows.split(",")]:
         path = os.path.join(workdir, f"open{n}.mindrecord")
