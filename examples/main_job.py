@@ -1,7 +1,7 @@
 """The main job: real photos -> ImageFolder -> sharded MindRecord -> a small CNN trained through DataSink.
 
 Runs offline on a fresh machine (the photos ship inside scikit-image), on the GPU when there is
-one, else on the CPU, in a few minutes on two cores:
+one, else on the CPU, in about a minute on two CPU cores:
 
 1. crops of six scikit-image photos, one class per photo, as an ImageFolder (train/ and val/);
 2. ``recordio convert imagefolder`` of each split into sharded records;
