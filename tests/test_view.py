@@ -335,12 +335,18 @@ def test_a_db_symlink_leading_out_is_refused(tmp_path):
 
 
 def _db_with(tmp_path, *statements):
+    """The ``.db`` of a real one-shard dataset (100 rows, ``label`` indexed), with ``statements`` run on it."""
     import sqlite3
 
+    data = tmp_path / "x.mindrecord"
+    for leftover in (data, tmp_path / "x.mindrecord.db"):
+        leftover.unlink(missing_ok=True)
+    with recordio.FileWriter(str(data)) as writer:
+        writer.add_schema({"label": {"type": "int32"}, "data": {"type": "bytes"}})
+        writer.add_index(["label"])
+        writer.write_raw_data([{"label": i % 3, "data": b"x"} for i in range(100)])
     db = str(tmp_path / "x.mindrecord.db")
     conn = sqlite3.connect(db)
-    conn.execute("CREATE TABLE INDEXES(ROW_ID INT, label_0 INTEGER)")
-    conn.executemany("INSERT INTO INDEXES VALUES (?, ?)", [(i, i % 3) for i in range(100)])
     for s in statements:
         conn.execute(s)
     conn.commit()
@@ -353,7 +359,7 @@ def test_the_db_connection_is_read_only_attaches_nothing_runs_no_code_and_is_tim
     from recordio.view import db
 
     conn = db.connect(_db_with(tmp_path))
-    for statement in ("INSERT INTO INDEXES VALUES (1, 1)", f"ATTACH '{tmp_path / 'y.db'}' AS y", "PRAGMA query_only=OFF; DELETE FROM INDEXES"):
+    for statement in ("INSERT INTO INDEXES (ROW_ID) VALUES (1000)", f"ATTACH '{tmp_path / 'y.db'}' AS y", "PRAGMA query_only=OFF; DELETE FROM INDEXES"):
         with pytest.raises(IndexFileError):
             db.query(conn, "x.db", statement)
     assert not (tmp_path / "y.db").exists()
@@ -362,7 +368,6 @@ def test_the_db_connection_is_read_only_attaches_nothing_runs_no_code_and_is_tim
         db.query(conn, "x.db", heavy, seconds=0.2)
     conn.close()
     for extra in ("CREATE VIEW v AS SELECT 1", "CREATE TRIGGER t AFTER INSERT ON INDEXES BEGIN SELECT 1; END"):
-        (tmp_path / "x.mindrecord.db").unlink()
         with pytest.raises(IndexFileError, match="plain tables only"):
             db.connect(_db_with(tmp_path, extra))
 
