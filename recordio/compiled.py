@@ -123,7 +123,6 @@ def report(run_checks=False):
     return states
 
 
-
 def _unused(module):
     """Whether ``module`` is built but cannot load because the package holding it cannot be imported
     (it needs an extra, e.g. OpenCV for ``recordio.vision``): found on disk, its package not imported."""
