@@ -102,7 +102,7 @@ def test_append_reads_only_the_last_row_group_of_the_index(tmp_path, monkeypatch
     """What an append reads of the old .db: the rows of each shard's last BLOB page, however many come
     before them."""
     from recordio.mindrecord import format as fmt
-    from recordio.mindrecord.read import locations
+    from recordio.mindrecord.read import location_sources, locations
 
     w = writer(tmp_path / "big.mr", 2)
     for call in calls(40, 40):
@@ -111,8 +111,8 @@ def test_append_reads_only_the_last_row_group_of_the_index(tmp_path, monkeypatch
     firsts = [[p for p in fmt.FileHeader.read(str(tmp_path / f"big.mr{i}")).pages if p.kind == fmt.BLOB][-1].start_row
               for i in range(2)]
     loaded = []
-    original = locations.DbBlocks.load
-    monkeypatch.setattr(locations.DbBlocks, "load",
+    original = location_sources.DbBlocks.load
+    monkeypatch.setattr(location_sources.DbBlocks, "load",
                         lambda self, a, b: loaded.append((os.path.basename(self.shard.path), a, b)) or
                         original(self, a, b))
     a = FileWriter.open_for_append(str(tmp_path / "big.mr0"))

@@ -9,7 +9,8 @@ import pytest
 
 from recordio import FileReader, FileWriter
 from recordio.errors import FormatError
-from recordio.mindrecord.read import columns
+from recordio.mindrecord import codec
+from recordio.mindrecord.read import column_decode, columns
 from recordio.mindrecord.read.columns import BytesColumn
 from rowcheck import values_equal
 from conftest import GOLDEN_COPIES
@@ -140,11 +141,11 @@ def _all_types(path, n=300, equal_bytes=False, seed=0, shards=3):
 def _record_reader(monkeypatch, which):
     """Raw records read by the compiled reader only, or by the msgpack stream only (its fallback)."""
     if which == "compiled":
-        if columns.codec.BACKEND != "c":
+        if codec.BACKEND != "c":
             pytest.skip("the compiled codec is not built")
-        monkeypatch.setattr(columns, "_records", _no_fallback)
+        monkeypatch.setattr(column_decode, "_records", _no_fallback)
     else:
-        monkeypatch.setattr(columns.codec, "read_records", lambda *args: None)
+        monkeypatch.setattr(codec, "read_records", lambda *args: None)
 
 
 @pytest.mark.parametrize("records", ["compiled", "msgpack"])
@@ -278,8 +279,8 @@ def test_row_wise_fallback_gives_the_same_columns(case, monkeypatch):
         fast = reader.read_batch(rows)
 
         def decline(*args):
-            raise columns._Slow
-        monkeypatch.setattr(columns, "_fast", decline)
+            raise columns.Declined
+        monkeypatch.setattr(columns, "decode_columns", decline)
         slow = reader.read_batch(rows)
         assert_batch_equal(reader, slow, rows)
         assert_items_equal(reader, rows)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import recordio
-from recordio.mindrecord.read import locations
+from recordio.mindrecord.read import locations, slot_pool
 
 ROWS = 41_000                     # 2 shards of 20,500 rows: 81 blocks each, two runs of up to 64
 
@@ -93,7 +93,7 @@ def test_a_forked_worker_finds_the_blocks_its_parent_loaded(dataset):
 
 
 def test_a_cache_smaller_than_the_dataset_loads_block_by_block(dataset, monkeypatch):
-    monkeypatch.setattr(locations, "CACHE_BYTES", 16 * locations.BLOCK_ROWS * locations.ROW_BYTES)
+    monkeypatch.setattr(slot_pool, "CACHE_BYTES", 16 * locations.BLOCK_ROWS * slot_pool.ROW_BYTES)
     order = np.random.default_rng(5).permutation(ROWS)
     with recordio.FileReader(dataset) as reader, recordio.FileReader(dataset, use_index=False) as walk:
         assert not reader.shard_set.locations._whole

@@ -60,8 +60,9 @@ LOCAL_OPEN = {
     "recordio.mindrecord.index", "recordio.mindrecord.ints_numpy", "recordio.mindrecord.journals",
     "recordio.mindrecord.params", "recordio.mindrecord.schema",
     "recordio.mindrecord.read", "recordio.mindrecord.read.checks", "recordio.mindrecord.read.fileset",
+    "recordio.mindrecord.read.location_checks", "recordio.mindrecord.read.location_sources",
     "recordio.mindrecord.read.locations", "recordio.mindrecord.read.page_walk", "recordio.mindrecord.read.reader",
-    "recordio.mindrecord.read.shard_set",
+    "recordio.mindrecord.read.shard_set", "recordio.mindrecord.read.slot_pool",
     "recordio.mindrecord.storage", "recordio.mindrecord.storage.local", "recordio.mindrecord.storage.urls",
     # outside recordio (top-level names; private C helpers such as _json are not listed)
     "bisect", "glob", "json", "mmap", "msgpack", "sqlite3", "threading", "xxhash",

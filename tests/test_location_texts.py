@@ -11,7 +11,7 @@ import recordio
 from recordio.errors import IndexFileError
 from recordio.mindrecord import index
 
-from recordio.mindrecord.read import locations
+from recordio.mindrecord.read import location_sources
 ROWS = 3_000                      # 2 shards of 1,500 rows: 6 blocks each, one run per shard
 
 
@@ -62,8 +62,8 @@ def test_the_texts_equal_the_row_by_row_fetch(dataset):
     conn = index.connect_ro(dataset + ".db")
     try:
         for lo, hi in [(0, 1), (0, ROWS // 2), (255, 700), (1_499, 1_500)]:
-            rows = conn.execute(locations._SELECT, (lo, hi)).fetchall()
-            got = index.integer_columns(conn, locations._SELECT, locations._COLUMNS, (lo, hi))
+            rows = conn.execute(location_sources._SELECT, (lo, hi)).fetchall()
+            got = index.integer_columns(conn, location_sources._SELECT, location_sources._COLUMNS, (lo, hi))
             assert got.dtype == np.int64 and np.array_equal(got, np.array(rows, dtype=np.int64))
     finally:
         conn.close()
@@ -112,7 +112,7 @@ def test_a_db_with_a_non_integer_location_is_refused_as_the_row_by_row_fetch_ref
 
 
 def test_rows_the_query_hands_back_out_of_order_are_put_in_row_order(dataset, monkeypatch):
-    monkeypatch.setattr(locations, "_SELECT", locations._SELECT.replace("ORDER BY ROW_ID", "ORDER BY ROW_ID DESC"))
+    monkeypatch.setattr(location_sources, "_SELECT", location_sources._SELECT.replace("ORDER BY ROW_ID", "ORDER BY ROW_ID DESC"))
     order = np.arange(ROWS)
     with recordio.FileReader(dataset) as reader, recordio.FileReader(dataset, use_index=False) as walk:
         assert_same(batches(reader, order), batches(walk, order))

@@ -18,7 +18,7 @@ import recordio
 from recordio import FileReader, FileWriter
 from recordio.dataset import MindDataset
 from recordio.mindrecord import index
-from recordio.mindrecord.read import locations
+from recordio.mindrecord.read import location_sources, locations, slot_pool
 from rowcheck import assert_rows_equal
 from conftest import GOLDEN_COPIES
 
@@ -48,7 +48,7 @@ def small(tmp_path_factory):
 def tiny_blocks(monkeypatch):
     """Blocks of 7 rows and a cache of 5 slots: many blocks load and are evicted."""
     monkeypatch.setattr(locations, "BLOCK_ROWS", 7)
-    monkeypatch.setattr(locations, "CACHE_BYTES", 5 * 7 * locations.ROW_BYTES)
+    monkeypatch.setattr(slot_pool, "CACHE_BYTES", 5 * 7 * slot_pool.ROW_BYTES)
 
 
 def _traced(monkeypatch):
@@ -151,7 +151,7 @@ def _ids(ds, **kw):
 def test_small_blocks_give_the_same_pipelines(multiblock, kw, monkeypatch):
     expected = _ids(MindDataset(multiblock, columns_list=["id"], **kw), num_epochs=1)
     monkeypatch.setattr(locations, "BLOCK_ROWS", 7)
-    monkeypatch.setattr(locations, "CACHE_BYTES", 5 * 7 * locations.ROW_BYTES)
+    monkeypatch.setattr(slot_pool, "CACHE_BYTES", 5 * 7 * slot_pool.ROW_BYTES)
     assert _ids(MindDataset(multiblock, columns_list=["id"], **kw), num_epochs=1) == expected
     ds = MindDataset(multiblock, columns_list=["id"], **kw)
     it = ds.create_dict_iterator(output_numpy=True, num_epochs=1)
@@ -263,7 +263,7 @@ def _load_rows(reader, rows, queue):
 
 
 def test_forked_workers_share_the_blocks_they_load(multiblock, tiny_blocks, monkeypatch):
-    monkeypatch.setattr(locations, "CACHE_BYTES", 1 << 20)                  # a slot per block
+    monkeypatch.setattr(slot_pool, "CACHE_BYTES", 1 << 20)                  # a slot per block
     with FileReader(multiblock) as reader:
         ctx = mp.get_context("fork")
         queue = ctx.Queue()
@@ -281,7 +281,7 @@ def test_forked_workers_share_the_blocks_they_load(multiblock, tiny_blocks, monk
 @pytest.mark.slow
 def test_threads_share_a_reader_while_connections_are_evicted(tmp_path, tiny_blocks, monkeypatch):
     import concurrent.futures
-    monkeypatch.setattr(locations, "KEEP_OPEN", 2)            # 8 shards: .db connections opened on demand
+    monkeypatch.setattr(location_sources, "KEEP_OPEN", 2)            # 8 shards: .db connections opened on demand
     first = write_tiny(tmp_path / "t.mr", 4000, shards=8, step=4000)
     with FileReader(first, use_index=False) as walk:
         expected = [int(r["id"]) for r in walk]

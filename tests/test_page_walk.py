@@ -13,7 +13,7 @@ import pytest
 import recordio
 from recordio import FileReader, FileWriter
 from recordio.mindrecord import codec
-from recordio.mindrecord.read import locations
+from recordio.mindrecord.read import location_sources, locations, slot_pool
 from recordio.mindrecord.read import page_walk
 from rowcheck import assert_rows_equal
 from conftest import GOLDEN_COPIES
@@ -51,7 +51,7 @@ def multigroup(tmp_path_factory):
 def small_blocks(monkeypatch):
     """Blocks of 7 rows, a cache of 5 slots: blocks load out of order and are evicted."""
     monkeypatch.setattr(locations, "BLOCK_ROWS", 7)
-    monkeypatch.setattr(locations, "CACHE_BYTES", 5 * 7 * locations.ROW_BYTES)
+    monkeypatch.setattr(slot_pool, "CACHE_BYTES", 5 * 7 * slot_pool.ROW_BYTES)
 
 
 def _both(path):
@@ -243,6 +243,6 @@ def test_the_walk_stops_exactly_at_its_limit():
 def test_locations_from_the_db_when_asked(multigroup, monkeypatch):
     monkeypatch.setenv("RECORDIO_LOCATIONS", "db")
     with FileReader(multigroup) as reader:
-        assert isinstance(reader.shard_set.locations.sources[0], locations.DbBlocks)
+        assert isinstance(reader.shard_set.locations.sources[0], location_sources.DbBlocks)
         reader.read_batch(slice(0, len(reader)))
         assert reader.shard_set.locations.rows_read >= len(reader)

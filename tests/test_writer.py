@@ -385,7 +385,7 @@ def test_writing_two_million_rows_takes_no_more_memory_than_a_hundred_thousand(t
 def test_the_streamed_index_is_the_one_shot_index(tmp_path):
     """Rows inserted as their row groups become final give the bytes of one insert at commit."""
     import sqlite3
-    from recordio.mindrecord import index
+    from recordio.mindrecord import index_write
     w = FileWriter(str(tmp_path / "s.mr"), 2, fsync=False)
     w.set_header_size(1 << 17)
     w.set_page_size(1 << 15)
@@ -405,7 +405,7 @@ def test_the_streamed_index_is_the_one_shot_index(tmp_path):
         conn.close()
         assert len(rows) == 10_000 and len({r[2] for r in rows}) > 10           # many RAW pages
         one_shot = str(tmp_path / f"one{k}.db")
-        index.create_index(one_shot, f"s.mr{k}", [("f", "float64"), ("id", "int64"), ("name", "string")],
+        index_write.create_index(one_shot, f"s.mr{k}", [("f", "float64"), ("id", "int64"), ("name", "string")],
                            rows, checksums=("xxh3_64", sums), meta=meta)
         with open(db, "rb") as a, open(one_shot, "rb") as b:
             assert a.read() == b.read()

@@ -14,7 +14,8 @@ import numpy as np
 
 from recordio.mindrecord import format as fmt
 from recordio.mindrecord import index
-from recordio.mindrecord.read import locations
+from recordio.mindrecord.read import location_sources, locations
+from recordio.mindrecord.read.location_checks import PageTable
 from recordio.mindrecord.read import page_walk
 from recordio.errors import FormatError
 from recordio.mindrecord.format import BLOB, RAW
@@ -41,8 +42,8 @@ class Shard:
         self.checksums = None
         self.db_meta = {}
         self._entries = None
-        self.page_table = None          # locations.PageTable, set by open_shards
-        self.source = None              # where blocks of locations come from (locations.DbBlocks/TableBlocks)
+        self.page_table = None          # location_checks.PageTable, set by open_shards
+        self.source = None              # where blocks of locations come from (location_sources.DbBlocks/TableBlocks)
 
     def entries_between(self, start, end):
         """Rows ``(data_start, data_end, row, is_blob)`` of the entries whose length prefix lies in the
@@ -92,15 +93,15 @@ def open_shards(files, use_index=True, walk=False):
     schema = _check_same_metadata(shards)
     for shard in shards:
         _check_pages(shard)
-        shard.page_table = locations.PageTable(shard)
+        shard.page_table = PageTable(shard)
         if use_index:
-            shard.source = locations.open_db_facts(shard, keep=len(shards) <= locations.KEEP_OPEN)
+            shard.source = location_sources.open_db_facts(shard, keep=len(shards) <= location_sources.KEEP_OPEN)
             if walk and page_walk.enabled():
                 shard.source = page_walk.WalkBlocks(shard, shard.source, locations.BLOCK_ROWS)
         else:
             _locate_from_pages(shard)
             _check_locations(shard)
-            shard.source = locations.TableBlocks(shard)
+            shard.source = location_sources.TableBlocks(shard)
     return shards, schema
 
 

@@ -86,7 +86,7 @@ def walk_shard(shard, block=256):
 
 
 class WalkBlocks:
-    """Blocks of one shard's locations from walking its pages; ``db`` (a ``locations.DbBlocks``, or None
+    """Blocks of one shard's locations from walking its pages; ``db`` (a ``location_sources.DbBlocks``, or None
     to walk without one) is the shard's ``.db``: checksums come from it, and its locations are
     compared with the walk's on the blocks :meth:`compare` is asked for (or read instead of walked,
     with ``verify_all``)."""
@@ -104,7 +104,7 @@ class WalkBlocks:
         self.walked = 0               # entries walked (what the tests count)
         self.loads = 0                # blocks (or runs of blocks) loaded
 
-    # --- what the block sources share (locations.DbBlocks' interface) ---
+    # --- what the block sources share (location_sources.DbBlocks' interface) ---
 
     @property
     def rows_read(self):

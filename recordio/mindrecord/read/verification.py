@@ -18,7 +18,7 @@ import sqlite3
 
 from recordio.mindrecord import checksums as sums
 from recordio.mindrecord import format as fmt
-from recordio.mindrecord import index
+from recordio.mindrecord import index, index_write
 from recordio.mindrecord.codec import unpack_raw
 from recordio.errors import FormatError, RecordIOError
 from recordio.mindrecord import encryption
@@ -290,6 +290,6 @@ def add_checksums(path: str | os.PathLike | list) -> list[str]:
         finally:
             os.close(fd)
         db = index.db_path(p)
-        index.write_checksums(db, sums.ALGORITHM, rows)
+        index_write.write_checksums(db, sums.ALGORITHM, rows)
         updated.append(db)
     return updated

@@ -7,7 +7,7 @@ first row is where it will stay. ``pages.StreamingPages`` keeps the entry length
 handed out yet in an anonymous file (:class:`LengthSpool`; no Python int per row) and hands out the
 final rows' INDEXES locations; :class:`ValueSpool` keeps the rows' index values in another until
 their locations are final; :class:`IndexStream` inserts both into the staged ``.db`` through one
-transaction (:class:`index.IndexBuilder`), in row order.
+transaction (:class:`index_write.IndexBuilder`), in row order.
 
 An append (``pages.AppendPages``) continues a shard the same way: its staged ``.db`` is a copy of the
 old one without the rows of the last row group, whose lengths and values are handed in first
@@ -22,7 +22,7 @@ import tempfile
 import msgpack
 import numpy as np
 
-from recordio.mindrecord import index
+from recordio.mindrecord import index_write
 from recordio.mindrecord.fileio import pwrite_all
 
 __all__ = ["IndexStream", "LengthSpool", "ValueSpool"]
@@ -122,8 +122,8 @@ class IndexStream:
 
     def __init__(self, db, shard_name, index_fields, directory, cache_kib=512, first_row=None):
         self.fields = len(index_fields)
-        self.builder = (index.IndexBuilder(db, shard_name, index_fields, cache_kib) if first_row is None else
-                        index.IndexBuilder.continuing(db, index_fields, first_row, cache_kib))
+        self.builder = (index_write.IndexBuilder(db, shard_name, index_fields, cache_kib) if first_row is None else
+                        index_write.IndexBuilder.continuing(db, index_fields, first_row, cache_kib))
         self.values = ValueSpool(directory) if self.fields else None
 
     def push(self, values):

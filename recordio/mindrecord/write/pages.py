@@ -5,7 +5,7 @@ bytes of the last RAW page (needed for the raw-page shift). :meth:`ShardPages.ad
 takes one call's entries for this shard and returns the ``(page_id, offset, bytes)``
 writes to perform; :meth:`ShardPages.locations` walks the pages as MindSpore's index
 generator does (§4.3) to give every row's entry offsets for the ``.db``. A call's blobs or raws are a
-list of ``bytes`` or a :class:`~recordio.mindrecord.read.columns.BytesColumn` (one buffer and its offsets,
+list of ``bytes`` or a :class:`~recordio.mindrecord.read.column_forms.BytesColumn` (one buffer and its offsets,
 as a columnar write hands them over; its entries are cut from the buffer in one pass).
 
 :class:`StreamingPages` is the writer's: it forgets rows once their locations are handed to the
@@ -18,7 +18,7 @@ import numpy as np
 from recordio.mindrecord import codec
 from recordio.mindrecord.checksums import new_hasher
 from recordio.mindrecord.format import BLOB, ENTRY_PREFIX, RAW, Page, entry_prefix
-from recordio.mindrecord.read.columns import BytesColumn
+from recordio.mindrecord.read.column_forms import BytesColumn
 from recordio.mindrecord.write.index_stream import LengthSpool
 
 __all__ = ["AppendPages", "ShardPages", "StreamingPages"]

@@ -30,7 +30,7 @@ import xxhash
 from recordio.mindrecord import checksums as sums
 from recordio.mindrecord.write import columns as columnar
 from recordio.mindrecord import format as fmt
-from recordio.mindrecord import index
+from recordio.mindrecord import index, index_write
 from recordio.mindrecord.write.locks import DatasetLock
 from recordio.mindrecord.write.commit import CommitOnExit, Staging, clean_stale, fsync_dir
 from recordio.errors import DatasetExistsError, FormatError
@@ -221,6 +221,6 @@ def _rename_index(db, name, header_digest, header_checksum):
                                      (index.CHECKSUM_TABLE,)).fetchone()
     finally:
         conn.close()
-    index.write_meta(db, {"header_xxh3": header_digest})
+    index_write.write_meta(db, {"header_xxh3": header_digest})
     if has_checksums:
-        index.update_checksums(db, sums.ALGORITHM, header_checksum)
+        index_write.update_checksums(db, sums.ALGORITHM, header_checksum)
