@@ -5,6 +5,7 @@ finds a flipped byte; faults are retried; a changed object is refused; processes
 fetch each block once; local paths never load fsspec.
 """
 
+import contextlib
 import glob
 import json
 import multiprocessing
@@ -117,6 +118,48 @@ def test_count_fetches_no_data_page(tmp_path):
         with FileReader(f"{server.url}/blobs.mindrecord0", cache_dir=tmp_path / "cache") as reader:
             assert reader[len(rows) - 1]["data"] == rows[-1]["data"]
         assert any(end > header_size for name in _data_files(tmp_path / "ds") for _, end in _spans(server.log, name))
+
+
+def _write_labelled(folder, n=120):
+    """Two shards of ``n`` rows with an indexed ``label`` (row % 7) and a 2 KB blob; returns the first file."""
+    os.makedirs(folder, exist_ok=True)
+    with FileWriter(os.path.join(folder, "lab.mindrecord"), shard_num=2) as writer:
+        writer.add_schema({"label": {"type": "int32"}, "data": {"type": "bytes"}})
+        writer.add_index(["label"])
+        writer.write_raw_data([{"label": i % 7, "data": bytes([i % 251]) * 2048} for i in range(n)])
+    return os.path.join(folder, "lab.mindrecord0")
+
+
+@pytest.mark.parametrize("scheme", ["s3", "http"])
+def test_count_where_at_a_url_reads_the_fetched_index_and_no_data_page(scheme, s3, tmp_path, capsys, monkeypatch):
+    """``count_where`` and ``recordio count --where`` at a URL count from the cached ``.db`` files, as
+    ``count_rows`` does, and fetch no data page."""
+    from recordio.mindrecord.read.description import count_where
+    from recordio.tools.__main__ import main
+
+    first = _write_labelled(str(tmp_path / "ds"))
+    header_size = recordio.describe(first)["header_size"]
+    assert count_where(first, [("label", "3")]) == sum(i % 7 == 3 for i in range(120)) == 17
+    monkeypatch.setenv("RECORDIO_CACHE_DIR", str(tmp_path / "cli-cache"))
+    with contextlib.ExitStack() as stack:
+        if scheme == "s3":
+            fs = s3.bucket("where")
+            for f in os.listdir(tmp_path / "ds"):
+                fs.put_file(str(tmp_path / "ds" / f), f"where/{f}")
+            url, opts = "s3://where/lab.mindrecord0", s3.options
+        else:
+            server = stack.enter_context(RangeServer(tmp_path / "ds"))
+            url, opts = f"{server.url}/lab.mindrecord0", None
+        got = count_where(url, [("label", "3")], storage_options=opts, cache_dir=tmp_path / "cache")
+        assert got == 17
+        assert count_where([url[:-1] + "1"], [("label", "6")], storage_options=opts,
+                           cache_dir=tmp_path / "cache") == sum(i % 7 == 6 for i in range(60, 120))
+        if scheme == "http":
+            assert main(["count", "--where", "label=3", url]) == 0 and capsys.readouterr().out.strip() == "17"
+            for name in _data_files(tmp_path / "ds"):
+                assert all(end <= header_size for _, end in _spans(server.log, name)), name
+    with pytest.raises(ValueError, match="not an indexed field"):
+        count_where(url, [("data", "x")], storage_options=opts, cache_dir=tmp_path / "cache")
 
 
 @pytest.mark.slow

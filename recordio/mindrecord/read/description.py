@@ -80,26 +80,29 @@ def parse_value(field, kind, text):
     return value
 
 
-def count_where(path: str | os.PathLike | list, conditions: list[tuple[str, str]]) -> int:
+def count_where(path: str | os.PathLike | list, conditions: list[tuple[str, str]], *,
+                storage_options: dict | None = None, cache_dir: str | None = None) -> int:
     """Rows whose indexed fields equal the given values; ``conditions`` = [(field, text), ...].
 
-    Values are parsed with the field's type. This reads only the ``.db`` files; note that
-    the ``.db`` of a MindSpore-written dataset holds strings cut at their first NUL.
+    Values are parsed with the field's type. This reads only the headers and ``.db`` files (at a URL,
+    only those are fetched, as for ``count_rows``); note that the ``.db`` of a MindSpore-written
+    dataset holds strings cut at their first NUL.
     """
-    info = describe(path)
-    clauses, params = [], []
-    for field, text in conditions:
-        if field not in info["index_fields"]:
-            raise ValueError(f"{field!r} is not an indexed field (indexed: {', '.join(info['index_fields'])})")
-        params.append(parse_value(field, info["schema"][field]["type"], text))
-        clauses.append(f"{index.column_name(field)} = ?")
-    total = 0
-    for shard in info["shards"]:
-        db = index.db_path(shard["file"])
-        conn = index.connect_ro(db)
-        try:
-            total += conn.execute(f"SELECT COUNT(*) FROM INDEXES WHERE {' AND '.join(clauses)}",
-                                  params).fetchone()[0]
-        finally:
-            conn.close()
-    return total
+    with local_files(path, storage_options, cache_dir) as (local, _):
+        info = _describe_local(local)
+        clauses, params = [], []
+        for field, text in conditions:
+            if field not in info["index_fields"]:
+                raise ValueError(f"{field!r} is not an indexed field (indexed: {', '.join(info['index_fields'])})")
+            params.append(parse_value(field, info["schema"][field]["type"], text))
+            clauses.append(f"{index.column_name(field)} = ?")
+        sql = f"SELECT COUNT(*) FROM INDEXES WHERE {' AND '.join(clauses)}"
+        return sum(_count_in(index.db_path(shard["file"]), sql, params) for shard in info["shards"])
+
+
+def _count_in(db, sql, params):
+    conn = index.connect_ro(db)
+    try:
+        return index.query_args(conn, db, sql, params)[0][0]
+    finally:
+        conn.close()
