@@ -246,3 +246,24 @@ def test_locations_from_the_db_when_asked(multigroup, monkeypatch):
         assert isinstance(reader.shard_set.locations.sources[0], location_sources.DbBlocks)
         reader.read_batch(slice(0, len(reader)))
         assert reader.shard_set.locations.rows_read >= len(reader)
+
+
+@pytest.mark.parametrize("scattered", [True, False], ids=["shuffled", "in-order"])
+def test_a_scattered_batch_loads_only_its_own_blocks_a_run_of_rows_loads_runs(multigroup, scattered):
+    """A walk loads a block cheaply (from the mark at its start), so a batch whose rows lie in many blocks
+    (a shuffled one) loads those blocks and no run after each; a batch of neighbouring rows still loads a
+    run of blocks ahead. Either way the rows are the ``.db``'s."""
+    ids = (np.sort(np.random.default_rng(2).choice(6000, 24, replace=False)) if scattered
+           else np.arange(3000, 3024))
+    with FileReader(multigroup) as walked, FileReader(multigroup, use_index=False) as listed:
+        where = walked.shard_set.locations
+        before = int(np.frombuffer(where._ready, np.uint8).sum())
+        got = walked.read_batch(ids)
+        loaded = int(np.frombuffer(where._ready, np.uint8).sum()) - before
+        shard = np.searchsorted(where.starts, ids, side="right") - 1
+        needed = len(set((where.block_base[shard] + (ids - where.starts[shard]) // where.block).tolist()))
+        assert needed >= locations.SCATTERED if scattered else needed <= 2
+        assert loaded == needed if scattered else loaded > 4 * needed, (loaded, needed)
+        want = listed.read_batch(ids)
+        assert got["id"].tolist() == want["id"].tolist()
+        assert [bytes(b) for b in got["blob"]] == [bytes(b) for b in want["blob"]]

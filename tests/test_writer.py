@@ -386,6 +386,7 @@ def test_the_streamed_index_is_the_one_shot_index(tmp_path):
     """Rows inserted as their row groups become final give the bytes of one insert at commit."""
     import sqlite3
     from recordio.mindrecord import index_write
+    from recordio.mindrecord.checksums import ALGORITHM
     w = FileWriter(str(tmp_path / "s.mr"), 2, fsync=False)
     w.set_header_size(1 << 17)
     w.set_page_size(1 << 15)
@@ -406,6 +407,6 @@ def test_the_streamed_index_is_the_one_shot_index(tmp_path):
         assert len(rows) == 10_000 and len({r[2] for r in rows}) > 10           # many RAW pages
         one_shot = str(tmp_path / f"one{k}.db")
         index_write.create_index(one_shot, f"s.mr{k}", [("f", "float64"), ("id", "int64"), ("name", "string")],
-                           rows, checksums=("xxh3_64", sums), meta=meta)
+                           rows, checksums=(ALGORITHM, sums), meta=meta)
         with open(db, "rb") as a, open(one_shot, "rb") as b:
             assert a.read() == b.read()

@@ -1,22 +1,26 @@
-"""Page checksums on a reader's first touch of each page, and ``verify=True``'s binding of rows to bytes.
+"""Page checksums on a reader's first touch of the bytes it reads, and ``verify=True``'s binding of rows to bytes.
 
-A dataset written by recordio records a digest of each page slot and of the header region in its
-``.db`` (:mod:`recordio.mindrecord.checksums`). A local reader checks a page the first time it reads
-a row from it — by default whenever the dataset has checksums (``FileReader(verify=False)`` or
-``config.set_page_checks(False)`` turn it off; MindSpore's files have none, and nothing is checked).
-The check hashes the page's written bytes once, so a page costs one pass over it the first time
-and nothing afterwards: once every page of a file was checked, a row costs one flag test. The
-first touch of a large page by a random row reads that page whole (at most the page size, 32 MiB
-by default, hashed at several GB/s); a pass over the dataset reads each page once either way.
-Which pages were checked is kept per process, by file (device, inode, size and modification time)
-and by each page's recorded digest: another reader of the same unchanged file in the process (a new
-epoch's reader, a second ``FileReader``) does not hash them again; a file changed in place, or a page
+A dataset written by recordio records, in its ``.db``, a digest of each 1 MiB block of each page slot
+and of the header region (:mod:`recordio.mindrecord.checksums`; files written before record one digest
+per slot). A local reader checks the blocks a row's bytes lie in the first time it reads them — by
+default whenever the dataset has checksums (``FileReader(verify=False)`` or
+``config.set_page_checks(False)`` turn it off; MindSpore's files have none, and nothing is checked) —
+and the file's header on its first row. Each block is hashed once, so a row's first touch costs
+one hash of at most two blocks per field kind (its raw record's and its blob's, 1 MiB each, a few more
+for a blob larger than a block), a pass over the dataset hashes each byte once, and once every block
+of a file was checked a row costs one flag test. A slot with one digest (a file written before) is
+hashed whole on its first touch, as before. The reader keeps its bookkeeping in 1 MiB units of each
+slot (:data:`UNIT`): a row's raw and blob ranges, each with its 8-byte length prefix, map to the units
+they cover, and a unit is marked once the digest covering it matched.
+Which blocks were checked is kept per process, by file (device, inode, size and modification time)
+and by each block's recorded digest: another reader of the same unchanged file in the process (a new
+epoch's reader, a second ``FileReader``) does not hash them again; a file changed in place, or a block
 whose recorded digest changed, is checked again.
-A dataset at a URL checks every page its fetches complete instead (``fetch_checks``).
+A dataset at a URL checks every block its fetches complete instead (``fetch_checks``).
 
-``verify=True`` (``strict``) also requires the checksums (a :class:`ChecksumError` without them) and
-checks each entry's 8-byte length prefix against the index (binding every row to the bytes the page
-table gives it; the tiling is checked at open).
+``verify=True`` (``strict``) also requires the checksums (a :class:`ChecksumError` without them),
+checks a page whole on its first touch and checks each of its entries' 8-byte length prefixes against
+the index (binding every row to the bytes the page table gives it; the tiling is checked at open).
 """
 
 from __future__ import annotations
@@ -26,125 +30,217 @@ import os
 import numpy as np
 
 from recordio.errors import ChecksumError
-from recordio.mindrecord.checksums import HEADER_SLOT, digest_bytes, new_hasher, slot_range
+from recordio.mindrecord.checksums import (BLOCK_BYTES, DIGEST_CHARS, HEADER_SLOT, block_count, block_size,
+                                           digest_bytes, new_hasher, slot_range)
 from recordio.mindrecord.format import BLOB, ENTRY_PREFIX
 
-__all__ = ["PageChecks", "require_checksums"]
+__all__ = ["UNIT", "PageChecks", "require_checksums"]
 
-# (st_dev, st_ino, st_size, st_mtime_ns) of a data file -> the (slot, digest) pairs any reader of this
-# process checked: a page whose recorded digest changed (an append rewrote it) is checked again
+UNIT = BLOCK_BYTES          # bytes of a slot one flag of a reader's bookkeeping stands for
+
+# (st_dev, st_ino, st_size, st_mtime_ns) of a data file -> the (slot, block bytes, block, digest) keys any
+# reader of this process checked: a block whose recorded digest changed (an append rewrote it) is checked again
 _CHECKED: dict[tuple, set] = {}
 
 
 class PageChecks:
     """The checks of the open files ``shards``; ``strict``: ``verify=True``. A shard's table is read from
     its ``.db`` on first use. Each call takes ``files``, the reader's open files (maps, locations, storage:
-    a :class:`~recordio.mindrecord.read.shard_set.ShardSet`), which holds this object."""
+    a :class:`~recordio.mindrecord.read.shard_set.ShardSet`), which holds this object.
+
+    Unit ``u`` of shard ``k`` is ``base[k] + (slot + 1) * per[k] + (offset in slot) // UNIT``; ``_ok[u]``
+    says no more work is needed for it."""
 
     def __init__(self, shards, strict=False):
         self.shards, self.strict = shards, strict
-        self._checked: list[set] = [set() for _ in shards]
-        self._done = [False] * len(shards)        # every slot checked, or nothing to check
+        self._checked: list[set] = [set() for _ in shards]     # (slot, block) digests matched, per shard
+        self._left: list = [None] * len(shards)                # digests of the table not matched yet
+        self._done = [False] * len(shards)        # every block checked, or nothing to check
         self.left = len(shards)                   # shards not done (0: a row needs no check)
-        self._shared: list = [None] * len(shards)  # the process's (slot, digest) pairs checked, per shard
+        self._shared: list = [None] * len(shards)  # the process's checked keys, per shard
         self._hs = np.array([s.header["header_size"] for s in shards], dtype=np.int64)
         self._ps = np.array([s.header["page_size"] for s in shards], dtype=np.int64)
-        sizes = [len(s.pages) + 1 for s in shards]           # slot -1 (the header) first, then each page
-        self._base = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64) + 1
-        self._ok = np.zeros(sum(sizes), dtype=bool)          # slots this reader needs no more work for
+        self._per = -(-np.maximum(self._hs, self._ps) // UNIT)
+        sizes = (np.array([len(s.pages) for s in shards], dtype=np.int64) + 1) * self._per
+        self._base = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        self._sizes = sizes.tolist()
+        self._ok = bytearray(int(sizes.sum()))               # units this reader needs no more work for
+        self._ok_np = np.frombuffer(self._ok, np.uint8)
+        self._plain = list(zip(self._hs.tolist(), self._ps.tolist(), self._per.tolist(), self._base.tolist()))
         if strict:
             for shard in shards:
                 shard.checksums = shard.source.read_checksums()
             require_checksums(shards)
 
+    # --- which units a read covers ---
+
+    def _units(self, ids, starts, ends):
+        """Units of the byte ranges ``[starts, ends)`` (each inside one slot) of shards ``ids``."""
+        first, last = self._unit_of(ids, starts), self._unit_of(ids, ends - 1)
+        span = last - first
+        if not (span > 1).any():
+            return np.concatenate([first, last[span > 0]])
+        counts = span + 1
+        steps = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+        return np.repeat(first, counts) + steps
+
+    def _unit_of(self, ids, pos):
+        hs, ps = self._hs[ids], self._ps[ids]
+        slot = np.where(pos >= hs, (pos - hs) // ps, -1)
+        inside = pos - np.where(slot >= 0, hs + slot * ps, 0)
+        return self._base[ids] + (slot + 1) * self._per[ids] + inside // UNIT
+
+    def row(self, files, k, rs, re_, bs, be, need_raw, need_blob):
+        """Check the blocks that a row of shard ``k`` with raw range [rs, re_) and blob range [bs, be) is
+        read from (once each): plain int arithmetic, the hot path of ``reader[i]``."""
+        if self._done[k]:
+            return
+        hs, ps, per, base = self._plain[k]
+        for lo, hi in ((rs - ENTRY_PREFIX, re_),) * need_raw + ((bs - ENTRY_PREFIX, be),) * need_blob:
+            slot = (lo - hs) // ps if lo >= hs else -1
+            start = hs + slot * ps if slot >= 0 else 0
+            at = base + (slot + 1) * per
+            for unit in range((lo - start) // UNIT, (hi - 1 - start) // UNIT + 1):
+                if not self._ok[at + unit]:
+                    self.page(files, k, HEADER_SLOT)
+                    self._check(files, k, slot, unit, mapped=False)
+
+    def rows(self, files, shard_ids, locs, need_raw, need_blob):
+        """Check the blocks of many rows (``shard_ids`` and ``(n, 4)`` locations, as ``Locations.bulk``):
+        the distinct units found with one sort, nothing at all once every shard is done."""
+        if not self.left or not (need_raw or need_blob):
+            return
+        cols = [0] * need_raw + [2] * need_blob
+        ids = np.concatenate([shard_ids] * len(cols)) if len(cols) > 1 else shard_ids
+        starts = np.concatenate([locs[:, c] for c in cols]) if len(cols) > 1 else locs[:, cols[0]]
+        ends = np.concatenate([locs[:, c + 1] for c in cols]) if len(cols) > 1 else locs[:, cols[0] + 1]
+        units = self._units(ids, starts - ENTRY_PREFIX, ends)
+        if self._ok_np[np.clip(units, 0, len(self._ok) - 1)].all() and (units < len(self._ok)).all():
+            return                             # every block of the batch checked: one gather, no sort
+        self._check_units(files, units, mapped=True)
+
+    def _check_units(self, files, units, mapped):
+        units = units[self._ok_np[units] == 0]
+        if not len(units):
+            return
+        units = np.sort(units)
+        if len(units) > 1:                     # distinct units (np.unique would import more of numpy)
+            units = units[np.concatenate(([True], units[1:] != units[:-1]))]
+        ks = np.searchsorted(self._base, units, side="right") - 1
+        for u, k in zip(units.tolist(), ks.tolist()):
+            if self._done[k] or self._ok[u]:
+                continue
+            rel = u - int(self._base[k])
+            per = int(self._per[k])
+            self.page(files, k, HEADER_SLOT)
+            self._check(files, k, rel // per - 1, rel % per, mapped)
+
+    # --- the checks ---
+
     def _table(self, k):
         shard = self.shards[k]
-        if shard.checksums is None and not self.strict:
+        if self._left[k] is not None:
+            return shard.checksums
+        if shard.checksums is None:
             shard.checksums = shard.source.read_checksums() or {}
-            if not shard.checksums:
-                self._finish(k)
-                return shard.checksums
-            self._shared[k] = shared = _process_set(shard)
-            if shared:                      # pages with these digests another reader here checked already
-                self._checked[k].update(s for s, row in shard.checksums.items() if (s, row[4]) in shared)
-                self._mark(k, self._checked[k])
-                if len(self._checked[k]) >= len(shard.checksums):
-                    self._finish(k)
-        return shard.checksums
+        table = shard.checksums
+        self._left[k] = sum(block_count(row[1], block_size(row[0])) for row in table.values())
+        if not table:
+            self._finish(k)
+            return table
+        self._shared[k] = shared = None if self.strict else _process_set(shard)
+        if shared:                      # blocks with these digests another reader here checked already
+            for slot, row in table.items():
+                for b, key in enumerate(_keys(slot, row)):
+                    if key in shared:
+                        self._matched(k, slot, b, row)
+        return table
 
     def _finish(self, k):
         if not self._done[k]:
             self._done[k] = True
             self.left -= 1
-            self._mark(k, range(-1, len(self.shards[k].pages)))
+            base = int(self._base[k])
+            self._ok[base:base + self._sizes[k]] = b"\x01" * self._sizes[k]
 
-    def row(self, files, k, raw_start, blob_start, need_raw, need_blob):
-        """Check the pages that a row of shard ``k`` at these offsets is read from (once each)."""
-        if self._done[k]:
-            return
-        shard = self.shards[k]
-        self.page(files, k, HEADER_SLOT)
-        if need_raw:
-            self.page(files, k, shard.page_of(raw_start))
-        if need_blob:
-            self.page(files, k, shard.page_of(blob_start))
-
-    def rows(self, files, shard_ids, locs, need_raw, need_blob):
-        """Check the pages of many rows (``shard_ids`` and ``(n, 4)`` locations, as ``Locations.bulk``):
-        the distinct (shard, page) pairs found with one sort, nothing at all once every shard is done."""
-        if not self.left or not (need_raw or need_blob):
-            return
-        offsets = [locs[:, 0]] * need_raw + [locs[:, 2]] * need_blob
-        ids = np.concatenate([shard_ids] * len(offsets)) if len(offsets) > 1 else shard_ids
-        offsets = np.concatenate(offsets) if len(offsets) > 1 else offsets[0]
-        pages = (offsets - self._hs[ids]) // self._ps[ids]
-        at = self._base[ids] + pages
-        if self._ok[np.clip(at, 0, len(self._ok) - 1)].all() and (at < len(self._ok)).all():
-            return                             # every page of the batch checked: one gather, no sort
-        keys = np.sort(ids * (1 << 32) + pages)
-        if len(keys) > 1:                      # distinct keys (np.unique would import more of numpy)
-            keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))]
-        for key in keys.tolist():
-            k = key >> 32
-            if not self._done[k]:
-                self.page(files, k, HEADER_SLOT)
-                self.page(files, k, key & 0xFFFFFFFF, mapped=True)
-
-    def _mark(self, k, slots):
-        at = [self._base[k] + s for s in slots if -1 <= s < len(self.shards[k].pages)]
-        self._ok[at] = True
+    def _mark_slot(self, k, slot, lo=0, hi=None):
+        """Mark units ``[lo, hi)`` of ``slot`` of shard ``k`` (to the slot's end without ``hi``)."""
+        per = int(self._per[k])
+        at = int(self._base[k]) + (slot + 1) * per
+        hi = per if hi is None else min(hi, per)
+        if hi > lo:
+            self._ok[at + lo:at + hi] = b"\x01" * (hi - lo)
 
     def page(self, files, k, slot, mapped=False):
-        """Check a page slot (or the header region, slot -1) of shard ``k`` against its checksum, once.
-        ``mapped``: hash it through the file's map (a batch reads the page's rows from the map next, so
-        its pages are mapped in either way); else through a descriptor, so that reading a row or a few
-        does not leave the whole page mapped into the process."""
-        checked = self._checked[k]
-        if slot in checked or self._done[k]:
-            return
+        """Check a whole page slot (or the header region, slot -1) of shard ``k`` against its checksums, once;
+        under ``strict`` also its entries' length prefixes. ``mapped``: hash through the file's map (a
+        batch reads its rows from the map next), else through a descriptor, so that reading a row or a
+        few does not leave its blocks mapped into the process."""
         table = self._table(k)
-        if not table or slot in checked:
-            self._mark(k, [slot])
+        if self._done[k]:
             return
-        shard = self.shards[k]
-        if slot not in table:                   # a page the table does not cover (strict refused it at open)
-            checked.add(slot)
-            self._mark(k, [slot])
+        row = table.get(slot)
+        if row is None:                        # a slot the table does not cover (strict refused it at open)
+            self._mark_slot(k, slot)
             return
-        _, nbytes, row_start, row_end, digest = table[slot]
-        start, end = slot_range(shard.header["header_size"], shard.header["page_size"], slot, shard.size)
-        files.storage.ensure(shard.path, start, end)          # at a URL: the page whole, then checked
-        if start + nbytes > end or _digest(files, k, start, start + nbytes, mapped) != digest:
-            what = "header" if slot == HEADER_SLOT else f"page {slot}"
-            raise ChecksumError(f"{shard.path}: {what} (rows {row_start}..{row_end - 1}) does not match its "
-                                f"checksum: the file is corrupt")
+        for b in range(block_count(row[1], block_size(row[0]))):
+            self._check_block(files, k, slot, b, row, mapped)
         if self.strict and slot != HEADER_SLOT:
+            shard = self.shards[k]
+            start, end = slot_range(shard.header["header_size"], shard.header["page_size"], slot, shard.size)
             _check_prefixes(files.buffer(k), shard, self._page_entries(files, k, slot, start, end))
-        checked.add(slot)
-        self._mark(k, [slot])
+
+    def _check(self, files, k, slot, unit, mapped):
+        """Check the digest covering unit ``unit`` of ``slot`` of shard ``k`` (under ``strict``: the page)."""
+        table = self._table(k)
+        if self._done[k]:
+            return
+        row = table.get(slot)
+        if row is None or self.strict:
+            self.page(files, k, slot, mapped)
+            return
+        block = block_size(row[0])
+        if not block:
+            self._check_block(files, k, slot, 0, row, mapped)
+            return
+        last = min(block_count(row[1], block), -(-(unit + 1) * UNIT // block))
+        for b in range(unit * UNIT // block, max(last, unit * UNIT // block + 1)):
+            self._check_block(files, k, slot, b, row, mapped)         # every digest the unit overlaps
+        self._mark_slot(k, slot, unit, unit + 1)
+
+    def _check_block(self, files, k, slot, b, row, mapped):
+        """Check digest ``b`` of ``slot`` of shard ``k`` (table row ``row``), once."""
+        if (slot, b) in self._checked[k]:
+            return
+        shard, block = self.shards[k], block_size(row[0])
+        start, end = slot_range(shard.header["header_size"], shard.header["page_size"], slot, shard.size)
+        lo, hi = _digest_range(row, start, b)
+        files.storage.ensure(shard.path, lo, hi)            # at a URL: the block, then checked
+        expected = row[4][b * DIGEST_CHARS:(b + 1) * DIGEST_CHARS] if block else row[4]
+        if start + row[1] > end or block == 0 or _digest(files, k, lo, hi, mapped) != expected:
+            what = "header" if slot == HEADER_SLOT else f"page {slot}"
+            where = f" at bytes {lo}..{hi - 1}" if block else ""
+            known = "" if block != 0 else f" (unknown checksum algorithm {row[0]!r})"
+            raise ChecksumError(f"{shard.path}: {what} (rows {row[2]}..{row[3] - 1}) does not match its checksum"
+                                f"{where}{known}: the file is corrupt")
+        self._matched(k, slot, b, row)
+
+    def _matched(self, k, slot, b, row):
+        """Digest ``b`` of ``slot`` of shard ``k`` matched: mark the units it covers (the slot's last one
+        also the rest of the slot, bytes no row lies in), count it, share it."""
+        if (slot, b) in self._checked[k]:
+            return
+        self._checked[k].add((slot, b))
+        block = block_size(row[0])
+        count = block_count(row[1], block)
+        if not block:
+            self._mark_slot(k, slot)
+        else:                                  # the units it covers whole
+            self._mark_slot(k, slot, -(-b * block // UNIT), None if b == count - 1 else (b + 1) * block // UNIT)
         if self._shared[k] is not None:
-            self._shared[k].add((slot, digest))
-        if len(checked) >= len(table):
+            self._shared[k].add(_keys(slot, row)[b])
+        self._left[k] -= 1
+        if self._left[k] <= 0:
             self._finish(k)
 
     def _page_entries(self, files, k, slot, start, end):
@@ -170,6 +266,25 @@ class PageChecks:
         entries = np.concatenate(parts) if parts else np.zeros((0, 4), dtype=np.int64)
         inside = (entries[:, 0] >= start + ENTRY_PREFIX) & (entries[:, 0] < end + ENTRY_PREFIX)
         return entries[inside]
+
+
+def _keys(slot, row):
+    """The keys of a table row's digests in the process's set: (slot, block bytes, block, digest)."""
+    block = block_size(row[0]) or 0
+    digest = row[4]
+    if not block:
+        return [(slot, 0, 0, digest)]
+    return [(slot, block, b, digest[b * DIGEST_CHARS:(b + 1) * DIGEST_CHARS])
+            for b in range(block_count(row[1], block))]
+
+
+def _digest_range(row, start, b):
+    """Absolute [lo, hi) of digest ``b`` of a table row whose slot starts at ``start``."""
+    block, nbytes = block_size(row[0]), row[1]
+    if not block:
+        return start, start + nbytes
+    lo = start + b * block
+    return lo, min(lo + block, start + nbytes)
 
 
 def _process_set(shard):

@@ -4,6 +4,7 @@ locations computed whole at open (:class:`TableBlocks`)."""
 
 from __future__ import annotations
 
+import collections
 import os
 import threading
 
@@ -16,8 +17,12 @@ from recordio.mindrecord.read.location_checks import absolute, check_inside, che
 __all__ = ["KEEP_OPEN", "DbBlocks", "TableBlocks", "open_db_facts"]
 
 KEEP_OPEN = 32                   # datasets of up to this many shards keep their .db open from open time
+TABLE_CACHE = 256                # checksum tables a process keeps (one per .db; most recently used)
 _COLUMNS = ("ROW_ID", "ROW_GROUP_ID", "PAGE_OFFSET_BLOB", "PAGE_OFFSET_BLOB_END", "PAGE_ID_RAW", "PAGE_OFFSET_RAW",
             "PAGE_OFFSET_RAW_END")
+# (.db path, identity) -> its checksum table, least recently used first
+_TABLES: collections.OrderedDict = collections.OrderedDict()
+_TABLES_LOCK = threading.Lock()
 _SELECT = f"SELECT {', '.join(_COLUMNS)} FROM INDEXES WHERE ROW_ID >= ? AND ROW_ID < ? ORDER BY ROW_ID"
 
 
@@ -88,7 +93,23 @@ class DbBlocks:
         return locs
 
     def read_checksums(self):
-        """The ``.db``'s checksum table (``index.read_checksums``), or None without one."""
+        """The ``.db``'s checksum table (``index.read_checksums``), or None without one: read once a process
+        per ``.db`` file (its path and identity: device, inode, size, modification time), so that a new
+        reader of the same dataset (each pass of a pipeline) does not read it again. The table is shared:
+        its users never change it."""
+        key = (self.db, self.identity)
+        with _TABLES_LOCK:
+            if key in _TABLES:
+                _TABLES.move_to_end(key)
+                return _TABLES[key]
+        table = self._read_checksums()
+        with _TABLES_LOCK:
+            _TABLES[key] = table
+            while len(_TABLES) > TABLE_CACHE:
+                _TABLES.popitem(last=False)
+        return table
+
+    def _read_checksums(self):
         with self._lock:
             kept = self._conn is not None and self._pid == os.getpid()
             try:

@@ -34,6 +34,7 @@ __all__ = ["BLOCK_ROWS", "RUN_BLOCKS", "Locations"]
 
 BLOCK_ROWS = 256                 # rows per block: a miss costs one short range query (~0.5 ms)
 RUN_BLOCKS = 64                  # blocks one query loads when the cache holds every block (16,384 rows)
+SCATTERED = 8                    # a batch of rows in this many blocks or more is scattered (a shuffled one)
 MAX_OPEN = 4                     # .db connections open at once per dataset beyond KEEP_OPEN ones (reopened on demand)
 
 
@@ -124,10 +125,9 @@ class Locations:
             while end < last and not self._ready[b + end - q]:
                 end += 1
         locs = self.sources[k].load(start, min(end * self.block, count))
-        for i in range(end - q):
-            self.pool.put(b + i, locs[i * self.block:(i + 1) * self.block])
-            if self._whole:
-                self._ready[b + i] = 1
+        self.pool.put(b, locs)
+        if self._whole:
+            self._ready[b:b + end - q] = b"\x01" * (end - q)
         locs = locs[:self.block]
         with self._open_lock:                   # fetch threads share the reader
             self._open[k] = None
@@ -145,7 +145,11 @@ class Locations:
         ``(n, 4)`` int64 array of its absolute ``[raw start, raw end, blob start, blob end)``. The page
         of a range is ``(start - 8 - header_size) // page_size`` and its in-page offset
         ``start - 8 - header_size - page * page_size``. Each block that holds a requested row is
-        fetched once (from the cache, or loaded and checked), whatever the number of rows.
+        fetched once (from the cache, or loaded and checked), whatever the number of rows. A scattered
+        batch (rows in :data:`SCATTERED` blocks or more) from a source whose loads are cheap one by one
+        (``cheap_loads``: a walk, which keeps a mark at each block start it passes) loads only its own
+        blocks, not runs: a shuffled first batch does not load (and copy into the cache) the locations
+        of runs of rows it does not read.
         """
         rows = np.asarray(rows, dtype=np.int64).reshape(-1)
         if len(self.counts) == 1 and self._whole and len(rows) and self._ready_np[rows // self.block].all():
@@ -161,11 +165,13 @@ class Locations:
         order = np.argsort(blocks, kind="stable")
         sorted_blocks = blocks[order]
         cuts = np.flatnonzero(np.diff(sorted_blocks)) + 1
+        scattered = len(cuts) >= SCATTERED
         for lo, hi in zip(np.concatenate([[0], cuts]).tolist(), np.concatenate([cuts, [len(rows)]]).tolist()):
             which = order[lo:hi]
             k = int(shard[which[0]])
             q = int(local[which[0]]) // self.block
-            out[which] = self.block_of(k, q)[local[which] - q * self.block]
+            run = not (scattered and getattr(self.sources[k], "cheap_loads", False))
+            out[which] = self.block_of(k, q, run)[local[which] - q * self.block]
         return shard, local, out
 
     def close(self):

@@ -107,6 +107,11 @@ class WalkBlocks:
     # --- what the block sources share (location_sources.DbBlocks' interface) ---
 
     @property
+    def cheap_loads(self):
+        """A block costs little to load alone (its walk starts at a mark), unless each load reads the ``.db``."""
+        return not self.verify_all
+
+    @property
     def rows_read(self):
         return self.db.rows_read if self.db is not None else 0
 

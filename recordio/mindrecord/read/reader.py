@@ -264,7 +264,7 @@ class FileReader:
         mm = files.maps.get(k) or files.buffer(k)
         checks = files.checks
         if checks is not None and checks.left:
-            checks.row(files, k, rs, bs, self._need_raw, self._need_blob)
+            checks.row(files, k, rs, re_, bs, be, self._need_raw, self._need_blob)
         direct = files.direct                     # local: slices of the map (the hot path, inline)
         if not direct:
             files.storage.advance()

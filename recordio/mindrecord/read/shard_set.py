@@ -121,10 +121,11 @@ class ShardSet:
             return self.maps.get(first) or self.buffer(first)
         return None
 
-    def check_row(self, k, raw_start, blob_start, need_raw, need_blob):
-        """Check the pages a row of shard ``k`` is read from (once each), when this set checks pages."""
+    def check_row(self, k, locs, need_raw, need_blob):
+        """Check the blocks a row of shard ``k`` at ``locs`` (raw start, raw end, blob start, blob end) is
+        read from (once each), when this set checks pages."""
         if self.checks is not None:
-            self.checks.row(self, k, raw_start, blob_start, need_raw, need_blob)
+            self.checks.row(self, k, *locs, need_raw, need_blob)
 
     def check_rows(self, shard_ids, locs, need_raw, need_blob):
         """Check the pages of many rows (``shard_ids``, ``(n, 4)`` locations, as :meth:`bulk` gives them)."""

@@ -52,13 +52,26 @@ class SlotPool:
         return out if int(self.seqs[slot]) == seq else None
 
     def put(self, b, locs):
+        """Block ``b`` holds ``locs`` (at most ``block`` rows); ``locs`` of more rows are blocks ``b, b + 1,
+        ...`` one after another, written with one copy when their slots follow one another."""
+        count = max(1, -(-len(locs) // self.block))
         slot = b % self.slots
+        if count > 1 and slot + count > self.slots:              # the run wraps: block by block
+            for i in range(count):
+                self.put(b + i, locs[i * self.block:(i + 1) * self.block])
+            return
+        end, full = slot + count, len(locs) // self.block
         with self._lock:
-            self.seqs[slot] += 1
-            self.keys[slot] = -1
-            self.data[slot, :len(locs)] = locs
-            self.keys[slot] = b
-            self.seqs[slot] += 1
+            self.seqs[slot:end] += 1
+            self.keys[slot:end] = -1
+            if count == 1:
+                self.data[slot, :len(locs)] = locs
+            else:
+                self.data[slot:slot + full] = locs[:full * self.block].reshape(full, self.block, 4)
+                if full < count:
+                    self.data[slot + full, :len(locs) - full * self.block] = locs[full * self.block:]
+            self.keys[slot:end] = np.arange(b, b + count)
+            self.seqs[slot:end] += 1
 
 
 def _fork_lock():

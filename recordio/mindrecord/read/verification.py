@@ -262,14 +262,27 @@ def _compare_checksums(fd, shard, table, report):
             continue
         algorithm, nbytes, row_start, row_end, digest = table[slot]
         start, end = sums.slot_range(hs, ps, slot, shard.size)
-        if algorithm != sums.ALGORITHM:
+        block = sums.block_size(algorithm)
+        if block == 0:
             report.problem(shard.path, f"{what}: unknown checksum algorithm {algorithm!r}")
-        elif start + nbytes > end or sums.digest_range(fd, start, start + nbytes) != digest:
-            report.problem(shard.path, f"{what} (rows {row_start}..{row_end - 1}) does not match its checksum")
+        elif start + nbytes > end or sums.digest_range(fd, start, start + nbytes, block) != digest:
+            report.problem(shard.path, f"{what} (rows {row_start}..{row_end - 1}) does not match its checksum"
+                                       f"{_first_bad_block(fd, start, nbytes, block, digest)}")
         elif sums.scan_extent(fd, start + nbytes, end):
             report.problem(shard.path, f"{what}: bytes after its checksummed {nbytes} bytes are not zero "
                                        f"(rows {row_start}..{row_end - 1})")
         report.checked_slots += 1
+
+
+def _first_bad_block(fd, start, nbytes, block, digest):
+    """Where a block-digest slot first differs (``" at bytes a..b"``), or ``""``."""
+    if not block:
+        return ""
+    for b in range(sums.block_count(nbytes, block)):
+        lo, hi = start + b * block, start + min((b + 1) * block, nbytes)
+        if sums.digest_range(fd, lo, hi) != digest[b * sums.DIGEST_CHARS:(b + 1) * sums.DIGEST_CHARS]:
+            return f" at bytes {lo}..{hi - 1}"
+    return ""
 
 
 def add_checksums(path: str | os.PathLike | list) -> list[str]:

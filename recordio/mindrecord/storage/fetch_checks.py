@@ -1,22 +1,23 @@
 """Page checksums on every read of a remote dataset, not only under ``verify=True``.
 
-A dataset written by recordio records a digest of each page slot (and of the header region) in its
-``.db`` (:mod:`checksums`). Reading through the cache, a fetch usually brings whole pages (the
-epoch's spans cover them), so checking them costs one hash of bytes just received. After a fetch
-has written its bytes and before it marks them present, :class:`FetchChecks` hashes each page the
-fetch completes (its other blocks already present); a mismatch leaves the blocks unmarked (never
-served, from this process or another sharing the cache) and is a :class:`ChecksumError` naming the
-URL and the byte range. A page never whole in the cache (a reader needing a few of its rows) is not
-checked; ``verify=True`` fetches and checks every page a row is read from.
+A dataset written by recordio records digests of each page slot (and of the header region) in its
+``.db`` (:mod:`checksums`): one per 1 MiB block, or, in files written before, one per slot. Reading
+through the cache, a fetch usually brings whole pages (the epoch's spans cover them), so checking
+them costs one hash of bytes just received. After a fetch has written its bytes and before it marks
+them present, :class:`FetchChecks` hashes each block (or slot) the fetch completes (its other bytes
+already present); a mismatch leaves the bytes unmarked (never served, from this process or another
+sharing the cache) and is a :class:`ChecksumError` naming the URL and the byte range. A block never
+whole in the cache (a reader needing a few of its rows) is not checked; ``verify=True`` fetches and
+checks every page a row is read from.
 """
-
 from __future__ import annotations
 
 import bisect
 import os
 
 from recordio.errors import ChecksumError
-from recordio.mindrecord.checksums import ALGORITHM, HEADER_SLOT, digest_bytes, slot_range
+from recordio.mindrecord.checksums import (DIGEST_CHARS, HEADER_SLOT, block_count, block_size, digest_bytes,
+                                           slot_range)
 
 __all__ = ["FetchChecks"]
 
@@ -33,10 +34,16 @@ class FetchChecks:
         rows = []
         for slot, (algorithm, nbytes, row_start, row_end, digest) in (checksums or {}).items():
             start, end = slot_range(header_size, page_size, slot, size)
-            if algorithm != ALGORITHM or nbytes <= 0 or start + nbytes > end:
+            block = block_size(algorithm)
+            count = block_count(nbytes, block)
+            if block == 0 or nbytes <= 0 or start + nbytes > end or len(digest) != count * DIGEST_CHARS:
                 continue                 # another algorithm, or a table the reader's verify will refuse
             what = "header" if slot == HEADER_SLOT else f"page {slot} (rows {row_start}..{row_end - 1})"
-            rows.append((start, start + nbytes, digest, what))
+            step = block or nbytes       # a digest per block: a fetch that completes a block checks it
+            for b in range(count):
+                lo = start + b * step
+                rows.append((lo, min(lo + step, start + nbytes), digest[b * DIGEST_CHARS:(b + 1) * DIGEST_CHARS],
+                             what))
         if rows:
             rows.sort()
             self._tables[os.path.realpath(path)] = tuple(map(list, zip(*rows)))

@@ -223,9 +223,9 @@ class AppendFiles:
         for i, shard in enumerate(shard_pages):
             blob = header_bytes(self.header_size, self.page_size, header, shard, names, i, independent)
             blob += b"\x00" * max(0, self.old_headers[i] - len(blob))
-            rows = self._checksums(i, shard, blob) if self.checksums else None
+            sums_form = self._checksums(i, shard, blob) if self.checksums else None
             db = self.staging.db_paths()[i]
-            self.streams[i].finish(shard, None if rows is None else (sums.ALGORITHM, rows),
+            self.streams[i].finish(shard, sums_form,
                                    index_meta(blob.rstrip(b"\x00"), header["elements"][i]))
             plan["shards"].append({"data": self.targets[i], "header": blob.hex(), "spool": self.spools[i],
                                    "deferred": self.deferred[i], "db_staged": db, "db": self.targets[i] + ".db"})
@@ -243,12 +243,16 @@ class AppendFiles:
         self.staging.release()
 
     def _checksums(self, i, shard, header_blob):
-        """Checksum rows of the final file: recomputed where bytes change, kept elsewhere."""
+        """``(algorithm, rows)``: the checksum table of the final file, recomputed where bytes change and
+        kept elsewhere, in the form of the old table (one digest per slot for a file written before
+        block digests, so that one table has one form), else :data:`~recordio.mindrecord.checksums.ALGORITHM`."""
         fd = self.fds[i]
         size = max([os.fstat(fd).st_size] + [at + n for at, _, n in self.deferred[i]])   # the final size
         old = self.old_checksums[i] or {}
+        form = sums.SLOT_ALGORITHM if any(row[0] == sums.SLOT_ALGORITHM for row in old.values()) else sums.ALGORITHM
         touched = {sums.HEADER_SLOT} | set(shard.extents) if old else {sums.HEADER_SLOT} | {
             p.page_id for p in shard.pages}
+        touched |= {slot for slot, row in old.items() if row[0] != form}
         rows = []
         total = fmt.blob_rows(shard.pages)
         for page in [None] + shard.pages:
@@ -261,8 +265,9 @@ class AppendFiles:
             n = self._extent(i, slot, page, start, end, old, shard.extents, header_blob)
             data = bytearray(os.pread(fd, n, start).ljust(n, b"\x00"))
             self._overlay(i, data, start, header_blob)
-            rows.append((slot, n, *row_range, sums.digest_bytes(bytes(data))))
-        return rows
+            digest = sums.digest_bytes(bytes(data)) if form == sums.SLOT_ALGORITHM else sums.digest_blocks(data)
+            rows.append((slot, n, *row_range, digest))
+        return form, rows
 
     def _extent(self, i, slot, page, start, end, old, extents, header_blob):
         """Bytes of a slot that hold data once the append is applied."""

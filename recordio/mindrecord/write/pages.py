@@ -16,7 +16,7 @@ continues an existing shard.
 import numpy as np
 
 from recordio.mindrecord import codec
-from recordio.mindrecord.checksums import new_hasher
+from recordio.mindrecord.checksums import BlockHasher
 from recordio.mindrecord.format import BLOB, ENTRY_PREFIX, RAW, Page, entry_prefix
 from recordio.mindrecord.read.column_forms import BytesColumn
 from recordio.mindrecord.write.index_stream import LengthSpool
@@ -46,7 +46,7 @@ class ShardPages:
     def _new_page(self, kind, type_id, **kw):
         page = Page(len(self.pages), kind, type_id, self.shard_id, **kw)
         self.pages.append(page)
-        self.hashers[page.page_id] = new_hasher()
+        self.hashers[page.page_id] = BlockHasher()
         return page
 
     def _cut_groups(self, rb, rr):
