@@ -16,6 +16,7 @@ nor a reader with ``verify=True`` ever reads the holes. Digests are xxh3-64 (the
 * ``xxh3_64`` (:data:`SLOT_ALGORITHM`, files written before): one digest of the whole extent.
 """
 
+import functools
 import os
 
 import xxhash
@@ -34,6 +35,7 @@ HEADER_SLOT = -1
 _CHUNK = 8 << 20                       # a multiple of BLOCK_BYTES
 
 
+@functools.lru_cache(maxsize=64)
 def block_size(algorithm):
     """Bytes a digest of ``algorithm`` covers: None for one digest per slot (:data:`SLOT_ALGORITHM`),
     the block size of ``xxh3_64:N``, 0 for an algorithm this version does not know."""

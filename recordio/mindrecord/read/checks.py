@@ -75,20 +75,30 @@ class PageChecks:
     # --- which units a read covers ---
 
     def _units(self, ids, starts, ends):
-        """Units of the byte ranges ``[starts, ends)`` (each inside one slot) of shards ``ids``."""
-        first, last = self._unit_of(ids, starts), self._unit_of(ids, ends - 1)
+        """Units of the byte ranges ``[starts, ends)`` (each inside one page slot) of shards ``ids``."""
+        n = len(starts)
+        both = self._unit_of(ids, np.concatenate([starts, ends - 1]), twice=True)
+        first, last = both[:n], both[n:]
         span = last - first
+        if not span.any():
+            return first
         if not (span > 1).any():
             return np.concatenate([first, last[span > 0]])
         counts = span + 1
         steps = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
         return np.repeat(first, counts) + steps
 
-    def _unit_of(self, ids, pos):
-        hs, ps = self._hs[ids], self._ps[ids]
-        slot = np.where(pos >= hs, (pos - hs) // ps, -1)
-        inside = pos - np.where(slot >= 0, hs + slot * ps, 0)
-        return self._base[ids] + (slot + 1) * self._per[ids] + inside // UNIT
+    def _unit_of(self, ids, pos, twice=False):
+        """Units of the bytes at ``pos`` (past the header region) of shards ``ids`` (given once for both
+        halves of ``pos`` when ``twice``)."""
+        if len(self._plain) == 1:                       # one shard: its numbers as plain ints
+            hs, ps, per, base = self._plain[0]
+        else:
+            ids = np.concatenate([ids, ids]) if twice else ids
+            hs, ps, per, base = self._hs[ids], self._ps[ids], self._per[ids], self._base[ids]
+        inside = pos - hs
+        slot = inside // ps
+        return base + (slot + 1) * per + (inside - slot * ps) // UNIT
 
     def row(self, files, k, rs, re_, bs, be, need_raw, need_blob):
         """Check the blocks that a row of shard ``k`` with raw range [rs, re_) and blob range [bs, be) is
@@ -115,7 +125,7 @@ class PageChecks:
         starts = np.concatenate([locs[:, c] for c in cols]) if len(cols) > 1 else locs[:, cols[0]]
         ends = np.concatenate([locs[:, c + 1] for c in cols]) if len(cols) > 1 else locs[:, cols[0] + 1]
         units = self._units(ids, starts - ENTRY_PREFIX, ends)
-        if self._ok_np[np.clip(units, 0, len(self._ok) - 1)].all() and (units < len(self._ok)).all():
+        if self._ok_np[units].all():
             return                             # every block of the batch checked: one gather, no sort
         self._check_units(files, units, mapped=True)
 
