@@ -25,6 +25,7 @@ the index (binding every row to the bytes the page table gives it; the tiling is
 
 from __future__ import annotations
 
+import bisect
 import os
 
 import numpy as np
@@ -67,6 +68,7 @@ class PageChecks:
         self._ok = bytearray(int(sizes.sum()))               # units this reader needs no more work for
         self._ok_np = np.frombuffer(self._ok, np.uint8)
         self._plain = list(zip(self._hs.tolist(), self._ps.tolist(), self._per.tolist(), self._base.tolist()))
+        self._plain_base = self._base.tolist()
         if strict:
             for shard in shards:
                 shard.checksums = shard.source.read_checksums()
@@ -130,20 +132,16 @@ class PageChecks:
         self._check_units(files, units, mapped=True)
 
     def _check_units(self, files, units, mapped):
-        units = units[self._ok_np[units] == 0]
-        if not len(units):
-            return
-        units = np.sort(units)
-        if len(units) > 1:                     # distinct units (np.unique would import more of numpy)
-            units = units[np.concatenate(([True], units[1:] != units[:-1]))]
-        ks = np.searchsorted(self._base, units, side="right") - 1
-        for u, k in zip(units.tolist(), ks.tolist()):
-            if self._done[k] or self._ok[u]:
+        todo = units[self._ok_np[units] == 0]
+        for u in sorted(set(todo.tolist())):           # a few distinct units, most often one
+            if self._ok[u]:
                 continue
-            rel = u - int(self._base[k])
-            per = int(self._per[k])
+            k = bisect.bisect_right(self._plain_base, u) - 1
+            if self._done[k]:
+                continue
+            _, _, per, base = self._plain[k]
             self.page(files, k, HEADER_SLOT)
-            self._check(files, k, rel // per - 1, rel % per, mapped)
+            self._check(files, k, (u - base) // per - 1, (u - base) % per, mapped)
 
     # --- the checks ---
 
