@@ -29,21 +29,67 @@ import shutil
 
 import numpy as np
 
+from recordio.errors import FormatError
 from recordio.mindrecord import checksums as sums
+from recordio.mindrecord import encryption
 from recordio.mindrecord import format as fmt
 from recordio.mindrecord.codec import unpack_raw
 from recordio.mindrecord.write.commit import Staging, clean_stale, fsync_dir, fsync_file
 from recordio.mindrecord import index
 from recordio.mindrecord.write.index_stream import IndexStream
+from recordio.mindrecord.write.locks import DatasetLock
 from recordio.mindrecord.write.pages import AppendPages
 from recordio.mindrecord.fileio import pwrite_all
 from recordio.mindrecord.write.recovery import apply_plan, finish_plan, journal_paths, remove_journal, repair
 from recordio.mindrecord.write.shard_files import header_bytes, index_meta, warn_encrypt_tail
 from recordio.mindrecord.read.fileset import open_shards
 
-__all__ = ["AppendFiles", "load_shards"]
+__all__ = ["AppendFiles", "load_shards", "open_appending"]
 
 _CHUNK = 1 << 14          # rows of an old shard read at a time
+
+
+def open_appending(cls, file_name, checksums, fsync):
+    """A ``cls`` (:class:`~recordio.mindrecord.write.writer.FileWriter`) that adds rows to the dataset of
+    ``file_name``, holding its lock (what :meth:`FileWriter.open_for_append` returns)."""
+    if encryption.key() is not None:
+        encryption.check_key(os.fspath(file_name))      # MindSpore's errors: a plain file, a wrong key
+        raise NotImplementedError(f"{file_name}: appending to an encrypted dataset is not supported; "
+                                  f"write a new dataset (set_enc_key(None) for plain files)")
+    try:
+        first = fmt.dataset_paths(file_name)[0]
+    except FormatError as exc:
+        encryption.explain(file_name, exc)      # an encrypted file: MindSpore's sentence
+    lock = DatasetLock(first)                   # before anything is read or repaired
+    try:
+        shards, schema, with_index = load_shards(os.fspath(file_name))
+        writer = _writer_of(cls, shards, schema, lock, {"checksums": checksums, "fsync": fsync})
+        writer._files = AppendFiles(shards, schema, with_index,
+                                    [(f, schema.fields[f].type) for f in writer._index_fields], **writer._options)
+    except BaseException:
+        lock.release()
+        raise
+    writer._shards = writer._files.states
+    return writer
+
+
+def _writer_of(cls, shards, schema, lock, options):
+    """A ``cls`` set up as the dataset of ``shards`` gives it (schema, index fields, sizes)."""
+    header = shards[0].header
+    writer = cls.__new__(cls)
+    writer._targets = [s.path for s in shards]
+    writer._lock = lock
+    writer._overwrite, writer._append = False, True
+    writer._options = options
+    writer._header_size, writer._page_size = header["header_size"], header["page_size"]
+    writer._schema, writer._desc = schema, header["schema"][0].get("desc", "")
+    writer._index_fields = [f["index_field"] for f in header["index_fields"] or []]
+    writer._index_set, writer._parallel, writer._committed = True, False, False
+    writer._compression_size = header.get("compression_size", 0)
+    writer._file_compression = {}
+    writer._index_values = None
+    writer._elements = [index.recorded_elements(s.path, schema.counted) for s in shards]
+    return writer
 
 
 def load_shards(path):

@@ -86,45 +86,9 @@ class FileWriter(CommitOnExit):
         Schema, index fields and sizes come from the dataset. Until :meth:`commit` the
         dataset keeps its old content; a crash at any point leaves its old rows readable.
         """
-        from recordio.mindrecord.write.append import AppendFiles, load_shards
+        from recordio.mindrecord.write.append import open_appending
 
-        if encryption.key() is not None:
-            encryption.check_key(os.fspath(file_name))      # MindSpore's errors: a plain file, a wrong key
-            raise NotImplementedError(f"{file_name}: appending to an encrypted dataset is not supported; "
-                                      f"write a new dataset (set_enc_key(None) for plain files)")
-
-        try:
-            first = fmt.dataset_paths(file_name)[0]
-        except FormatError as exc:
-            encryption.explain(file_name, exc)      # an encrypted file: MindSpore's sentence
-        lock = DatasetLock(first)                   # before anything is read or repaired
-        try:
-            shards, schema, with_index = load_shards(os.fspath(file_name))
-        except BaseException:
-            lock.release()
-            raise
-        header = shards[0].header
-        writer = cls.__new__(cls)
-        writer._targets = [s.path for s in shards]
-        writer._lock = lock
-        writer._overwrite, writer._append = False, True
-        writer._options = {"checksums": bool(checksums), "fsync": bool(fsync)}
-        writer._header_size, writer._page_size = header["header_size"], header["page_size"]
-        writer._schema, writer._desc = schema, header["schema"][0].get("desc", "")
-        writer._index_fields = [f["index_field"] for f in header["index_fields"] or []]
-        writer._index_set, writer._parallel, writer._committed = True, False, False
-        writer._compression_size = header.get("compression_size", 0)
-        writer._file_compression = {}
-        writer._index_values = None
-        writer._elements = [index.recorded_elements(s.path, schema.counted) for s in shards]
-        try:
-            writer._files = AppendFiles(shards, schema, with_index,
-                                        [(f, schema.fields[f].type) for f in writer._index_fields], **writer._options)
-        except BaseException:
-            lock.release()
-            raise
-        writer._shards = writer._files.states
-        return writer
+        return open_appending(cls, file_name, bool(checksums), bool(fsync))
 
     # --- configuration (MindSpore names) ----------------------------------------------------------
 
