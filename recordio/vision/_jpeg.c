@@ -7,9 +7,11 @@
  * ceil(H * M / 8) x ceil(W * M / 8) pixels, and the box is in those coordinates): the IDCT, the
  * upsampling and the colour conversion run on the scaled blocks only.
  *
- * The decoded block covers the box plus a margin of one iMCU (16 pixels) on every side that the
- * image has, so the chroma upsampling of every pixel in the box sees the same neighbours as in a
- * full decode; rows below the block are never decoded. pixels is RGB, rows x cols x 3, whose
+ * The decoded block covers the box plus a margin of 8 pixels on every side that the image has (then
+ * widened to whole iMCU columns by jpeg_crop_scanline): a resampling reads up to 2 pixels beyond the box,
+ * and the fancy chroma upsampling of each of those needs one chroma sample (2 pixels at 2:1, 4 at 4:1)
+ * beyond it, so every pixel a caller reads sees the same neighbours as in a full decode (a margin of 2
+ * fails the tests, 4 passes them; 8 leaves room). Rows below the block are never decoded. pixels is RGB, rows x cols x 3, whose
  * (0, 0) is pixel (y0, x0) of the image. None when the image is not one this path handles exactly
  * (progressive, arithmetic-coded, not YCbCr or grey, 12-bit), or on any decoding error: the caller
  * then decodes the whole image as before. tests/test_vision_decode_region.py checks that the box
@@ -21,7 +23,7 @@
 #include <stdio.h>
 #include <jpeglib.h>
 
-#define MARGIN 16
+#define MARGIN 8
 
 struct error_manager {
     struct jpeg_error_mgr pub;
