@@ -14,10 +14,10 @@
 
 /* m RGB pixels (pixel stride sx) <-> three int32 planes of a chunk; loads go through the table t (the
  * level tables of the brightness/contrast steps not yet applied, see adjust_steps; NULL: none). */
-static inline void load_chunk(const uint8_t *p, Py_ssize_t sx, int m, int32_t *R, int32_t *G, int32_t *B,
-                              const uint8_t *t)
+static inline void load_strided(const uint8_t *p, Py_ssize_t sx, int m, int32_t *R, int32_t *G, int32_t *B,
+                                const uint8_t *t)
 {
-    if (t == NULL) { /* no pending tables: plain loads, which vectorise */
+    if (t == NULL) { /* no pending tables: plain loads */
         for (int j = 0; j < m; j++) {
             R[j] = p[sx * j];
             G[j] = p[sx * j + 1];
@@ -30,6 +30,19 @@ static inline void load_chunk(const uint8_t *p, Py_ssize_t sx, int m, int32_t *R
         G[j] = t[p[sx * j + 1]];
         B[j] = t[p[sx * j + 2]];
     }
+}
+
+/* The usual strides, adjacent pixels (3) and a horizontally flipped view (-3), as constants: the
+ * compiler vectorises the plain loads of a known stride. */
+static inline void load_chunk(const uint8_t *p, Py_ssize_t sx, int m, int32_t *R, int32_t *G, int32_t *B,
+                              const uint8_t *t)
+{
+    if (sx == 3)
+        load_strided(p, 3, m, R, G, B, t);
+    else if (sx == -3)
+        load_strided(p, -3, m, R, G, B, t);
+    else
+        load_strided(p, sx, m, R, G, B, t);
 }
 
 static inline void store_chunk(uint8_t *p, int m, const int32_t *R, const int32_t *G, const int32_t *B)
@@ -121,6 +134,11 @@ static void lut_row(const uint8_t *p, Py_ssize_t sx, uint8_t *out, Py_ssize_t n,
             memcpy(out, p, (size_t)(3 * n));
         return;
     }
+    if (sx == 3) { /* adjacent pixels: one table for every byte */
+        for (Py_ssize_t k = 0; k < 3 * n; k++)
+            out[k] = t[p[k]];
+        return;
+    }
     for (Py_ssize_t j = 0; j < n; j++, p += sx, out += 3) {
         out[0] = t[p[0]];
         out[1] = t[p[1]];
@@ -128,24 +146,33 @@ static void lut_row(const uint8_t *p, Py_ssize_t sx, uint8_t *out, Py_ssize_t n,
     }
 }
 
+/* The sum of the rounded fixed-point grey levels of n pixels at p (stride sx), through t unless NULL. */
+static inline long long grey_run(const uint8_t *p, Py_ssize_t sx, Py_ssize_t n, const uint8_t *t)
+{
+    long long total = 0;
+    for (Py_ssize_t x = 0; x < n;) {
+        Py_ssize_t end = x + 4096 < n ? x + 4096 : n;
+        int32_t part = 0; /* at most 255 * 4096 pixels in int32 */
+        if (t == NULL)
+            for (; x < end; x++, p += sx)
+                part += (p[0] * 9798 + p[1] * 19235 + p[2] * 3735 + 16384) >> 15;
+        else
+            for (; x < end; x++, p += sx)
+                part += (t[p[0]] * 9798 + t[p[1]] * 19235 + t[p[2]] * 3735 + 16384) >> 15;
+        total += part;
+    }
+    return total;
+}
+
 VECTOR_CLONES static long long grey_total(const struct source *src, const uint8_t *t)
 {
     long long total = 0;
     for (Py_ssize_t y = 0; y < src->h; y++) {
         const uint8_t *p = row_of(src, y);
-        int32_t row = 0; /* at most 255 * 4096 pixels of a row in int32 */
-        Py_ssize_t x = 0;
-        while (x < src->w) {
-            Py_ssize_t end = x + 4096 < src->w ? x + 4096 : src->w;
-            row = 0;
-            if (t == NULL)
-                for (; x < end; x++, p += src->sx)
-                    row += (p[0] * 9798 + p[1] * 19235 + p[2] * 3735 + 16384) >> 15;
-            else
-                for (; x < end; x++, p += src->sx)
-                    row += (t[p[0]] * 9798 + t[p[1]] * 19235 + t[p[2]] * 3735 + 16384) >> 15;
-            total += row;
-        }
+        if (src->sx == 3 || src->sx == -3) /* a sum: a flipped row read forwards, at a constant stride */
+            total += grey_run(src->sx == 3 ? p : p - 3 * (src->w - 1), 3, src->w, t);
+        else
+            total += grey_run(p, src->sx, src->w, t);
     }
     return total;
 }
