@@ -24,6 +24,7 @@
 #include <jpeglib.h>
 
 #define MARGIN 8
+#define ROWS_PER_CALL 16
 
 struct error_manager {
     struct jpeg_error_mgr pub;
@@ -125,9 +126,13 @@ static int decode(const unsigned char *data, unsigned long size, long top, long 
         jpeg_destroy_decompress(&cinfo);
         return 0;
     }
-    while ((long)cinfo.output_scanline < last) {
-        JSAMPROW row = pixels + (size_t)(cinfo.output_scanline - first) * cw * 3;
-        if (jpeg_read_scanlines(&cinfo, &row, 1) != 1) {
+    while ((long)cinfo.output_scanline < last) { /* up to a row group per call (libjpeg returns fewer) */
+        JSAMPROW rows_at[ROWS_PER_CALL];
+        long want = last - (long)cinfo.output_scanline;
+        want = want < ROWS_PER_CALL ? want : ROWS_PER_CALL;
+        for (long k = 0; k < want; k++)
+            rows_at[k] = pixels + (size_t)(cinfo.output_scanline - first + k) * cw * 3;
+        if (jpeg_read_scanlines(&cinfo, rows_at, (JDIMENSION)want) == 0) {
             jpeg_destroy_decompress(&cinfo);
             return 0;
         }
