@@ -11,11 +11,11 @@
  * widened to whole iMCU columns by jpeg_crop_scanline): a resampling reads up to 2 pixels beyond the box,
  * and the fancy chroma upsampling of each of those needs one chroma sample (2 pixels at 2:1, 4 at 4:1)
  * beyond it, so every pixel a caller reads sees the same neighbours as in a full decode (a margin of 2
- * fails the tests, 4 passes them; 8 leaves room). Rows below the block are never decoded. pixels is RGB, rows x cols x 3, whose
- * (0, 0) is pixel (y0, x0) of the image. None when the image is not one this path handles exactly
- * (progressive, arithmetic-coded, not YCbCr or grey, 12-bit), or on any decoding error: the caller
- * then decodes the whole image as before. tests/test_vision_decode_region.py checks that the box
- * equals the same box of a full decode.
+ * fails the tests, 4 passes them; 8 leaves room). Rows below the block are never decoded. pixels is
+ * RGB, rows x cols x 3, whose (0, 0) is pixel (y0, x0) of the image. None when the image is not one
+ * this path handles exactly (progressive, arithmetic-coded, not YCbCr or grey, 12-bit), or on any
+ * decoding error: the caller then decodes the whole image as before. tests/test_vision_decode_region.py
+ * checks that the box equals the same box of a full decode.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
