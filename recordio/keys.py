@@ -127,6 +127,16 @@ def derive_uid(parent: int, child: int) -> int:
     return int(hash_words(parent, child)[0] >> np.uint64(1))
 
 
+@functools.lru_cache(maxsize=256)
+def _row_state(seed, epoch, row):
+    """The hash state after (seed, epoch, row): shared by every op of a row (a row's ops run one after
+    the other, so a small cache holds the rows in flight)."""
+    h = _START
+    for w in (seed, epoch, row):
+        h = _fold_int(h, w)
+    return h
+
+
 class Keys:
     """The keys of ``B`` samples for one random op.
 
@@ -135,24 +145,35 @@ class Keys:
     ops draw identical parameters.
     """
 
-    __slots__ = ("seed", "epoch", "rows", "op", "_prefix")
+    __slots__ = ("seed", "epoch", "_rows", "_row", "op", "_prefix")
 
     def __init__(self, seed: int, epoch: int, rows: Any, op: int) -> None:
         self.seed = int(seed)
         self.epoch = int(epoch)
-        self.rows = np.atleast_1d(np.asarray(rows, dtype=np.int64))
+        if type(rows) is int and -2 ** 63 <= rows < 2 ** 63:      # one row (a host op): its array when asked
+            self._rows, self._row = None, rows
+        else:
+            self._rows = np.atleast_1d(np.asarray(rows, dtype=np.int64))
+            self._row = int(self._rows[0]) if len(self._rows) == 1 else None
         self.op = int(op)
         self._prefix = None
 
+    @property
+    def rows(self) -> np.ndarray:
+        """The samples' row ids, an int64 array of length B."""
+        if self._rows is None:
+            self._rows = np.array([self._row], np.int64)
+        return self._rows
+
     def __len__(self):
-        return len(self.rows)
+        return 1 if self._rows is None else len(self._rows)
 
     def __repr__(self):
         return f"Keys(seed={self.seed}, epoch={self.epoch}, rows={self.rows.tolist()}, op={self.op})"
 
     def bits(self, draw: int, *more: int) -> np.ndarray:
         """64 random bits per sample for draw number ``draw`` (and optional sub-draws)."""
-        if len(self.rows) != 1:
+        if len(self) != 1:
             return hash_words(self.seed, self.epoch, self.rows, self.op, draw, *more)
         words = (draw,) + more
         h = self._one_row()
@@ -165,10 +186,7 @@ class Keys:
     def _one_row(self):
         """The hash state after (seed, epoch, row, op) for one sample: shared by all its draws."""
         if self._prefix is None:
-            h = _START
-            for w in (self.seed, self.epoch, int(self.rows[0]), self.op):
-                h = _fold_int(h, w)
-            self._prefix = h
+            self._prefix = _fold_int(_row_state(self.seed, self.epoch, self._row), self.op)
         return self._prefix
 
     def _scalar_bits(self, words):
@@ -183,13 +201,13 @@ class Keys:
     def unit_floats(self, draws: Sequence[tuple]) -> list[float]:
         """For one sample: Python floats in [0, 1), one per tuple of draw words in ``draws`` (the
         values of ``uniform(*words)``, without numpy's per-call cost; for ops that draw per row)."""
-        if len(self.rows) != 1:
-            raise ValueError(f"unit_floats draws for one sample, these keys hold {len(self.rows)}")
+        if len(self) != 1:
+            raise ValueError(f"unit_floats draws for one sample, these keys hold {len(self)}")
         return [(self._scalar_bits(words) >> 11) * (1.0 / (1 << 53)) for words in draws]
 
     def uniform(self, draw: int, low: Any = 0.0, high: Any = 1.0, *more: int) -> np.ndarray:
         """Floats in ``[low, high)``, one per sample."""
-        if (len(self.rows) == 1 and type(draw) is int and all(type(w) is int for w in more)
+        if (len(self) == 1 and type(draw) is int and all(type(w) is int for w in more)
                 and isinstance(low, (int, float)) and isinstance(high, (int, float))):
             u = (self._scalar_bits((draw,) + more) >> 11) * (1.0 / (1 << 53))     # the same double operations
             return np.array([low + (high - low) * u])

@@ -122,3 +122,19 @@ def test_one_row_draw_words_outside_int64_are_refused():
             k.uniform(bad)
         with pytest.raises(OverflowError):
             k.unit_floats([(0, bad)])
+
+
+@pytest.mark.parametrize("row", [0, 5, -7, 2 ** 40, 2 ** 63 - 1])
+def test_a_row_given_as_an_int_draws_as_the_row_array(row):
+    """current_keys hands one-row Keys a Python int (its array made only when asked): the same rows, bits
+    and floats as the int64 array, for every op of the row (their shared (seed, epoch, row) state)."""
+    for op in (3, 2 ** 62):
+        fast, plain = keys.Keys(11, 2, row, op), keys.Keys(11, 2, np.array([row], np.int64), op)
+        assert len(fast) == len(plain) == 1
+        draws = [(0,), (4, 2), (-1, 2 ** 40)]
+        assert fast.unit_floats(draws) == plain.unit_floats(draws)
+        np.testing.assert_array_equal(fast.bits(np.arange(4)[:, None]), plain.bits(np.arange(4)[:, None]))
+        np.testing.assert_array_equal(fast.uniform(1, 0.5, 2.0), plain.uniform(1, 0.5, 2.0))
+        assert fast.rows.dtype == np.int64 and fast.rows.tolist() == [row] and repr(fast) == repr(plain)
+    with pytest.raises(OverflowError):
+        keys.Keys(11, 2, 2 ** 63, 3)

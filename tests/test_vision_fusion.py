@@ -105,12 +105,41 @@ def test_level_runs_equal_the_unfused_ops(run, head, compiled, monkeypatch):
               "flip-color": [vision.RandomHorizontalFlip(), vision.RandomColorAdjust(0.4, 0.4, 0.4, 0.1)]}[head]
     ops = before + LEVEL_RUNS[run]()
     fused = fuse_ops(ops)
-    assert len(fused) == len(ops) and type(fused[len(before)]).__name__ == "_LevelRun"
+    kinds = [type(op).__name__ for op in fused]
+    into_colour = head == "flip-color" and compiled            # the compiled colour op writes the run itself
+    assert len(fused) == len(ops) and kinds[len(before)] == ("_Passed" if into_colour else "_LevelRun")
+    assert (kinds[1] == "_ColourLevels") == into_colour
     for row in range(8):                                 # prob 0.5: both flip outcomes are seen
         img = _photo((29, 23, 3), row)
         got, want = _run(fused, img, row), _run(ops, img, row)
         assert got.dtype == want.dtype == np.float32 and got.shape == want.shape and got.flags.c_contiguous
         np.testing.assert_array_equal(got, want)
+
+
+COLOUR_INPUTS = {
+    "float": lambda img: img.astype(np.float32),                    # the colour op's float path, then the run
+    "channels reversed": lambda img: img[:, :, ::-1],               # channel stride -1: not the C kernels'
+    "cropped view": lambda img: img[3:-2, 1:-4],
+}
+
+
+@pytest.mark.parametrize("kind", sorted(COLOUR_INPUTS))
+def test_colour_then_level_run_takes_other_inputs_as_written(kind):
+    ops = [vision.RandomColorAdjust(0.4, 0.4, 0.4, 0.2), vision.Rescale(1 / 255, 0),
+           vision.Normalize(UNIT_MEAN, UNIT_STD), vision.HWC2CHW()]
+    fused = fuse_ops(ops)
+    for row in range(6):
+        img = COLOUR_INPUTS[kind](_photo((17, 21, 3), row))
+        got, want = _run(fused, img, row), _run(ops, img, row)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+
+
+def test_colour_then_level_run_refusing_channels_raises_the_ops_error():
+    ops = fuse_ops([vision.RandomColorAdjust(0.4), vision.Normalize([1.0, 2.0], [3.0, 4.0]), vision.HWC2CHW()])
+    assert type(ops[0]).__name__ == ("_ColourLevels" if color_kernels.compiled_kernels() else "RandomColorAdjust")
+    with pytest.raises(ValueError, match="Normalize"):
+        _run(ops, _photo((4, 4, 3)), 0)
 
 
 @pytest.mark.parametrize("shape", [(6, 5, 1), (6, 5, 4), (1, 1, 3)])

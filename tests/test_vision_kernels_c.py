@@ -1,6 +1,7 @@
 """The optional C colour kernels give the bytes of the numpy/OpenCV kernels (on every RGB colour for
 hue and saturation), and the ops give the same values with and without them."""
 
+import itertools
 import os
 
 import numpy as np
@@ -122,6 +123,28 @@ def test_adjust_from_reads_views_as_their_copies(view):
 
 
 @needs_c
+@pytest.mark.parametrize("chw", [True, False])
+@pytest.mark.parametrize("view", [(slice(None), slice(None)), (slice(None), slice(None, None, -1)),
+                                  (slice(1, None, 2), slice(None, None, 3))])
+def test_adjust_levels_equals_adjust_then_lookup(view, chw):
+    """Every order and every subset of the adjustments: the last pass writing floats (a saturation/hue pass
+    row by row, pending tables composed with the run's) gives the uint8 result looked up."""
+    rng = np.random.default_rng(7)
+    img = rng.integers(0, 256, (23, 19, 3), dtype=np.uint8)[view]
+    tables = rng.standard_normal((3, 256)).astype(F32)
+    factors = np.array([1.3, 0.7, 1.6, -0.2])
+    for n, order in enumerate(itertools.permutations(range(4))):
+        enabled = [bool(n >> k & 1) or k == n % 4 for k in range(4)] if n % 3 else [True] * 4
+        got = ck.adjust_levels(img, factors, order, enabled, tables, chw)
+        adjusted = ck.adjust_all(img, factors, order, enabled)
+        want = np.stack([tables[c][adjusted[:, :, c]] for c in range(3)], 0 if chw else -1)
+        assert got.dtype == np.float32 and got.flags.c_contiguous
+        np.testing.assert_array_equal(got, want)
+    nothing = ck.adjust_levels(img, factors, (0, 1, 2, 3), (False,) * 4, tables, chw)
+    np.testing.assert_array_equal(nothing, np.stack([tables[c][img[:, :, c]] for c in range(3)], 0 if chw else -1))
+
+
+@needs_c
 def test_c_kernels_reject_wrong_buffers():
     k = ck._kernels
     with pytest.raises(ValueError, match="whole RGB pixels"):
@@ -140,8 +163,18 @@ def test_c_kernels_reject_wrong_buffers():
         k.lookup(np.zeros((2, 2, 5), np.uint8), np.zeros((5, 256), F32), np.zeros(20, F32), True)
     with pytest.raises(ValueError, match="output"):
         k.adjust_from(np.zeros((2, 2, 3), np.uint8), np.zeros(9, np.uint8), b"\x00", 1.0, 1.0, 1.0, 0.0)
+    img, tables = np.zeros((2, 2, 3), np.uint8), np.zeros((3, 256), F32)
+    with pytest.raises(ValueError, match="output"):
+        k.adjust_levels(img, np.zeros(11, F32), b"\x02", 1.0, 1.0, 1.0, 0.0, tables, True)
+    with pytest.raises(ValueError, match="tables"):
+        k.adjust_levels(img, np.zeros(12, F32), b"\x02", 1.0, 1.0, 1.0, 0.0, tables[:2], True)
+    with pytest.raises(ValueError, match="RGB image with adjacent channels"):
+        k.adjust_levels(img[:, :, ::-1], np.zeros(12, F32), b"\x02", 1.0, 1.0, 1.0, 0.0, tables, True)
+    with pytest.raises(ValueError, match="not one of 0..3"):
+        k.adjust_levels(img, np.zeros(12, F32), b"\x05", 1.0, 1.0, 1.0, 0.0, tables, True)
     empty = np.zeros((0, 5, 3), np.uint8)
     k.adjust(empty, b"\x00\x01\x02\x03", 1.0, 1.0, 1.0, 0.1)              # nothing to do, no division by 0
+    k.adjust_levels(empty, np.zeros(0, F32), b"\x00\x01\x02\x03", 1.0, 1.0, 1.0, 0.1, tables, True)
 
 
 def test_random_color_adjust_same_values_without_c_kernels(numpy_only):

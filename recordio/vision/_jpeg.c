@@ -7,13 +7,15 @@
  * ceil(H * M / 8) x ceil(W * M / 8) pixels, and the box is in those coordinates): the IDCT, the
  * upsampling and the colour conversion run on the scaled blocks only.
  *
- * The decoded block covers the box plus a margin of one iMCU (16 pixels) on every side that the
- * image has, so the chroma upsampling of every pixel in the box sees the same neighbours as in a
- * full decode; rows below the block are never decoded. pixels is RGB, rows x cols x 3, whose
- * (0, 0) is pixel (y0, x0) of the image. None when the image is not one this path handles exactly
- * (progressive, arithmetic-coded, not YCbCr or grey, 12-bit), or on any decoding error: the caller
- * then decodes the whole image as before. tests/test_vision_decode_region.py checks that the box
- * equals the same box of a full decode.
+ * The decoded block covers the box plus a margin of 8 pixels on every side that the image has (then
+ * widened to whole iMCU columns by jpeg_crop_scanline): a resampling reads up to 2 pixels beyond the box,
+ * and the fancy chroma upsampling of each of those needs one chroma sample (2 pixels at 2:1, 4 at 4:1)
+ * beyond it, so every pixel a caller reads sees the same neighbours as in a full decode (a margin of 2
+ * fails the tests, 4 passes them; 8 leaves room). Rows below the block are never decoded. pixels is
+ * RGB, rows x cols x 3, whose (0, 0) is pixel (y0, x0) of the image. None when the image is not one
+ * this path handles exactly (progressive, arithmetic-coded, not YCbCr or grey, 12-bit), or on any
+ * decoding error: the caller then decodes the whole image as before. tests/test_vision_decode_region.py
+ * checks that the box equals the same box of a full decode.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -21,7 +23,8 @@
 #include <stdio.h>
 #include <jpeglib.h>
 
-#define MARGIN 16
+#define MARGIN 8
+#define ROWS_PER_CALL 16
 
 struct error_manager {
     struct jpeg_error_mgr pub;
@@ -60,19 +63,34 @@ static int ends_with_eoi(const unsigned char *scan, size_t size)
     return 0;
 }
 
-/* Decodes into out (rows x cols x 3); returns 1 on success, 0 when the path does not apply. */
+/* The block the pixels are decoded into: a bytearray, made with the GIL taken back for that moment (the
+ * decoding runs without it), so the caller returns it as it is, without a copy. */
+struct output {
+    PyThreadState *released;
+    PyObject *bytes;
+};
+
+static unsigned char *allocate(struct output *out, size_t size)
+{
+    PyEval_RestoreThread(out->released);
+    out->bytes = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)size);
+    out->released = PyEval_SaveThread();
+    return out->bytes == NULL ? NULL : (unsigned char *)PyByteArray_AS_STRING(out->bytes);
+}
+
+/* Decodes into out (rows x cols x 3); returns 1 on success, 0 when the path does not apply (or the
+ * block could not be allocated: out->bytes is then NULL with the error set). */
 static int decode(const unsigned char *data, unsigned long size, long top, long left, long height, long width,
-                  int scale, unsigned char **out, long *rows, long *cols, long *y0, long *x0, int *warned)
+                  int scale, struct output *out, long *rows, long *cols, long *y0, long *x0, int *warned)
 {
     struct jpeg_decompress_struct cinfo;
     struct error_manager err;
-    unsigned char *volatile pixels = NULL;
+    unsigned char *pixels;
     cinfo.err = jpeg_std_error(&err.pub);
     err.pub.error_exit = on_error;
     err.pub.emit_message = on_message;
     if (setjmp(err.jump)) {
         jpeg_destroy_decompress(&cinfo);
-        free(pixels);
         return 0;
     }
     jpeg_create_decompress(&cinfo);
@@ -99,28 +117,29 @@ static int decode(const unsigned char *data, unsigned long size, long top, long 
     JDIMENSION xoff = (JDIMENSION)from, cw = (JDIMENSION)(to - from);
     if (from > 0 || to < W)
         jpeg_crop_scanline(&cinfo, &xoff, &cw); /* widens to iMCU boundaries */
-    pixels = malloc((size_t)(last - first) * cw * 3);
+    pixels = allocate(out, (size_t)(last - first) * cw * 3);
     if (pixels == NULL) {
         jpeg_destroy_decompress(&cinfo);
         return 0;
     }
     if (first > 0 && jpeg_skip_scanlines(&cinfo, (JDIMENSION)first) != (JDIMENSION)first) {
         jpeg_destroy_decompress(&cinfo);
-        free(pixels);
         return 0;
     }
-    while ((long)cinfo.output_scanline < last) {
-        JSAMPROW row = pixels + (size_t)(cinfo.output_scanline - first) * cw * 3;
-        if (jpeg_read_scanlines(&cinfo, &row, 1) != 1) {
+    while ((long)cinfo.output_scanline < last) { /* up to a row group per call (libjpeg returns fewer) */
+        JSAMPROW rows_at[ROWS_PER_CALL];
+        long want = last - (long)cinfo.output_scanline;
+        want = want < ROWS_PER_CALL ? want : ROWS_PER_CALL;
+        for (long k = 0; k < want; k++)
+            rows_at[k] = pixels + (size_t)(cinfo.output_scanline - first + k) * cw * 3;
+        if (jpeg_read_scanlines(&cinfo, rows_at, (JDIMENSION)want) == 0) {
             jpeg_destroy_decompress(&cinfo);
-            free(pixels);
             return 0;
         }
     }
     *warned = err.pub.num_warnings > 0;
     jpeg_abort_decompress(&cinfo);
     jpeg_destroy_decompress(&cinfo);
-    *out = pixels;
     *rows = last - first;
     *cols = (long)cw;
     *y0 = first;
@@ -133,7 +152,7 @@ static PyObject *decode_box(PyObject *self, PyObject *args)
     Py_buffer data;
     long top, left, height, width, rows = 0, cols = 0, y0 = 0, x0 = 0;
     int ok, warned = 0, scale = 8;
-    unsigned char *pixels = NULL;
+    struct output out = {NULL, NULL};
     if (!PyArg_ParseTuple(args, "y*llll|i", &data, &top, &left, &height, &width, &scale))
         return NULL;
     if (scale < 1 || scale > 8) {
@@ -141,20 +160,18 @@ static PyObject *decode_box(PyObject *self, PyObject *args)
         PyErr_Format(PyExc_ValueError, "scale must be within 1..8 (eighths), got %d", scale);
         return NULL;
     }
-    Py_BEGIN_ALLOW_THREADS
-    ok = decode((const unsigned char *)data.buf, (unsigned long)data.len, top, left, height, width, scale, &pixels,
+    out.released = PyEval_SaveThread();
+    ok = decode((const unsigned char *)data.buf, (unsigned long)data.len, top, left, height, width, scale, &out,
                 &rows, &cols, &y0, &x0, &warned);
-    Py_END_ALLOW_THREADS
+    PyEval_RestoreThread(out.released);
     PyBuffer_Release(&data);
     if (!ok || warned) {
-        free(pixels);
+        Py_XDECREF(out.bytes);
+        if (PyErr_Occurred())
+            return NULL;
         Py_RETURN_NONE;
     }
-    PyObject *bytes = PyByteArray_FromStringAndSize((const char *)pixels, (Py_ssize_t)rows * cols * 3);
-    free(pixels);
-    if (bytes == NULL)
-        return NULL;
-    return Py_BuildValue("Nllll", bytes, rows, cols, y0, x0);
+    return Py_BuildValue("Nllll", out.bytes, rows, cols, y0, x0);
 }
 
 static PyMethodDef methods[] = {

@@ -15,8 +15,8 @@ import numpy as np
 from recordio import compiled       # the optional C kernels (setup.py); same values, one pass each
 _kernels = compiled.load("recordio.vision._kernels")        # None (warned once) where it was not built
 
-__all__ = ["ADJUST", "adjust_all", "adjust_brightness", "adjust_contrast", "adjust_hue", "adjust_saturation",
-           "adjust_sharpness", "finish", "grey", "grey_mean"]
+__all__ = ["ADJUST", "adjust_all", "adjust_brightness", "adjust_contrast", "adjust_hue", "adjust_levels",
+           "adjust_saturation", "adjust_sharpness", "compiled_kernels", "finish", "grey", "grey_mean"]
 
 F32 = np.float32
 ONE = F32(1.0)
@@ -267,9 +267,16 @@ def _wrap(k):
 ADJUST = (adjust_brightness, adjust_contrast, adjust_saturation, adjust_hue)
 
 
+def compiled_kernels():
+    """The C kernels (``recordio.vision._kernels``), or None where they were not built: the one name the
+    vision modules pick their compiled paths by."""
+    return _kernels
+
+
 def has_c_kernels(img):
-    """Whether the C kernels take ``img``: a uint8 <H,W,3> array, when they are built."""
-    return _kernels is not None and img.dtype == np.uint8 and img.ndim == 3 and img.shape[2] == 3
+    """Whether the C kernels take ``img``: a uint8 <H,W,3> array with adjacent channels, when they are built."""
+    return (_kernels is not None and img.dtype == np.uint8 and img.ndim == 3 and img.shape[2] == 3
+            and img.strides[2] == 1)
 
 
 def adjust_all(img, factors, order, enabled=(True, True, True, True)):
@@ -283,6 +290,18 @@ def adjust_all(img, factors, order, enabled=(True, True, True, True)):
         return img
     out = np.empty(img.shape, np.uint8)         # the copy is the first pass: a flipped view is flipped there
     _kernels.adjust_from(img, out, bytes(steps), *(float(f) for f in factors))
+    return out
+
+
+def adjust_levels(img, factors, order, enabled, tables, chw):
+    """``adjust_all`` of a uint8 RGB image that ``has_c_kernels`` takes, then a level run's table pass
+    (``tables``: (3, 256) float32, one per channel) to float32 <3,H,W> (``chw``) or <H,W,3>, in one C call:
+    the adjusted uint8 image is never written out (a last saturation/hue pass hands each row to the
+    tables, pending brightness/contrast tables are composed with them), the values are the same."""
+    h, w = img.shape[:2]
+    out = np.empty((3, h, w) if chw else (h, w, 3), F32)
+    steps = bytes(k for k in order if enabled[k])
+    _kernels.adjust_levels(img, out, steps, *(float(f) for f in factors), tables, chw)
     return out
 
 

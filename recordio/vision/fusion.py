@@ -8,6 +8,8 @@
   independently of the other pixels, so the run maps level ``v`` of channel ``c`` to
   ``tables[c][v]``, the tables being the run's own ops applied to the 256 levels (the same float32
   operations, hence the same values). The pass writes channels-first directly when the run ends there;
+* a compiled ``RandomColorAdjust`` right before such a run writes the run's output itself
+  (:class:`_ColourLevels`): one C call, no uint8 image in between;
 * a ``RandomHorizontalFlip``/``RandomVerticalFlip`` or a ``CenterCrop`` right before such a run or a
   compiled ``RandomColorAdjust`` hands on a view (:class:`_ViewFlip`, :class:`_ViewCrop`): the next op's
   pass reads it flipped or cropped, instead of a flip or crop pass and a copy.
@@ -33,7 +35,7 @@ __all__ = ["fuse_decode", "fuse_ops"]
 
 def _compiled():
     """The C kernels (``recordio.vision._kernels``), or None: the one place fusion picks its path."""
-    return color_kernels._kernels
+    return color_kernels.compiled_kernels()
 
 
 class _DeferredDecode(Decode):
@@ -96,14 +98,17 @@ class _LevelRun:
             img = op(img)
         return img
 
+    def takes_channels(self, c):
+        """Whether every Normalize of the run takes ``c`` channels (otherwise the ops as written raise)."""
+        return all(len(op.mean) in (1, c) for op in self.ops if type(op) is Normalize)
+
     def _fusable(self, img):
         if type(self.ops[0]) is ToTensor and pil.is_pil(img):
             img = np.asarray(img)
             img = img[:, :, None] if img.ndim == 2 else img
         if not (isinstance(img, np.ndarray) and img.dtype == np.uint8 and img.ndim == 3 and 1 <= img.shape[2] <= 4):
             return None
-        c = img.shape[2]
-        return img if all(len(op.mean) in (1, c) for op in self.ops if type(op) is Normalize) else None
+        return img if self.takes_channels(img.shape[2]) else None
 
     def __call__(self, img):
         arr = self._fusable(img)
@@ -124,6 +129,27 @@ class _LevelRun:
         return " + ".join(map(repr, self.ops))
 
 
+class _ColourLevels:
+    """A RandomColorAdjust right before a level run: on a uint8 RGB image that the C kernels take, one call
+    (``color_kernels.adjust_levels``) with the colour op's draws writes the run's float32 output (the
+    adjusted uint8 image is never written out; the values are those of the two ops). Anything else runs
+    the colour op, then the run."""
+
+    def __init__(self, colour, run):
+        self.colour, self.run = colour, run
+        self.__name__ = "RandomColorAdjust"
+
+    def __call__(self, img):
+        if not (isinstance(img, np.ndarray) and color_kernels.has_c_kernels(img) and self.run.takes_channels(3)):
+            return self.run(self.colour(img))
+        params = self.colour.draw(current_keys())
+        return color_kernels.adjust_levels(img, params["factors"][0], params["order"][0], self.colour.enabled,
+                                           self.run.tables(3), self.run.chw)
+
+    def __repr__(self):
+        return f"{self.colour!r} + {self.run!r}"
+
+
 class _ViewFlip:
     """A random flip whose next op reads strided images: a flipped view (no copy) of a uint8 <H,W,C>
     image, the same draw."""
@@ -136,7 +162,9 @@ class _ViewFlip:
         if not (isinstance(img, np.ndarray) and img.dtype == np.uint8 and img.ndim == 3 and img.shape[2] <= 4):
             return self.op(img)
         flip = current_keys().unit_floats([(0,)])[0] < self.op.prob        # the op's bernoulli(0, prob), one row
-        return np.flip(img, self.op.axis) if flip else img
+        if not flip:
+            return img
+        return img[:, ::-1] if self.op.axis == 1 else img[::-1]     # np.flip's view, without its argument checks
 
     def __repr__(self):
         return f"<{self.op!r}, as a view>"
@@ -185,14 +213,24 @@ def _fuse_levels(ops):
         j += max(n, 1)
 
 
+def _fuse_colour(ops):
+    if _compiled() is None:
+        return
+    for j in range(len(ops) - 1):
+        if type(ops[j]) is RandomColorAdjust and isinstance(ops[j + 1], _LevelRun):
+            ops[j], ops[j + 1] = _ColourLevels(ops[j], ops[j + 1]), _Passed(ops[j + 1].ops[0])
+
+
 def _reads_views(op):
-    return isinstance(op, _LevelRun) or (type(op) is RandomColorAdjust and _compiled() is not None)
+    return (isinstance(op, (_LevelRun, _ColourLevels))
+            or (type(op) is RandomColorAdjust and _compiled() is not None))
 
 
 def fuse_ops(operations):
     """The op list with the fusions above applied (same length, same op at each index otherwise)."""
     ops = fuse_decode(operations)
     _fuse_levels(ops)
+    _fuse_colour(ops)
     for j in range(len(ops) - 1):
         if type(ops[j]) in (RandomHorizontalFlip, RandomVerticalFlip) and _reads_views(ops[j + 1]):
             ops[j] = _ViewFlip(ops[j])

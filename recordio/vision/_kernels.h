@@ -1,0 +1,65 @@
+/* Shared declarations of the colour kernels (_kernels_colour.c), the level tables pass
+ * (_kernels_levels.c) and their Python entry points (_kernels.c). See _kernels.c for what they compute.
+ *
+ * Build flags forbid contracting a * b + c into a fused multiply-add (it would round once, not twice);
+ * -fno-trapping-math only lets the compiler turn selects into branch-free code (results unchanged).
+ */
+#ifndef RECORDIO_VISION_KERNELS_H
+#define RECORDIO_VISION_KERNELS_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+
+/* Pixel loops are built twice, for AVX2 and for the baseline, and picked when the module loads
+ * (the same float32 operations either way: AVX2 has no fused multiply-add, and contraction is off). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define VECTOR_CLONES
+#endif
+
+/* Round half to even and saturate, as numpy's rint + clip and OpenCV's saturate_cast. Adding and
+ * subtracting 1.5 * 2**23 rounds a float in (0, 255) to an integer in the default rounding mode
+ * (to nearest, ties to even) without a libm call. */
+static inline uint8_t round_u8(float x)
+{
+    const float magic = 12582912.0f;
+    x = x > 0.0f ? x : 0.0f; /* NaN -> 0 */
+    x = x < 255.0f ? x : 255.0f;
+    return (uint8_t)(int32_t)((x + magic) - magic);
+}
+
+/* Where a pass reads its pixels: an RGB image with any row stride sy and pixel stride sx (a flipped
+ * view has a negative one), channels adjacent. */
+struct source {
+    const uint8_t *base;
+    Py_ssize_t h, w, sy, sx;
+};
+
+static inline const uint8_t *row_of(const struct source *src, Py_ssize_t y)
+{
+    return src->base + y * src->sy;
+}
+
+/* Where a level run writes: float32 <C,H,W> (chw) or <H,W,C>, C-contiguous, of an image w pixels wide
+ * and plane = h * w pixels; t holds C tables of 256 floats, one per channel. */
+struct levels {
+    const float *t;
+    float *out;
+    Py_ssize_t w, plane;
+    int chw;
+};
+
+/* Row y of the level run: out = t[c][level] for the w pixels at p (pixel stride sx, channel stride sc). */
+void levels_row(const struct levels *lv, const uint8_t *p, Py_ssize_t sx, Py_ssize_t sc, Py_ssize_t c,
+                Py_ssize_t y);
+
+/* The adjustments in kinds (0 brightness, 1 contrast, 2 saturation, 3 hue), in order, with factors f[kind]:
+ * out (rows of 3 * w bytes) = the adjusted source. With lv, the result goes through the level run's
+ * tables into lv->out instead, and out is only scratch space (it may then be NULL when no saturation or
+ * hue step is in kinds). */
+void adjust_steps(struct source src, uint8_t *out, const char *kinds, Py_ssize_t steps, const float *f,
+                  const struct levels *lv);
+
+#endif
