@@ -222,7 +222,7 @@ static PyObject *resize_crop(PyObject *self, PyObject *args)
     struct job j;
     j.vector = 1;
     (void)self;
-    if (!PyArg_ParseTuple(args, "y*lllllllll|i", &data, &j.width, &j.height, &j.out_w, &j.out_h, &j.cubic, &j.top,
+    if (!PyArg_ParseTuple(args, "y*llllillll|i", &data, &j.width, &j.height, &j.out_w, &j.out_h, &j.cubic, &j.top,
                           &j.left, &j.crop_h, &j.crop_w, &j.vector))
         return NULL;
     const long most = 65535;    /* JPEG's largest side; Pillow's sizes here are ints */
