@@ -29,7 +29,7 @@
 
 #include "_pilfast.h"
 
-#define MARGIN 16
+#define MARGIN 8 /* rows and columns decoded beyond the window: the chroma upsampling needs 2 (measured) */
 
 /* ---- Decoding, as Pillow's JpegDecode.c sets libjpeg up for an "RGB" or "L" image: the defaults
  * (JDCT_ISLOW, fancy upsampling), out_color_space JCS_RGB (here its RGBX form: the same conversion, a
