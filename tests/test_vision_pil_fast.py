@@ -2,9 +2,9 @@
 
 ``Decode(to_pil=True)`` -> ``Resize`` -> ``CenterCrop`` is compared bit for bit with Pillow itself over
 random sizes, aspect ratios, odd widths, resizes up and down, both filters, both orders of Pillow's two
-passes (and the sizes where its rule flips), grey, 4:4:4/4:2:2/4:2:0, progressive and restart-marked JPEGs, with and
-without the AVX2 loops; then as fused ops (fusion.fuse_ops) against the ops as written, on photos; then
-the cases it leaves to Pillow. Tier ``mindspore``: the chain's bytes against MindSpore 2.10's own.
+passes (and the sizes where its rule flips), grey, 4:4:4/4:2:2/4:2:0, progressive and restart-marked
+JPEGs, with and without the AVX2 loops; then as fused ops (fusion.fuse_ops) against the ops as written,
+on photos; then the cases it leaves to Pillow. Tier ``mindspore``: the chain's bytes against MindSpore 2.10's own.
 """
 
 import io
@@ -23,7 +23,8 @@ from ms_vision_script import run_script
 
 UNIT_MEAN, UNIT_STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 KINDS = {"grey": dict(mode="L"), "444": dict(subsampling=0), "422": dict(subsampling=1),
-         "420": dict(subsampling=2), "progressive": dict(progressive=True), "restarts": dict(restart_marker_blocks=3)}
+         "420": dict(subsampling=2), "progressive": dict(progressive=True),
+         "restarts": dict(restart_marker_blocks=3)}
 
 
 def jpeg(rng, width, height, mode="RGB", quality=90, **options):
