@@ -11,7 +11,9 @@ compares a built wheel with the source tree).
   ``RECORDIO_REQUIRE_CODEC=1`` (wheel builds) makes the failure an error;
 * ``recordio.vision._kernels``: one-pass colour kernels (needs a C compiler);
 * ``recordio.vision._jpeg``: decoding only the region a crop keeps (also needs libjpeg-turbo's
-  headers, e.g. Debian's ``libjpeg62-turbo-dev``).
+  headers, e.g. Debian's ``libjpeg62-turbo-dev``);
+* ``recordio.vision._pilfast``: the PIL eval chain (``Decode(to_pil=True)`` -> ``Resize`` ->
+  ``CenterCrop``) with Pillow's bytes, without Pillow (the same needs as ``_jpeg``).
 
 The vision ones are optional: without them the vision ops use their numpy/OpenCV paths, which
 give the same values.
@@ -48,4 +50,6 @@ setup(packages=packages(), package_dir=PACKAGE_ROOTS,
               optional=True),
     Extension("recordio.vision._jpeg", sources=["recordio/vision/_jpeg.c"], libraries=["jpeg"],
               extra_compile_args=["-O2"], optional=True),
+    Extension("recordio.vision._pilfast", sources=["recordio/vision/_pilfast.c", "recordio/vision/_pilfast_resample.c"],
+              depends=["recordio/vision/_pilfast.h"], libraries=["jpeg"], extra_compile_args=FLAGS, optional=True),
 ])

@@ -30,10 +30,12 @@ _BUILD = ("and reinstall (pip install --force-reinstall --no-cache-dir mindrecor
 
 
 class Part:
-    """One compiled part: its module, what it does, what its absence costs, what building it needs."""
+    """One compiled part: its module, what it does, what its absence costs, what building it needs, and
+    what to do when its self-check fails."""
 
-    def __init__(self, module, what, cost, needs="a C compiler"):
-        self.module, self.what, self.cost, self.needs = module, what, cost, needs
+    def __init__(self, module, what, cost, needs="a C compiler",
+                 mismatch="rebuild it against the libjpeg(-turbo) that OpenCV decodes with"):
+        self.module, self.what, self.cost, self.needs, self.mismatch = module, what, cost, needs, mismatch
 
     def advice(self):
         return f"install {self.needs} {_BUILD}"
@@ -49,6 +51,11 @@ PARTS = {part.module: part for part in (
     Part("recordio.vision._jpeg", "the JPEG region decoder",
          "RandomCropDecodeResize decodes whole JPEGs before cropping (slower for small crops of large images)",
          needs="a C compiler and libjpeg-turbo's headers (e.g. Debian's libjpeg62-turbo-dev)"),
+    Part("recordio.vision._pilfast", "the PIL eval chain in C",
+         "Decode(to_pil=True) -> Resize -> CenterCrop runs in Pillow: the whole image decoded and resized "
+         "(about 2x the time of the compiled chain, which decodes and resamples only what the crop keeps)",
+         needs="a C compiler and libjpeg-turbo's headers (e.g. Debian's libjpeg62-turbo-dev)",
+         mismatch="use the Pillow version it was checked with (13.0) or report the difference"),
 )}
 
 _state: dict[str, str] = {}          # module -> "active" | "missing: <why>" | "disabled: <why>"
@@ -81,8 +88,7 @@ def checked(module):
             if not ok and state == "active":
                 _state[module] = "disabled: its self-check failed"
                 _warn(module, f"{PARTS[module].what} ({module}) is built but disabled itself: its self-check "
-                              f"gave results that differ from the reference path",
-                      "rebuild it against the libjpeg(-turbo) that OpenCV decodes with")
+                              f"gave results that differ from the reference path", PARTS[module].mismatch)
             elif ok and state.startswith("disabled"):       # checked again (its cache cleared) and passed
                 _state[module] = "active"
             return ok

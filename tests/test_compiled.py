@@ -60,6 +60,16 @@ def USE():
     data = cv2.imencode(".jpg", img)[1].tobytes()
     return list(vision.RandomCropDecodeResize(24, scale=(0.2, 0.3))(data).shape)
 ''',
+    "recordio.vision._pilfast": r'''
+def USE():
+    import io, numpy as np
+    from PIL import Image
+    from recordio import transforms, vision
+    stream = io.BytesIO()
+    Image.fromarray(np.random.default_rng(0).integers(0, 256, (80, 96, 3), dtype=np.uint8)).save(stream, "JPEG")
+    chain = transforms.Compose([vision.Decode(to_pil=True), vision.Resize(40), vision.CenterCrop(32), vision.ToTensor()])
+    return float(chain(stream.getvalue()).astype(np.float64).sum())
+''',
 }
 
 # The JPEG decoder built but failing its self-check (a libjpeg that decodes unlike OpenCV's): stand-in

@@ -19,7 +19,8 @@ from conftest import INSTALLED, ROOT, TESTS
 # Source folder -> where its files go in the wheel (setup.py's PACKAGE_ROOTS).
 ROOTS = {"recordio": "recordio", "converters": "recordio/converters", "tools": "recordio/tools"}
 SHIPPED = ("*.py", "*.pyi", "py.typed")
-C_SOURCES = ["recordio/mindrecord/_codec.c", "recordio/vision/_kernels.c", "recordio/vision/_jpeg.c"]
+C_SOURCES = ["recordio/mindrecord/_codec.c", "recordio/vision/_kernels.c", "recordio/vision/_jpeg.c",
+             "recordio/vision/_pilfast.c", "recordio/vision/_pilfast_resample.c", "recordio/vision/_pilfast.h"]
 EXTENSION = re.compile(r"^recordio/mindrecord/_codec\.[^/]*\.so$")
 
 

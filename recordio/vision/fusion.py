@@ -10,6 +10,9 @@
   operations, hence the same values). The pass writes channels-first directly when the run ends there;
 * a compiled ``RandomColorAdjust`` right before such a run writes the run's output itself
   (:class:`_ColourLevels`): one C call, no uint8 image in between;
+* ``Decode(to_pil=True)`` -> ``Resize`` (-> ``CenterCrop``), MindSpore's PIL eval chain, is one compiled
+  call with Pillow's bytes that decodes and resamples only what the crop keeps
+  (:class:`~recordio.vision.pil_fast.PilChain`);
 * a ``RandomHorizontalFlip``/``RandomVerticalFlip`` or a ``CenterCrop`` right before such a run or a
   compiled ``RandomColorAdjust`` hands on a view (:class:`_ViewFlip`, :class:`_ViewCrop`): the next op's
   pass reads it flipped or cropped, instead of a flip or crop pass and a copy.
@@ -23,7 +26,7 @@ hence its random draws.
 import numpy as np
 
 from recordio.keys import current_keys
-from recordio.vision import color_kernels, pil
+from recordio.vision import color_kernels, pil, pil_fast
 from recordio.vision.color import Normalize, RandomColorAdjust, Rescale
 from recordio.vision.decode import Decode, EncodedImage, as_buffer
 from recordio.vision.geometry import (HWC2CHW, CenterCrop, RandomHorizontalFlip, RandomResizedCrop,
@@ -221,6 +224,14 @@ def _fuse_colour(ops):
             ops[j], ops[j + 1] = _ColourLevels(ops[j], ops[j + 1]), _Passed(ops[j + 1].ops[0])
 
 
+def _fuse_pil(ops):
+    for j in range(len(ops)):
+        n = pil_fast.chain_length(ops, j)
+        if n:
+            as_array = j + n < len(ops) and type(ops[j + n]) is ToTensor
+            ops[j:j + n] = [pil_fast.PilChain(ops[j:j + n], as_array)] + [_Passed(op) for op in ops[j + 1:j + n]]
+
+
 def _reads_views(op):
     return (isinstance(op, (_LevelRun, _ColourLevels))
             or (type(op) is RandomColorAdjust and _compiled() is not None))
@@ -229,6 +240,7 @@ def _reads_views(op):
 def fuse_ops(operations):
     """The op list with the fusions above applied (same length, same op at each index otherwise)."""
     ops = fuse_decode(operations)
+    _fuse_pil(ops)
     _fuse_levels(ops)
     _fuse_colour(ops)
     for j in range(len(ops) - 1):

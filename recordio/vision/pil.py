@@ -22,8 +22,8 @@ from recordio.keys import current_keys
 from recordio.vision._checks import check_prob
 from recordio.vision._geometry import Inter
 
-__all__ = ["Grayscale", "RandomGrayscale", "ToPIL", "ToTensor", "as_array", "center_crop", "decode", "is_pil",
-           "pil_filter", "resize", "to_pil"]
+__all__ = ["Grayscale", "RandomGrayscale", "ToPIL", "ToTensor", "as_array", "center_crop", "center_crop_box", "decode",
+           "is_pil", "pil_filter", "resize", "resize_size", "to_pil"]
 
 
 def is_pil(value):
@@ -98,23 +98,35 @@ class ToPIL:
         return "ToPIL()"
 
 
+def resize_size(width, height, size):
+    """The (width, height) that :func:`resize` gives an image of ``width`` x ``height``: an int ``size``
+    sets the shorter edge (aspect ratio kept, truncated; unchanged when that edge is ``size``), else
+    ``size`` is (h, w)."""
+    if not isinstance(size, int):
+        return size[1], size[0]
+    if (width <= height and width == size) or (height <= width and height == size):
+        return width, height
+    aspect = width / height
+    return (size, int(size / aspect)) if width < height else (int(size * aspect), size)
+
+
 def resize(img, size, interpolation):
-    """MindSpore's PIL resize: an int sets the shorter edge (aspect ratio kept, truncated), else (h, w)."""
-    if isinstance(size, int):
-        width, height = img.size
-        if (width <= height and width == size) or (height <= width and height == size):
-            return img
-        aspect = width / height
-        out = (size, int(size / aspect)) if width < height else (int(size * aspect), size)
-        return img.resize(out, _filter(interpolation))
-    return img.resize((size[1], size[0]), _filter(interpolation))
+    """MindSpore's PIL resize (sizes: :func:`resize_size`)."""
+    out = resize_size(*img.size, size)
+    if isinstance(size, int) and out == img.size:
+        return img
+    return img.resize(out, _filter(interpolation))
+
+
+def center_crop_box(width, height, size):
+    """(left, top, w, h) of MindSpore's PIL centre crop of ``size`` from a ``width`` x ``height`` image."""
+    h, w = (size, size) if isinstance(size, int) else size
+    return int(round((width - w) / 2.0)), int(round((height - h) / 2.0)), w, h
 
 
 def center_crop(img, size):
     """MindSpore's PIL centre crop: the box at ``round((H - h) / 2)``; outside the image is black."""
-    h, w = (size, size) if isinstance(size, int) else size
-    width, height = img.size
-    top, left = int(round((height - h) / 2.0)), int(round((width - w) / 2.0))
+    left, top, w, h = center_crop_box(*img.size, size)
     return img.crop((left, top, left + w, top + h))
 
 
