@@ -120,3 +120,16 @@ def test_values_are_the_same_for_one_and_eight_workers_whatever_the_cap(cpus, n_
     for ref, out in zip(reference, got):
         np.testing.assert_array_equal(out, ref)
     assert not np.array_equal(reference[0], reference[1])     # each epoch draws anew
+
+
+def test_later_epochs_start_on_the_workers_an_earlier_epoch_chose(cpus):
+    """The first epoch times its first rows in the pipeline's thread, then hands the costly op to the
+    workers; the next epoch of the same run starts there (no second probe)."""
+    cpus(2)
+    ds = GeneratorDataset([(i,) for i in range(40)], "x", shuffle=False)
+    ds = ds.map(costly, "x", ["x", "tid", "pid"], num_parallel_workers=2)
+    it = ds.create_dict_iterator(num_epochs=2, output_numpy=True)
+    epochs = [[(int(r["x"]), str(r["tid"])) for r in it] for _ in range(2)]
+    assert [x for x, _ in epochs[0]] == [x for x, _ in epochs[1]] == list(range(40))
+    assert not epochs[0][0][1].startswith("recordio-map")          # probed in the pipeline's thread
+    assert all(name.startswith("recordio-map") for _, name in epochs[1]), epochs[1][:8]
