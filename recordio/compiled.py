@@ -8,6 +8,9 @@ to get it. A part that disables itself after a self-check (the JPEG region decod
 it links decodes unlike OpenCV's) warns the same way through :func:`checked`.
 
 ``RECORDIO_ALLOW_SLOW=1`` in the environment silences these warnings (for those who mean it).
+A warning is given once per run, not once per process: the process that warns lists the part in
+``RECORDIO_SLOW_WARNED`` in its environment, which the processes it starts inherit (worker processes
+started with spawn or forkserver import the parts afresh and would otherwise warn again, one each).
 ``recordio --version`` and ``recordio doctor`` list which parts are active (:func:`report`).
 
 This module imports nothing of recordio and nothing heavy: it sits at the top of the layering.
@@ -20,10 +23,12 @@ import importlib
 import os
 import warnings
 
-__all__ = ["ALLOW_SLOW", "PARTS", "Part", "checked", "load", "report"]
+__all__ = ["ALLOW_SLOW", "PARTS", "Part", "WARNED", "checked", "load", "report"]
 
 #: the environment variable that silences the slow-path warnings (``RECORDIO_ALLOW_SLOW=1``)
 ALLOW_SLOW = "RECORDIO_ALLOW_SLOW"
+#: the environment variable listing the parts already warned about in this run (comma-separated)
+WARNED = "RECORDIO_SLOW_WARNED"
 
 _BUILD = ("and reinstall (pip install --force-reinstall --no-cache-dir mindrecordio), or in a source checkout "
           "build in place: python setup.py build_ext --inplace")
@@ -102,6 +107,10 @@ def _warn(module, said, advice=None):
     if module in _warned or os.environ.get(ALLOW_SLOW, "") not in ("", "0"):
         return
     _warned.add(module)
+    already = os.environ.get(WARNED, "").split(",")
+    if module in already:                # a parent process of this run warned
+        return
+    os.environ[WARNED] = ",".join([m for m in already if m] + [module])
     part = PARTS[module]
     warnings.warn(f"recordio runs a slower path: {said}. Cost: {part.cost}. To get it, {advice or part.advice()}. "
                   f"Set {ALLOW_SLOW}=1 to silence this warning.", RuntimeWarning, stacklevel=3)

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from conftest import TESTS
+from conftest import TESTS, child_pythonpath
 from recordio import compiled
 
 BLOCK = r'''
@@ -120,6 +120,46 @@ def test_allow_slow_silences_the_warning(value, warns):
     found = run_case(USES["recordio.mindrecord._codec"], blocked="recordio.mindrecord._codec",
                      RECORDIO_ALLOW_SLOW=value)
     assert bool(slow_warnings(found)) is warns
+
+
+CHILDREN = r'''
+import json, multiprocessing, sys, warnings
+from slow_part_child import Block, use_blocked
+BLOCKED = sys.argv[1]
+sys.meta_path.insert(0, Block(BLOCKED))
+with warnings.catch_warnings(record=True) as seen:
+    warnings.simplefilter("always")
+    USE()
+found = {"parent": [str(w.message) for w in seen if "slower path" in str(w.message)]}
+for method in ("spawn", "forkserver"):
+    context = multiprocessing.get_context(method)
+    for fresh in (False, True):
+        queue = context.Queue()
+        children = [context.Process(target=use_blocked, args=(BLOCKED, USE_SOURCE, fresh, queue)) for _ in range(2)]
+        for child in children:
+            child.start()
+        found[f"{method} fresh={fresh}"] = [queue.get(timeout=120) for _ in children]
+        for child in children:
+            child.join()
+print("RESULT" + json.dumps(found))
+'''
+
+
+@pytest.mark.parametrize("module", ["recordio.mindrecord._codec", "recordio.vision._kernels"])
+def test_worker_processes_do_not_repeat_the_warning_of_their_run(module):
+    """Workers started with spawn or forkserver import the parts afresh: the run's one warning (given in
+    the parent) is not repeated by each; a process no parent warned for still warns."""
+    script = f"USE_SOURCE = {USES[module]!r}\nexec(USE_SOURCE)\n" + CHILDREN
+    done = subprocess.run([sys.executable, "-c", script, module], capture_output=True, text=True, timeout=300,
+                          cwd=TESTS, env={**os.environ, "PYTHONPATH": child_pythonpath(TESTS)})
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT")]
+    assert done.returncode == 0 and lines, done.stderr[-3000:]
+    found = json.loads(lines[-1][len("RESULT"):])
+    [text] = found["parent"]
+    assert module in text
+    for method in ("spawn", "forkserver"):
+        assert found[f"{method} fresh=False"] == [[], []]
+        assert [len(texts) for texts in found[f"{method} fresh=True"]] == [1, 1]
 
 
 DOCTOR = r'''

@@ -39,11 +39,15 @@ def _threads_of_map(op, workers):
     return seen
 
 
-def test_default_workers_apply_to_map():
-    """A costly op goes to the default number of worker threads once the probe rows have timed it."""
+def test_default_workers_apply_to_map(monkeypatch):
+    """A costly op goes to the default number of worker threads once the probe rows have timed it (on a
+    machine with as many CPUs: at most one worker per CPU runs)."""
     import time
 
+    from recordio.dataset import workers as workers_module
     from recordio.dataset.map_op import MapDataset
+
+    monkeypatch.setattr(workers_module, "cpu_count", lambda: 3)
 
     seen = _threads_of_map(lambda x: time.sleep(0.001) or x, 3)
     workers = {name for row, name in seen.items() if row >= MapDataset.COSTLY_CHUNKS * MapDataset.PROBE_ROWS}

@@ -92,6 +92,10 @@ class RunContext:
             self._hooks[id(node)] = MapHooks(node.callbacks)
         return self._hooks[id(node)]
 
+    def has_runner(self, node):
+        """Whether ``node`` started its workers in this run (an earlier epoch found them worth it)."""
+        return id(node) in self._runners
+
     def runner(self, node, fn, workers, processes, window):
         key = id(node)
         if key not in self._runners:

@@ -18,7 +18,7 @@ from recordio import config
 from recordio.dataset.callback import DSCallback
 from recordio.dataset.node import Dataset, Item, operation
 from recordio.dataset.values import collate, from_pil, to_op_input
-from recordio.dataset.workers import SerialRunner
+from recordio.dataset.workers import SerialRunner, effective_workers
 from recordio.errors import PipelineError
 from recordio.keys import derive_uid, op_scope, row_scope
 
@@ -105,7 +105,9 @@ class MapDataset(Dataset):
     callables: handing rows to a worker thread costs more than they do); from the
     :data:`COSTLY_CHUNKS`-th chunk in a row that costs more (one is not enough: a first call may pay
     a warm-up; two are not either on a loaded machine, where one hiccup outlasts a cheap chunk), the
-    rows go to the ``num_parallel_workers`` threads in small chunks. Values are the
+    rows go to the ``num_parallel_workers`` threads in small chunks, and the later epochs of the run
+    start there (at most one worker per CPU:
+    :func:`~recordio.dataset.workers.effective_workers`). Values are the
     same either way (the keys of a row do not depend on where it runs). ``python_multiprocessing=True``
     always runs them in the worker processes (asked for isolation, not only speed)."""
 
@@ -187,9 +189,11 @@ class MapDataset(Dataset):
         if not spec.operations:
             yield from self._renamed(ctx, epoch, ins, outs)
             return
-        workers = self.num_parallel_workers or config.get_num_parallel_workers()
+        workers = effective_workers(self.num_parallel_workers or config.get_num_parallel_workers(),
+                                    self.num_parallel_workers is not None, f"map #{spec.uid}")
         pooled = workers > 1 or self.python_multiprocessing
-        probing = workers > 1 and not self.python_multiprocessing   # processes are asked for isolation
+        # processes are asked for isolation; an earlier epoch's decision to use the workers stands
+        probing = workers > 1 and not self.python_multiprocessing and not ctx.has_runner(self)
         chunk = self.CHUNK_PROCESSES if self.python_multiprocessing else self.CHUNK_THREADS
         fn = functools.partial(run_chunk, spec.operations, spec.uid, ctx.seed)
         sent = collections.deque()

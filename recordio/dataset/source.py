@@ -18,6 +18,7 @@ from recordio.dataset.order.shuffle import epoch_rng
 from recordio.dataset.node import Dataset, Item
 from recordio.dataset.order.permutation import pick
 from recordio.errors import PipelineError
+from recordio.dataset.workers import effective_workers
 
 __all__ = ["CHUNK", "EpochRows", "SampledSource"]
 
@@ -97,7 +98,7 @@ class SampledSource(Dataset):
         return _shards.shard_positions(total, num, sid, start, same_split)
 
     def _fetch_runner(self, ctx):
-        workers = self._fetch_workers
+        workers = effective_workers(self._fetch_workers, self.num_parallel_workers is not None, type(self).__name__)
         processes = self.python_multiprocessing and workers > 1
         return ctx.runner(self, self._fetch, workers, processes, 2 * workers)
 

@@ -18,11 +18,12 @@ import multiprocessing
 import os
 import pickle
 import sys
+import warnings
 
 from recordio.dataset import shm
 from recordio.errors import WorkerError
 
-__all__ = ["ProcessRunner", "SerialRunner", "ThreadRunner", "make_runner"]
+__all__ = ["ProcessRunner", "SerialRunner", "ThreadRunner", "cpu_count", "effective_workers", "make_runner"]
 
 _TOKENS = itertools.count()
 _WORKER_FN = None
@@ -179,4 +180,26 @@ def make_runner(fn, workers, processes, window, name="map"):
 
 
 def cpu_count():
+    """The CPUs this process may run on (its affinity mask: a container's or ``taskset``'s limit)."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def effective_workers(requested, asked, what="map"):
+    """The workers a stage runs: ``requested``, at most one per CPU (:func:`cpu_count`).
+
+    More workers than CPUs cannot run at once; they only take turns (threads: at the GIL, each turn a
+    wake-up and a wait; processes: memory and copies), so a stage runs faster with one per CPU.
+    MindSpore refuses ``num_parallel_workers`` above ``multiprocessing.cpu_count()``
+    (``ValueError``); recordio runs a script written for a larger machine with what this one has,
+    and says so once (``asked``: the number came from the stage's own argument, not from
+    ``config.set_num_parallel_workers``, whose value is capped without a word). Values and their order
+    do not depend on the number of workers.
+    """
+    cores = cpu_count()
+    if requested <= cores:
+        return requested
+    if asked:
+        warnings.warn(f"{what}: num_parallel_workers={requested} but this process may run on {cores} CPU(s): "
+                      f"{cores} worker(s) run (more would only take turns; MindSpore refuses more workers than "
+                      f"CPUs)", UserWarning, stacklevel=2)
+    return cores
