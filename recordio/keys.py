@@ -150,6 +150,8 @@ class Keys:
     def __init__(self, seed: int, epoch: int, rows: Any, op: int) -> None:
         self.seed = int(seed)
         self.epoch = int(epoch)
+        self._rows: np.ndarray | None
+        self._row: int | None
         if type(rows) is int and -2 ** 63 <= rows < 2 ** 63:      # one row (a host op): its array when asked
             self._rows, self._row = None, rows
         else:
