@@ -174,3 +174,17 @@ def test_scaled_region_equals_the_reduced_whole_decode(sampling, interpolation, 
             assert dec._reduction(data, h, w, out, out) > 1
             diff = np.abs(got.astype(int) - want)
             assert diff.max() <= 1 and diff.mean() < 0.01, (y, x, h, w, out, diff.max(), diff.mean())
+
+
+@needs_region
+def test_corrupt_scan_data_in_the_box_is_declined():
+    """libjpeg warns on corrupt entropy-coded data and decodes on; the region path declines such a file
+    (the whole-image decode decides what it gives), instead of handing on pixels decoded with a warning."""
+    data = bytearray(encode(photo(64, 80)))
+    sos = data.index(b"\xff\xda")
+    at = sos + 2 + int.from_bytes(data[sos + 2:sos + 4], "big")
+    at += (len(data) - at) // 3
+    data[at:at + 2] = b"\xff\xd5"                                   # a restart marker where none belongs
+    assert dec._jpeg.decode_box(bytes(data), 0, 0, 64, 80) is None
+    clean = encode(photo(64, 80))
+    assert dec._jpeg.decode_box(clean, 0, 0, 64, 80) is not None
