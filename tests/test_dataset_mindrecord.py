@@ -98,3 +98,21 @@ def test_reading_by_id_equals_the_sequential_scan(case):
 def test_a_missing_file_fails_when_the_dataset_is_made(tmp_path):
     with pytest.raises(FileNotFoundError):
         MindDataset(str(tmp_path / "nothing.mindrecord"))
+
+
+def test_a_shuffled_epoch_reads_its_first_row_alone_then_chunks(tmp_path, monkeypatch):
+    """The first row of a shuffled epoch is fetched by itself (it pays for one row's locations and
+    checks, not for the farthest of a chunk's), then chunks of at most CHUNK rows; every row once."""
+    from recordio import FileWriter
+    from recordio.dataset.source import CHUNK
+
+    path = str(tmp_path / "s.mindrecord")
+    with FileWriter(path) as w:
+        w.add_schema({"id": {"type": "int64"}})
+        w.write_raw_data([{"id": i} for i in range(300)])
+    asked = []
+    getitems = FileReader.__getitems__
+    monkeypatch.setattr(FileReader, "__getitems__", lambda self, ids: asked.append(len(ids)) or getitems(self, ids))
+    ids = [int(r["id"]) for r in MindDataset(path, shuffle=True).create_dict_iterator(num_epochs=1, output_numpy=True)]
+    assert sorted(ids) == list(range(300)) and ids != list(range(300))
+    assert asked[0] == 1 and all(n <= CHUNK for n in asked) and sum(asked) == 300
