@@ -9,7 +9,7 @@ import pytest
 
 from recordio import FileWriter
 from recordio.dataset import GeneratorDataset, MindDataset
-from recordio.dataset.iterators import _Producer
+from recordio.dataset.producer import PipelineProducer
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +55,7 @@ def test_a_busy_consumer_keeps_or_gets_back_the_producer_thread(_pipeline):
     assert got == list(range(300))
     me = threading.current_thread().name
     assert any(where[i] == me for i in range(40, 120))                        # it moved here
-    back = 100 + 2 * _Producer.WINDOW + 64                     # two windows, then the map chunk in hand
+    back = 100 + 2 * PipelineProducer.WINDOW + 64                     # two windows, then the map chunk in hand
     assert all(where[i] == "recordio-pipeline" for i in range(back, 300))
 
 
