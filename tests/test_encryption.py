@@ -192,3 +192,15 @@ def test_both_ways_with_mindspore(mindspore_python, tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     assert encryption.is_encrypted(theirs)
     assert [r["b"] for r in FileReader(theirs)] == [bytes([i]) for i in range(7)]
+
+
+def test_count_where_counts_an_encrypted_dataset_from_its_plain_index(tmp_path):
+    """``count_where`` (``recordio count --where``) reads the decrypted ``.db``, not the encrypted file."""
+    from recordio.mindrecord.read.description import count_where
+
+    path = str(tmp_path / "enc.mindrecord")
+    set_enc_key(KEY)
+    write(path, n=12)
+    assert count_where(path, [("a", "5")]) == 1
+    assert count_where(path, [("a", "99")]) == 0
+    assert not any(p.name.startswith("tmp") for p in tmp_path.iterdir())      # no plain copy left beside it

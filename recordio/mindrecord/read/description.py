@@ -97,7 +97,8 @@ def count_where(path: str | os.PathLike | list, conditions: list[tuple[str, str]
             params.append(parse_value(field, info["schema"][field]["type"], text))
             clauses.append(f"{index.column_name(field)} = ?")
         sql = f"SELECT COUNT(*) FROM INDEXES WHERE {' AND '.join(clauses)}"
-        return sum(_count_in(index.db_path(shard["file"]), sql, params) for shard in info["shards"])
+        with encryption.dataset_files(local) as (target, _):      # an encrypted .db: its plain copy
+            return sum(_count_in(index.db_path(p), sql, params) for p in fmt.dataset_paths(target))
 
 
 def _count_in(db, sql, params):
