@@ -139,10 +139,11 @@ class SampledSource(Dataset):
         return None
 
     def _by_id(self, ctx, ids):
-        """Rows read by id: the first alone (a shuffled epoch's first row then pays for one row's
-        locations and checks, not for the farthest of a chunk's), then :data:`CHUNK` ids at a time."""
-        chunks = itertools.chain(
-            (ids[:1],), (ids[i:i + CHUNK] for i in range(1, len(ids), CHUNK))) if len(ids) else iter(())
+        """Rows read by id, a chunk of :data:`CHUNK` ids at a time, the first row alone (a shuffled
+        epoch's first row then pays for one row's locations and checks, not for the farthest of a
+        chunk's); the chunks still end at multiples of :data:`CHUNK`."""
+        cuts = [0, 1, *range(CHUNK, len(ids), CHUNK), len(ids)] if len(ids) > 1 else [0, len(ids)]
+        chunks = (ids[a:b] for a, b in zip(cuts, cuts[1:]) if b > a)
         return itertools.chain.from_iterable(self._fetch_runner(ctx).imap(chunks))
 
     def _reads_everything_in_order(self, mine, total):
