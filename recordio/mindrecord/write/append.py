@@ -26,6 +26,7 @@ import errno
 import json
 import os
 import shutil
+import typing
 
 import numpy as np
 
@@ -44,14 +45,30 @@ from recordio.mindrecord.write.recovery import apply_plan, finish_plan, journal_
 from recordio.mindrecord.write.shard_files import header_bytes, index_meta, warn_encrypt_tail
 from recordio.mindrecord.read.fileset import open_shards
 
-__all__ = ["AppendFiles", "load_shards", "open_appending"]
+__all__ = ["AppendFiles", "Appending", "load_shards", "open_appending"]
 
 _CHUNK = 1 << 14          # rows of an old shard read at a time
 
 
-def open_appending(cls, file_name, checksums, fsync):
-    """A ``cls`` (:class:`~recordio.mindrecord.write.writer.FileWriter`) that adds rows to the dataset of
-    ``file_name``, holding its lock (what :meth:`FileWriter.open_for_append` returns)."""
+class Appending(typing.NamedTuple):
+    """What a writer adding rows to a dataset starts from: the dataset's facts, its lock (held) and the
+    files that take the new rows (:meth:`FileWriter.open_for_append` sets itself up from it)."""
+
+    targets: list
+    lock: DatasetLock
+    schema: typing.Any
+    desc: str
+    header_size: int
+    page_size: int
+    compression_size: int
+    index_fields: list
+    elements: list
+    files: "AppendFiles"
+
+
+def open_appending(file_name, checksums, fsync) -> Appending:
+    """Lock the dataset of ``file_name`` (any of its shards), repair or check it, and open its files for
+    new rows; the lock is released if anything after it fails."""
     if encryption.key() is not None:
         encryption.check_key(os.fspath(file_name))      # MindSpore's errors: a plain file, a wrong key
         raise NotImplementedError(f"{file_name}: appending to an encrypted dataset is not supported; "
@@ -63,33 +80,17 @@ def open_appending(cls, file_name, checksums, fsync):
     lock = DatasetLock(first)                   # before anything is read or repaired
     try:
         shards, schema, with_index = load_shards(os.fspath(file_name))
-        writer = _writer_of(cls, shards, schema, lock, {"checksums": checksums, "fsync": fsync})
-        writer._files = AppendFiles(shards, schema, with_index,
-                                    [(f, schema.fields[f].type) for f in writer._index_fields], **writer._options)
+        header = shards[0].header
+        fields = [f["index_field"] for f in header["index_fields"] or []]
+        elements = [index.recorded_elements(s.path, schema.counted) for s in shards]
+        files = AppendFiles(shards, schema, with_index, [(f, schema.fields[f].type) for f in fields],
+                            checksums=checksums, fsync=fsync)
+        return Appending([s.path for s in shards], lock, schema, header["schema"][0].get("desc", ""),
+                         header["header_size"], header["page_size"], header.get("compression_size", 0), fields,
+                         elements, files)
     except BaseException:
         lock.release()
         raise
-    writer._shards = writer._files.states
-    return writer
-
-
-def _writer_of(cls, shards, schema, lock, options):
-    """A ``cls`` set up as the dataset of ``shards`` gives it (schema, index fields, sizes)."""
-    header = shards[0].header
-    writer = cls.__new__(cls)
-    writer._targets = [s.path for s in shards]
-    writer._lock = lock
-    writer._overwrite, writer._append = False, True
-    writer._options = options
-    writer._header_size, writer._page_size = header["header_size"], header["page_size"]
-    writer._schema, writer._desc = schema, header["schema"][0].get("desc", "")
-    writer._index_fields = [f["index_field"] for f in header["index_fields"] or []]
-    writer._index_set, writer._parallel, writer._committed = True, False, False
-    writer._compression_size = header.get("compression_size", 0)
-    writer._file_compression = {}
-    writer._index_values = None
-    writer._elements = [index.recorded_elements(s.path, schema.counted) for s in shards]
-    return writer
 
 
 def load_shards(path):

@@ -88,7 +88,18 @@ class FileWriter(CommitOnExit):
         """
         from recordio.mindrecord.write.append import open_appending
 
-        return open_appending(cls, file_name, bool(checksums), bool(fsync))
+        start = open_appending(file_name, bool(checksums), bool(fsync))
+        writer = cls.__new__(cls)
+        writer._upload, writer._targets, writer._lock = None, start.targets, start.lock
+        writer._overwrite, writer._append = False, True
+        writer._options = {"checksums": bool(checksums), "fsync": bool(fsync)}
+        writer._header_size, writer._page_size = start.header_size, start.page_size
+        writer._schema, writer._desc, writer._index_fields = start.schema, start.desc, start.index_fields
+        writer._index_set, writer._parallel, writer._committed = True, False, False
+        writer._compression_size, writer._file_compression = start.compression_size, {}
+        writer._index_values, writer._elements = None, start.elements
+        writer._files, writer._shards = start.files, start.files.states
+        return writer
 
     # --- configuration (MindSpore names) ----------------------------------------------------------
 
