@@ -33,6 +33,22 @@ def numpy_only(monkeypatch):
     monkeypatch.setattr(ck, "_kernels", None)          # fusion picks its path from the same name
 
 
+@pytest.fixture(params=["simd", "scalar"])
+def simd(request):
+    """Each test with this fixture runs twice: with the AVX2 loops where the CPU has them, and without."""
+    kernels = ck._kernels                   # a test may swap the name out (numpy path) before teardown
+    was = kernels.use_simd(request.param == "simd")
+    yield request.param
+    kernels.use_simd(was)
+
+
+def test_simd_loops_run_where_the_cpu_has_avx2():
+    """The AVX2 forms are picked on a CPU that has AVX2 (else the simd runs below test the scalar loops)."""
+    if ck._kernels is None or "avx2" not in open("/proc/cpuinfo").read():
+        pytest.skip("no C kernels or no AVX2 here")
+    assert ck._kernels.use_simd(True) is True
+
+
 def _numpy(fn, *args):
     saved = ck._kernels
     ck._kernels = None
@@ -55,7 +71,7 @@ def test_hue_on_every_colour(every_colour, factor):
 
 @needs_c
 @pytest.mark.parametrize("factor", [0.0, 0.6, 1.37])
-def test_saturation_on_every_colour(every_colour, factor):
+def test_saturation_on_every_colour(every_colour, factor, simd):
     a = F32(factor)
     grey = ck.grey_formula(every_colour).astype(F32)
     want = np.clip(np.rint(every_colour.astype(F32) * a + (grey * (F32(1) - a))[..., None]), 0, 255)
@@ -67,7 +83,7 @@ def test_saturation_on_every_colour(every_colour, factor):
 @needs_c
 @pytest.mark.parametrize("factor", [0.0, 0.6, 1.0, 1.4])
 @pytest.mark.parametrize("k", [0, 1])
-def test_brightness_and_contrast_equal_numpy(k, factor):
+def test_brightness_and_contrast_equal_numpy(k, factor, simd):
     rng = np.random.default_rng(k)
     for shape in [(1, 1, 3), (5, 7, 3), (64, 48, 3)]:
         img = rng.integers(0, 256, shape, dtype=np.uint8)
@@ -100,7 +116,7 @@ def test_adjust_all_takes_non_contiguous_views():
 @needs_c
 @pytest.mark.parametrize("channels", [1, 3, 4])
 @pytest.mark.parametrize("view", ["plain", "flipped", "strided"])
-def test_normalize_to_chw_equals_numpy_path(channels, view, monkeypatch):
+def test_normalize_to_chw_equals_numpy_path(channels, view, monkeypatch, simd):
     img = np.random.default_rng(channels).integers(0, 256, (9, 11, channels), dtype=np.uint8)
     img = {"plain": img, "flipped": img[::-1, ::-1], "strided": img[::2, 1::3]}[view]
     op = fusion.fuse_ops([vision.Normalize([10.0] * channels, [3.0] * channels), vision.HWC2CHW()])[0]
@@ -114,7 +130,7 @@ def test_normalize_to_chw_equals_numpy_path(channels, view, monkeypatch):
 @needs_c
 @pytest.mark.parametrize("view", [(slice(None), slice(None, None, -1)), (slice(None, None, -1), slice(None)),
                                   (slice(1, None, 2), slice(None, None, 3))])
-def test_adjust_from_reads_views_as_their_copies(view):
+def test_adjust_from_reads_views_as_their_copies(view, simd):
     img = np.random.default_rng(6).integers(0, 256, (23, 19, 3), dtype=np.uint8)[view]
     factors = np.array([1.3, 0.7, 1.6, -0.2])
     for order in [(0, 1, 2, 3), (2, 1, 0, 3), (3, 0, 1, 2), (1, 0, 3, 2)]:
@@ -126,7 +142,7 @@ def test_adjust_from_reads_views_as_their_copies(view):
 @pytest.mark.parametrize("chw", [True, False])
 @pytest.mark.parametrize("view", [(slice(None), slice(None)), (slice(None), slice(None, None, -1)),
                                   (slice(1, None, 2), slice(None, None, 3))])
-def test_adjust_levels_equals_adjust_then_lookup(view, chw):
+def test_adjust_levels_equals_adjust_then_lookup(view, chw, simd):
     """Every order and every subset of the adjustments: the last pass writing floats (a saturation/hue pass
     row by row, pending tables composed with the run's) gives the uint8 result looked up."""
     rng = np.random.default_rng(7)

@@ -158,6 +158,8 @@ class BatchDataset(Dataset):
             yield Item(bulk.read_columns(rows), rows, bulk.epoch, bulk.position_after(end))
 
     def _item_batches(self, ctx, epoch):
+        if not callable(self.batch_size) and self.per_batch_map is None:
+            ctx.offer_batch_slots(self.children[0], self.batch_size)
         items = self.children[0]._items(ctx, epoch)
         try:
             for number in itertools.count():

@@ -66,6 +66,7 @@ class RunContext:
         self.fast_restart = False     # set_init_step under fast recovery: MindSpore's pipeline starts afresh
         self._runners = {}
         self._hooks = {}
+        self._slots = {}              # id(node) -> BatchSlots that a batch right after it offered
 
     @classmethod
     def for_sizes(cls, root, shards=None):
@@ -91,6 +92,17 @@ class RunContext:
         if id(node) not in self._hooks:
             self._hooks[id(node)] = MapHooks(node.callbacks)
         return self._hooks[id(node)]
+
+    def offer_batch_slots(self, node, size):
+        """A ``batch`` of ``size`` rows reads ``node`` directly: its ops may write into the batch's
+        blocks (:mod:`recordio.batch_slots`; one table per node for the whole run)."""
+        if id(node) not in self._slots:
+            from recordio.batch_slots import BatchSlots
+            self._slots[id(node)] = BatchSlots(size)
+
+    def batch_slots(self, node):
+        """The :class:`~recordio.batch_slots.BatchSlots` offered to ``node``, or None."""
+        return self._slots.get(id(node))
 
     def has_runner(self, node):
         """Whether ``node`` started its workers in this run (an earlier epoch found them worth it)."""

@@ -15,6 +15,7 @@ import time
 import numpy as np
 
 from recordio import config
+from recordio.batch_slots import row_slot
 from recordio.dataset.callback import DSCallback
 from recordio.dataset.node import Dataset, Item, operation
 from recordio.dataset.values import collate, from_pil, to_op_input
@@ -77,6 +78,22 @@ def run_chunk(ops, uid, seed, chunk):
         return [_apply_keyless(ops, uid, values, row, epoch) for values, row, epoch in chunk]
     uids = [derive_uid(uid, j) for j in range(len(ops))]
     return [apply_ops(ops, uid, seed, values, row, epoch, uids) for values, row, epoch in chunk]
+
+
+class _Numbered(list):
+    """A chunk of ``(input values, row, epoch)`` whose first row is the map's ``start``-th of the epoch."""
+
+    start = 0
+
+
+def run_chunk_in_slots(slots, ops, uid, seed, chunk):
+    """:func:`run_chunk` of a :class:`_Numbered` chunk, each row's ops given its batch slot
+    (:mod:`recordio.batch_slots`)."""
+    outs = []
+    for k, one in enumerate(chunk):
+        with row_slot(slots, one[2], chunk.start + k):
+            outs += run_chunk(ops, uid, seed, [one])
+    return outs
 
 
 def _apply_keyless(ops, uid, values, row, epoch):
@@ -195,7 +212,10 @@ class MapDataset(Dataset):
         # processes are asked for isolation; an earlier epoch's decision to use the workers stands
         probing = workers > 1 and not self.python_multiprocessing and not ctx.has_runner(self)
         chunk = self.CHUNK_PROCESSES if self.python_multiprocessing else self.CHUNK_THREADS
+        slots = None if self.python_multiprocessing else ctx.batch_slots(self)
         fn = functools.partial(run_chunk, spec.operations, spec.uid, ctx.seed)
+        if slots is not None:           # a batch of a fixed size follows: ops may write into its blocks
+            fn = functools.partial(run_chunk_in_slots, slots, spec.operations, spec.uid, ctx.seed)
         sent = collections.deque()
         hooks = ctx.map_hooks(self) if self.callbacks else None
         if hooks is not None:
@@ -228,18 +248,18 @@ class MapDataset(Dataset):
     def _chunks(self, ctx, epoch, ins, size, sent, hooks):
         """Chunks of ``size[0]`` rows of the child (read at each chunk): the ops' inputs, in order; each
         chunk's items go to ``sent`` for :meth:`_merged`."""
-        group = []
+        group, start = [], 0
         for item in self.children[0]._items(ctx, epoch):
             if hooks is not None:
                 hooks.step_begin()
             group.append(item)
             if len(group) >= size[0]:
                 sent.append(group)
-                yield _inputs(group, ins)
-                group = []
+                yield _inputs(group, ins, start)
+                group, start = [], start + len(group)
         if group:
             sent.append(group)
-            yield _inputs(group, ins)
+            yield _inputs(group, ins, start)
 
     @staticmethod
     def _merged(results, sent, ins, outs, uid, hooks):
@@ -321,12 +341,16 @@ class ColumnMap:
         return read
 
 
-def _inputs(group, ins):
-    """The ops' inputs of each item of ``group``: ``(input values, row, epoch)``."""
+def _inputs(group, ins, start=0):
+    """The ops' inputs of each item of ``group``: ``(input values, row, epoch)``; the map's ``start``-th
+    row of the epoch first."""
     if len(ins) == 1:
         name = ins[0]
-        return [((to_op_input(it.cols[name]),), it.row, it.epoch) for it in group]
-    return [(tuple([to_op_input(it.cols[c]) for c in ins]), it.row, it.epoch) for it in group]
+        chunk = _Numbered([((to_op_input(it.cols[name]),), it.row, it.epoch) for it in group])
+    else:
+        chunk = _Numbered([(tuple([to_op_input(it.cols[c]) for c in ins]), it.row, it.epoch) for it in group])
+    chunk.start = start
+    return chunk
 
 
 def merge_names(names, ins, outs, op="map"):

@@ -14,6 +14,7 @@ import sys
 
 import numpy as np
 
+from recordio.batch_slots import block_of
 from recordio.config import get_bytes_form
 from recordio.extras import requires
 from recordio.mindrecord.read.columns import RowViews, bytes_views
@@ -93,7 +94,8 @@ def collate(values):
     if values and _stackable(values):
         if not values[0].shape:
             return np.array(values, dtype=values[0].dtype)
-        return np.stack(values)
+        block = block_of(values)            # the rows were written into one batch block: it is the batch
+        return block if block is not None else np.stack(values)
     return list(values)
 
 

@@ -234,6 +234,16 @@ static PyObject *lookup(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* use_simd(on): whether the AVX2 loops run (on, and the CPU has AVX2); returns whether they ran before.
+ * For tests that compare them with the scalar loops. */
+static PyObject *use_simd(PyObject *self, PyObject *arg)
+{
+    int on = PyObject_IsTrue(arg);
+    if (on < 0)
+        return NULL;
+    return PyBool_FromLong(simd_use(on));
+}
+
 static PyMethodDef methods[] = {
     {"adjust", adjust, METH_VARARGS,
      "adjust(rgb, kinds, b, c, s, h): the adjustments in kinds (bytes of 0..3: brightness, contrast, "
@@ -247,6 +257,9 @@ static PyMethodDef methods[] = {
     {"lookup", lookup, METH_VARARGS,
      "lookup(image, tables, out, chw): out[c, y, x] (chw) or out[y, x, c] = tables[c][image[y, x, c]] "
      "(float32; the image uint8 <H,W,C>, C <= 4, any strides)."},
+    {"use_simd", use_simd, METH_O,
+     "use_simd(on): run the AVX2 loops where the CPU has AVX2 (on) or only the scalar ones; returns the "
+     "previous setting. The results are the same either way."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -254,5 +267,6 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kernels", NULL, -1,
 
 PyMODINIT_FUNC PyInit__kernels(void)
 {
+    simd_init();
     return PyModule_Create(&module);
 }

@@ -15,22 +15,23 @@ static inline void planes_row(const float *t, const uint8_t *p, Py_ssize_t sx, P
     }
 }
 
-VECTOR_CLONES void levels_row(const struct levels *lv, const uint8_t *p, Py_ssize_t sx, Py_ssize_t sc, Py_ssize_t c,
-                              Py_ssize_t y)
+VECTOR_CLONES void levels_from(const struct levels *lv, const uint8_t *p, Py_ssize_t sx, Py_ssize_t sc, Py_ssize_t c,
+                               Py_ssize_t y, Py_ssize_t x0)
 {
     const float *t = lv->t;
     Py_ssize_t w = lv->w, plane = lv->plane;
     if (lv->chw && c == 3 && sc == 1) {
-        float *o0 = lv->out + y * w, *o1 = o0 + plane, *o2 = o1 + plane;
+        float *o0 = lv->out + y * w + x0, *o1 = o0 + plane, *o2 = o1 + plane;
+        p += x0 * sx;
         if (sx == 3)
-            planes_row(t, p, 3, w, o0, o1, o2);
+            planes_row(t, p, 3, w - x0, o0, o1, o2);
         else if (sx == -3)
-            planes_row(t, p, -3, w, o0, o1, o2);
+            planes_row(t, p, -3, w - x0, o0, o1, o2);
         else
-            planes_row(t, p, sx, w, o0, o1, o2);
+            planes_row(t, p, sx, w - x0, o0, o1, o2);
         return;
     }
-    for (Py_ssize_t x = 0; x < w; x++)
+    for (Py_ssize_t x = x0; x < w; x++)
         for (Py_ssize_t k = 0; k < c; k++) {
             float v = t[256 * k + p[x * sx + k * sc]];
             if (lv->chw)
@@ -38,4 +39,11 @@ VECTOR_CLONES void levels_row(const struct levels *lv, const uint8_t *p, Py_ssiz
             else
                 lv->out[(y * w + x) * c + k] = v;
         }
+}
+
+void levels_row(const struct levels *lv, const uint8_t *p, Py_ssize_t sx, Py_ssize_t sc, Py_ssize_t c, Py_ssize_t y)
+{
+    Py_ssize_t done = c == 3 && sc == 1 ? simd_levels_row(lv, p, sx, y) : 0;
+    if (done < lv->w)
+        levels_from(lv, p, sx, sc, c, y, done);
 }

@@ -12,6 +12,7 @@ import functools
 import cv2
 import numpy as np
 
+from recordio.batch_slots import output_array
 from recordio import compiled       # the optional C kernels (setup.py); same values, one pass each
 _kernels = compiled.load("recordio.vision._kernels")        # None (warned once) where it was not built
 
@@ -299,7 +300,7 @@ def adjust_levels(img, factors, order, enabled, tables, chw):
     the adjusted uint8 image is never written out (a last saturation/hue pass hands each row to the
     tables, pending brightness/contrast tables are composed with them), the values are the same."""
     h, w = img.shape[:2]
-    out = np.empty((3, h, w) if chw else (h, w, 3), F32)
+    out = output_array((3, h, w) if chw else (h, w, 3), F32)
     steps = bytes(k for k in order if enabled[k])
     _kernels.adjust_levels(img, out, steps, *(float(f) for f in factors), tables, chw)
     return out

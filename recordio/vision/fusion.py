@@ -25,6 +25,7 @@ hence its random draws.
 
 import numpy as np
 
+from recordio.batch_slots import output_array
 from recordio.keys import current_keys
 from recordio.vision import color_kernels, pil, pil_fast
 from recordio.vision.color import Normalize, RandomColorAdjust, Rescale
@@ -119,7 +120,7 @@ class _LevelRun:
             return self._as_written(img)
         h, w, c = arr.shape
         tables = self.tables(c)
-        out = np.empty((c, h, w) if self.chw else (h, w, c), np.float32)
+        out = output_array((c, h, w) if self.chw else (h, w, c), np.float32)
         kernels = _compiled()
         if kernels is not None:
             kernels.lookup(arr, tables, out, self.chw)

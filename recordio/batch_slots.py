@@ -1,0 +1,111 @@
+"""Batch blocks: a map's image outputs written straight into the batch that stacks them.
+
+When a ``batch`` of a fixed size directly follows a ``map`` (run in the pipeline's thread or in worker
+threads), the batch hands the map a :class:`BatchSlots`: row ``k`` of an epoch (the map's ``k``-th
+output) owns slot ``k % size`` of block ``k // size``, one ``np.empty((size, *shape))`` made when its
+first slot is asked for. An op that writes a fresh float32 image (the fused level runs of
+:mod:`recordio.vision.fusion`) asks :func:`output_array` for its output and gets its row's slot, so
+the batch of rows ``[n * size, (n + 1) * size)`` is that block, whole: :func:`block_of` finds it and
+``batch`` returns it instead of copying the images into a new array (``np.stack``: a copy of every
+image, as much memory traffic as the level run itself).
+
+Nothing else changes: each row's value is an ordinary array (a view of its block, its own slot that
+nothing else writes); where the rows of a batch are not exactly one block in order (an op that did
+not write into its slot, an image of another shape, a short last batch, a later op that returns
+another array) the batch stacks them as before. A slot is given once: an op that asks again for the
+same row gets a fresh array. A block lives as long as any of its rows or the batch does.
+"""
+
+import threading
+import weakref
+
+import numpy as np
+
+__all__ = ["BatchSlots", "block_of", "output_array", "row_slot"]
+
+_local = threading.local()
+_made: "weakref.WeakValueDictionary[int, np.ndarray]" = weakref.WeakValueDictionary()   # id -> a block made here
+
+# blocks older than this many blocks behind the newest one asked for are dropped from the table (rows
+# that never asked for their slot); the rows in flight between workers and the batch span fewer
+_KEEP_BEHIND = 8
+
+
+class BatchSlots:
+    """The blocks of the batches of ``size`` rows that follow one map (see the module docstring)."""
+
+    def __init__(self, size):
+        self.size = size
+        self._blocks = {}                   # (epoch, block number) -> [block, rows given, slots given]
+        self._lock = threading.Lock()
+
+    def take(self, epoch, seq, shape, dtype):
+        """Row ``seq`` of ``epoch``'s slot for an output of ``shape``/``dtype``; None when its block
+        holds another shape or dtype, or the slot was given already (a block that gave all its slots is
+        forgotten: a row of it that asks again gets a new block's slot, never a given one)."""
+        number, i = divmod(seq, self.size)
+        key = (epoch, number)
+        with self._lock:
+            entry = self._blocks.get(key)
+            if entry is None:
+                self._drop_before((epoch, number - _KEEP_BEHIND))
+                block = np.empty((self.size, *shape), dtype)
+                _made[id(block)] = block
+                entry = self._blocks[key] = [block, 0, set()]
+            block, _, taken = entry
+            if block.shape[1:] != tuple(shape) or block.dtype != dtype or i in taken:
+                return None
+            taken.add(i)
+            entry[1] += 1
+            if entry[1] == self.size:       # every row has its slot: the rows and the batch hold it now
+                del self._blocks[key]
+        return block[i]
+
+    def _drop_before(self, key):
+        for old in [k for k in self._blocks if k < key]:
+            del self._blocks[old]
+
+
+class row_slot:
+    """``with row_slot(slots, epoch, seq):`` — :func:`output_array` calls in the block give row ``seq``'s
+    slot (``slots`` None: nothing changes). Used by a map's worker for each row."""
+
+    __slots__ = ("value", "saved")
+
+    def __init__(self, slots, epoch, seq):
+        self.value = None if slots is None else (slots, epoch, seq)
+
+    def __enter__(self):
+        self.saved = getattr(_local, "slot", None)
+        _local.slot = self.value
+
+    def __exit__(self, *exc):
+        _local.slot = self.saved
+
+
+def output_array(shape, dtype=np.float32):
+    """A new uninitialised array for an op's output: the current row's batch slot where it has one,
+    else ``np.empty``."""
+    current = getattr(_local, "slot", None)
+    if current is not None:
+        slots, epoch, seq = current
+        found = slots.take(epoch, seq, shape, np.dtype(dtype))
+        if found is not None:
+            _local.slot = None              # one slot a row: a second output of the row is its own array
+            return found
+    return np.empty(shape, dtype)
+
+
+def block_of(values):
+    """The block whose slots ``values`` are, all of them and in order; None when they are not."""
+    if not values or type(values[0]) is not np.ndarray:
+        return None
+    block = values[0].base
+    if (type(block) is not np.ndarray or _made.get(id(block)) is not block or len(block) != len(values)
+            or block.shape[1:] != values[0].shape or not block.flags.c_contiguous):
+        return None
+    start, step = block.ctypes.data, block[0].nbytes
+    for k, v in enumerate(values):
+        if type(v) is not np.ndarray or v.base is not block or v.ctypes.data != start + k * step:
+            return None
+    return block
