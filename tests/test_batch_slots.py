@@ -1,0 +1,82 @@
+"""A map's fused float32 outputs written straight into the batch that follows (recordio.batch_slots):
+the batch is the block the rows were written into, with the values that stacking gives."""
+
+import numpy as np
+import pytest
+
+import recordio as ds
+from recordio import batch_slots, vision
+
+MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
+
+
+def images(n=37, seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.integers(0, 256, (20, 24, 3), dtype=np.uint8) for _ in range(n)]
+
+
+def pipeline(imgs, batch, workers=1, chain=None, drop=False):
+    data = ds.GeneratorDataset([(im, np.int32(i)) for i, im in enumerate(imgs)], ["image", "label"], shuffle=False)
+    chain = chain or [vision.RandomHorizontalFlip(), vision.RandomColorAdjust(0.4, 0.4, 0.4),
+                      vision.Rescale(1 / 255, 0.0), vision.Normalize(MEAN, STD), vision.HWC2CHW()]
+    data = data.map(chain, input_columns="image", num_parallel_workers=workers).batch(batch, drop_remainder=drop)
+    return [row["image"] for row in data.create_dict_iterator(num_epochs=1, output_numpy=True)]
+
+
+def made(arr):
+    return batch_slots.block_of([arr[k] for k in range(len(arr))]) is arr
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_batches_are_the_blocks_and_equal_the_stacked_rows(workers):
+    imgs = images()
+    got = pipeline(imgs, 8, workers)
+    # a Python op at the end returns copies: no row is a slot, the batch is stacked as before
+    want = pipeline(imgs, 8, workers, [vision.RandomHorizontalFlip(), vision.RandomColorAdjust(0.4, 0.4, 0.4),
+                                       vision.Rescale(1 / 255, 0.0), vision.Normalize(MEAN, STD), vision.HWC2CHW(),
+                                       lambda x: x.copy()])
+    assert [b.shape for b in got] == [b.shape for b in want] == [(8, 3, 20, 24)] * 4 + [(5, 3, 20, 24)]
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    assert all(made(b) for b in got[:4]) and not any(made(b) for b in want)
+    assert not made(got[4])                 # the short last batch: stacked
+
+
+def test_values_do_not_depend_on_batch_size_or_workers():
+    imgs = images(40, 1)
+    runs = [np.concatenate(pipeline(imgs, size, workers)) for size, workers in [(1, 1), (4, 2), (7, 1), (40, 2)]]
+    for run in runs[1:]:
+        np.testing.assert_array_equal(run, runs[0])
+
+
+def test_rows_that_are_views_of_a_users_array_are_copied():
+    """Only blocks recordio made are taken whole: a user's op returning views of its own array (in order,
+    as many as the batch) still gets a batch of its own, not the user's array."""
+    owned = np.arange(4 * 6, dtype=np.float32).reshape(4, 6)
+    data = ds.GeneratorDataset([(np.int64(i),) for i in range(4)], ["i"], shuffle=False)
+    data = data.map([lambda i: owned[int(i)]], input_columns="i").batch(4)
+    (batch,) = [row["i"] for row in data.create_dict_iterator(num_epochs=1, output_numpy=True)]
+    np.testing.assert_array_equal(batch, owned)
+    batch[0, 0] = -1
+    assert owned[0, 0] == 0
+
+
+def test_a_slot_is_given_once_a_row_and_never_twice():
+    slots = batch_slots.BatchSlots(2)
+    with batch_slots.row_slot(slots, 0, 1):
+        first = batch_slots.output_array((3,))
+        second = batch_slots.output_array((3,))         # a second output of the same row: its own array
+    assert first.base is not None and second.base is None
+    with batch_slots.row_slot(slots, 0, 1):               # the row again: its slot was given
+        assert batch_slots.output_array((3,)).base is not first.base
+    assert slots.take(0, 0, (4,), np.dtype(np.float32)) is None        # another shape than the block's
+    assert batch_slots.output_array((3,)).base is None                  # outside a row: np.empty
+
+
+def test_block_of_needs_every_slot_in_order():
+    slots = batch_slots.BatchSlots(3)
+    rows = [slots.take(0, k, (2,), np.dtype(np.float32)) for k in range(3)]
+    assert batch_slots.block_of(rows) is rows[0].base
+    assert batch_slots.block_of(rows[::-1]) is None
+    assert batch_slots.block_of(rows[:2]) is None
+    assert batch_slots.block_of([rows[0], rows[1].copy(), rows[2]]) is None
