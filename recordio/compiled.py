@@ -8,9 +8,15 @@ to get it. A part that disables itself after a self-check (the JPEG region decod
 it links decodes unlike OpenCV's) warns the same way through :func:`checked`.
 
 ``RECORDIO_ALLOW_SLOW=1`` in the environment silences these warnings (for those who mean it).
-A warning is given once per run, not once per process: the process that warns lists the part in
-``RECORDIO_SLOW_WARNED`` in its environment, which the processes it starts inherit (worker processes
-started with spawn or forkserver import the parts afresh and would otherwise warn again, one each).
+A warning is given once per run, not once per process: worker processes started with spawn or
+forkserver import the parts afresh and would otherwise warn again, one each. The process that warns
+writes ``RECORDIO_SLOW_WARNED=<run>:<pid>:<parts>`` into its environment, which the processes it starts
+inherit; *run* is a digest of multiprocessing's authentication key, which multiprocessing hands to every
+process it starts for the program (the pipeline's workers, a DataLoader's, fork, spawn or forkserver
+ones, and theirs) and a program started anew (``subprocess``: a second training script, a test runner's
+child) does not have. So a worker of the run stays quiet, and another program warns for itself. A fork
+server has a key of its own; while it imports its parent's main module before it serves (Python 3.13.8
+and later), it is of the run when that parent is *pid*, the process that warned.
 ``recordio --version`` and ``recordio doctor`` list which parts are active (:func:`report`).
 
 This module imports nothing of recordio and nothing heavy: it sits at the top of the layering.
@@ -27,7 +33,8 @@ __all__ = ["ALLOW_SLOW", "PARTS", "Part", "WARNED", "checked", "load", "report"]
 
 #: the environment variable that silences the slow-path warnings (``RECORDIO_ALLOW_SLOW=1``)
 ALLOW_SLOW = "RECORDIO_ALLOW_SLOW"
-#: the environment variable listing the parts already warned about in this run (comma-separated)
+#: the environment variable naming the run and the parts already warned about in it (``<run>:<pid>:<parts>``,
+#: the parts comma-separated)
 WARNED = "RECORDIO_SLOW_WARNED"
 
 _BUILD = ("and reinstall (pip install --force-reinstall --no-cache-dir mindrecordio), or in a source checkout "
@@ -107,13 +114,40 @@ def _warn(module, said, advice=None):
     if module in _warned or os.environ.get(ALLOW_SLOW, "") not in ("", "0"):
         return
     _warned.add(module)
-    already = os.environ.get(WARNED, "").split(",")
-    if module in already:                # a parent process of this run warned
+    run, pid, listed = _listed()
+    if module in listed and _of_run(run, pid):         # a process of this run warned
         return
-    os.environ[WARNED] = ",".join([m for m in already if m] + [module])
+    mine = _run()
+    os.environ[WARNED] = f"{mine}:{os.getpid()}:{','.join([m for m in listed if run == mine] + [module])}"
     part = PARTS[module]
     warnings.warn(f"recordio runs a slower path: {said}. Cost: {part.cost}. To get it, {advice or part.advice()}. "
                   f"Set {ALLOW_SLOW}=1 to silence this warning.", RuntimeWarning, stacklevel=3)
+
+
+def _listed():
+    """``RECORDIO_SLOW_WARNED`` as (run, pid, parts); ("", 0, []) when unset or not of that form."""
+    run, pid, parts = (os.environ.get(WARNED, "").split(":", 2) + ["", ""])[:3]
+    return (run, int(pid), [p for p in parts.split(",") if p]) if pid.isdigit() else ("", 0, [])
+
+
+def _run():
+    """This run: a digest of multiprocessing's authentication key (the key itself stays unsaid). Every process
+    multiprocessing starts gets the key of the process that starts it; a program started anew draws its own."""
+    import hashlib
+    from multiprocessing import process
+
+    return hashlib.sha256(bytes(process.current_process().authkey)).hexdigest()[:16]
+
+
+def _of_run(run, pid):
+    """Whether this process belongs to the run ``run`` whose warning process was ``pid``: it has the run's
+    key, or it is a fork server that ``pid`` started, importing ``pid``'s main module (it has a key of its
+    own: multiprocessing gives a fork server none)."""
+    from multiprocessing import process
+
+    if run == _run():
+        return True
+    return pid == os.getppid() and getattr(process.current_process(), "_inheriting", False)
 
 
 def report(run_checks=False):

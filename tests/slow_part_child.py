@@ -29,3 +29,13 @@ def use_blocked(blocked, use_source, fresh_run, queue):
         warnings.simplefilter("always")
         namespace["USE"]()
     queue.put([str(w.message) for w in seen if "slower path" in str(w.message)])
+
+
+def tag_warnings():
+    """Print each slow-path warning this process gives to stderr as ``SLOWWARN <pid>``, every time (the
+    processes of tests/test_compiled.py's run script: its parent, its plain child, its workers)."""
+    def show(message, category, filename, lineno, file=None, line=None):
+        if "slower path" in str(message):
+            print(f"SLOWWARN {os.getpid()}", file=sys.stderr, flush=True)
+    warnings.simplefilter("always")
+    warnings.showwarning = show

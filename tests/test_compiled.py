@@ -162,6 +162,82 @@ def test_worker_processes_do_not_repeat_the_warning_of_their_run(module):
         assert [len(texts) for texts in found[f"{method} fresh=True"]] == [1, 1]
 
 
+# A training script (a file, as a user's: spawn and forkserver processes import it first, so the part is
+# blocked in them too): it warns, starts a plain `subprocess` (another program: it warns for itself), then
+# runs a pipeline map in worker processes from a fork server (the run's workers: they stay quiet).
+RUN = r'''
+import importlib, json, os, subprocess, sys
+from slow_part_child import Block, tag_warnings
+BLOCKED, USER = sys.argv[1], sys.argv[2]
+tag_warnings()
+sys.meta_path.insert(0, Block(BLOCKED))
+importlib.import_module(USER)                   # the module that loads the part; a fork server imports it too
+CHILD = "import sys; from slow_part_child import Block, tag_warnings; tag_warnings(); " \
+        "sys.meta_path.insert(0, Block(sys.argv[1])); import importlib; importlib.import_module(sys.argv[2])"
+
+
+def in_worker(x):
+    from recordio import compiled
+    assert compiled.report()[BLOCKED].startswith("missing"), compiled.report()
+    importlib.import_module(USER)
+    return x * 0 + os.getpid()
+
+
+if __name__ == "__main__":
+    import numpy as np
+    from recordio.dataset import GeneratorDataset, workers
+    child = subprocess.Popen([sys.executable, "-c", CHILD, BLOCKED, USER])
+    child.wait()
+    workers._cuda_initialized = lambda: True    # as in a process that uses CUDA: the workers come from a fork server
+    ds = GeneratorDataset([(np.int64(i),) for i in range(16)], "x", shuffle=False).map(
+        in_worker, "x", num_parallel_workers=2, python_multiprocessing=True)
+    pids = {int(row["x"]) for row in ds.create_dict_iterator(num_epochs=1, output_numpy=True)}
+    print("RESULT" + json.dumps({"parent": os.getpid(), "child": child.pid, "code": child.returncode,
+                                 "workers": sorted(pids)}))
+'''
+USERS = {"recordio.mindrecord._codec": "recordio.mindrecord.codec",           # the module that loads the part
+         "recordio.vision._kernels": "recordio.vision.color_kernels"}
+
+
+@pytest.mark.parametrize("module", sorted(USERS))
+def test_another_program_warns_again_the_workers_of_the_run_do_not(module, tmp_path):
+    """The environment that keeps the run's workers quiet reaches every program the run starts: a second
+    training script (a plain ``subprocess``) still warns, once; the pipeline's workers (from a fork server
+    here, so they import the parts afresh) and the fork server do not."""
+    script = tmp_path / "train.py"
+    script.write_text(RUN)
+    env = {**os.environ, "PYTHONPATH": child_pythonpath(TESTS)}
+    env.pop(compiled.WARNED, None)
+    env.pop(compiled.ALLOW_SLOW, None)
+    done = subprocess.run([sys.executable, str(script), module, USERS[module]], capture_output=True, text=True,
+                          timeout=300, cwd=TESTS, env=env)
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT")]
+    assert done.returncode == 0 and lines, done.stderr[-3000:]
+    found = json.loads(lines[-1][len("RESULT"):])
+    warned = [int(ln.split()[1]) for ln in done.stderr.splitlines() if ln.startswith("SLOWWARN ")]
+    assert found["code"] == 0 and found["workers"] and found["parent"] not in found["workers"]
+    assert sorted(warned) == sorted([found["parent"], found["child"]]), done.stderr[-3000:]
+
+
+def test_a_fork_server_importing_the_main_module_of_the_process_that_warned_is_of_its_run(monkeypatch):
+    """A fork server has an authentication key of its own, and (Python 3.13.8 and later) imports its
+    parent's main module before it serves, while multiprocessing marks the process as inheriting: it is of
+    the run of the parent that warned. Python 3.11 never preloads the main module, so the run script above
+    cannot show it; the same check, on this process as the fork server of its parent."""
+    from multiprocessing import process
+
+    parent = os.getppid()
+    monkeypatch.setenv(compiled.WARNED, f"0123456789abcdef:{parent}:recordio.vision._kernels")
+    assert compiled._listed() == ("0123456789abcdef", parent, ["recordio.vision._kernels"])
+    assert not compiled._of_run("0123456789abcdef", parent)           # another key, not inheriting
+    assert compiled._of_run(compiled._run(), 1)                       # the key of this run
+    monkeypatch.setattr(process.current_process(), "_inheriting", True, raising=False)
+    assert compiled._of_run("0123456789abcdef", parent)
+    assert not compiled._of_run("0123456789abcdef", parent + 1)       # the server of another process
+    monkeypatch.setenv(compiled.WARNED, "recordio.vision._kernels")   # the form of earlier versions: no run
+    assert compiled._listed() == ("", 0, [])
+
+
 DOCTOR = r'''
 import sys
 from recordio.tools.__main__ import main
@@ -193,7 +269,8 @@ def test_the_module_imports_nothing_of_recordio_and_nothing_heavy():
     tree = ast.parse(open(compiled.__file__).read())
     names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     names |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
-    assert names <= {"__future__", "_imp", "functools", "importlib", "os", "sys", "warnings"}, names   # builtins and light stdlib
+    assert names <= {"__future__", "_imp", "functools", "hashlib", "importlib", "multiprocessing", "os", "sys",
+                     "warnings"}, names   # builtins and light stdlib (multiprocessing.process alone, on a slow path)
 
 
 def test_a_built_part_whose_package_needs_an_extra_is_unused_not_missing():

@@ -19,8 +19,9 @@ from conftest import INSTALLED, ROOT, TESTS
 # Source folder -> where its files go in the wheel (setup.py's PACKAGE_ROOTS).
 ROOTS = {"recordio": "recordio", "converters": "recordio/converters", "tools": "recordio/tools"}
 SHIPPED = ("*.py", "*.pyi", "py.typed")
-C_SOURCES = ["recordio/mindrecord/_codec.c", "recordio/vision/_kernels.c", "recordio/vision/_jpeg.c",
-             "recordio/vision/_pilfast.c", "recordio/vision/_pilfast_resample.c", "recordio/vision/_pilfast.h"]
+# Every C source and header of the extensions (setup.py), which the sdist must carry.
+C_SOURCES = sorted(path.relative_to(ROOT).as_posix() for pattern in ("*.c", "*.h")
+                   for path in (ROOT / "recordio").rglob(pattern))
 EXTENSION = re.compile(r"^recordio/mindrecord/_codec\.[^/]*\.so$")
 
 
@@ -68,6 +69,16 @@ def test_the_source_tree_has_the_packages_it_should():
                  "recordio/converters/tomr/__init__.py", "recordio/tools/__main__.py", "recordio/py.typed",
                  "recordio/mindrecord/_codec.pyi"):
         assert name in expected
+
+
+def test_every_c_file_is_built_and_every_header_shipped():
+    """setup.py names each C file (a source, or a header in depends) and MANIFEST.in each header, so a
+    split extension's new files cannot be left out of the build or the sdist."""
+    setup_py, manifest = (ROOT / "setup.py").read_text(), (ROOT / "MANIFEST.in").read_text().splitlines()
+    assert {"recordio/mindrecord/_codec_ints.c", "recordio/mindrecord/_codec.h", "recordio/vision/_jpeg.c"} \
+        <= set(C_SOURCES)
+    assert [name for name in C_SOURCES if f'"{name}"' not in setup_py] == []
+    assert [name for name in C_SOURCES if name.endswith(".h") and f"include {name}" not in manifest] == []
 
 
 def test_the_check_fails_on_a_missing_module():

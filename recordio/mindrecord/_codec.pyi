@@ -1,4 +1,4 @@
-"""Types of the compiled integer-array codec ``_codec.c`` (built by setup.py)."""
+"""Types of the compiled codec ``_codec`` (``_codec.c`` and the files ``_codec.h`` lists; built by setup.py)."""
 
 from collections.abc import Sequence
 

@@ -2,8 +2,8 @@
 
 ``[u32 BE count][ceil(count/4) bytes of 2-bit width codes][elements, LE]`` (FORMAT.md §5.2): each
 element takes the smallest of 1, 2, 4 or 8 bytes whose signed range holds it. The compiled codec
-(``_codec.c``) must give the same bytes and accept exactly the encodings this one accepts; the
-errors raised for the others are this module's (tests/test_codec.py compares both).
+(``_codec``'s ``_codec_ints.c``) must give the same bytes and accept exactly the encodings this one
+accepts; the errors raised for the others are this module's (tests/test_codec.py compares both).
 """
 
 import struct
