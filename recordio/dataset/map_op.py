@@ -61,10 +61,21 @@ def apply_ops(ops, uid, seed, values, row, epoch, uids=None):
     return values
 
 
-def run_chunk(ops, uid, seed, chunk):
+def run_chunk(ops, uid, seed, chunk, slots=None):
     """A worker's job: a list of ``(input values, row, epoch)``. Ops that declare ``uses_keys = False``
-    (they draw no randomness) run without the row's key scopes."""
-    if all(getattr(op, "uses_keys", True) is False for op in ops):
+    (they draw no randomness) run without the row's key scopes. With ``slots`` (a batch of a fixed size
+    follows the map; ``chunk`` a :class:`_Numbered`), each row's ops are given its batch slot
+    (:mod:`recordio.batch_slots`)."""
+    keyless = all(getattr(op, "uses_keys", True) is False for op in ops)
+    uids = None if keyless else [derive_uid(uid, j) for j in range(len(ops))]
+    if slots is not None:
+        outs = []
+        for k, (values, row, epoch) in enumerate(chunk):
+            with row_slot(slots, epoch, chunk.start + k):
+                outs.append(_apply_keyless(ops, uid, values, row, epoch) if keyless
+                            else apply_ops(ops, uid, seed, values, row, epoch, uids))
+        return outs
+    if keyless:
         if len(ops) == 1:               # _apply_keyless of one op, inlined (a map per column: TypeCast)
             op, outs = ops[0], []
             for values, row, epoch in chunk:
@@ -76,7 +87,6 @@ def run_chunk(ops, uid, seed, chunk):
                 outs.append(out if isinstance(out, tuple) else (out,))
             return outs
         return [_apply_keyless(ops, uid, values, row, epoch) for values, row, epoch in chunk]
-    uids = [derive_uid(uid, j) for j in range(len(ops))]
     return [apply_ops(ops, uid, seed, values, row, epoch, uids) for values, row, epoch in chunk]
 
 
@@ -84,16 +94,6 @@ class _Numbered(list):
     """A chunk of ``(input values, row, epoch)`` whose first row is the map's ``start``-th of the epoch."""
 
     start = 0
-
-
-def run_chunk_in_slots(slots, ops, uid, seed, chunk):
-    """:func:`run_chunk` of a :class:`_Numbered` chunk, each row's ops given its batch slot
-    (:mod:`recordio.batch_slots`)."""
-    outs = []
-    for k, one in enumerate(chunk):
-        with row_slot(slots, one[2], chunk.start + k):
-            outs += run_chunk(ops, uid, seed, [one])
-    return outs
 
 
 def _apply_keyless(ops, uid, values, row, epoch):
@@ -212,10 +212,10 @@ class MapDataset(Dataset):
         # processes are asked for isolation; an earlier epoch's decision to use the workers stands
         probing = workers > 1 and not self.python_multiprocessing and not ctx.has_runner(self)
         chunk = self.CHUNK_PROCESSES if self.python_multiprocessing else self.CHUNK_THREADS
+        # a batch of a fixed size follows: ops may write into its blocks (threads only: a process's
+        # arrays are sent back as copies)
         slots = None if self.python_multiprocessing else ctx.batch_slots(self)
-        fn = functools.partial(run_chunk, spec.operations, spec.uid, ctx.seed)
-        if slots is not None:           # a batch of a fixed size follows: ops may write into its blocks
-            fn = functools.partial(run_chunk_in_slots, slots, spec.operations, spec.uid, ctx.seed)
+        fn = functools.partial(run_chunk, spec.operations, spec.uid, ctx.seed, slots=slots)
         sent = collections.deque()
         hooks = ctx.map_hooks(self) if self.callbacks else None
         if hooks is not None:
