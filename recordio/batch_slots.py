@@ -105,7 +105,9 @@ def block_of(values):
             or block.shape[1:] != values[0].shape or not block.flags.c_contiguous):
         return None
     start, step = block.ctypes.data, block[0].nbytes
-    for k, v in enumerate(values):
-        if type(v) is not np.ndarray or v.base is not block or v.ctypes.data != start + k * step:
+    shape, strides = block.shape[1:], block.strides[1:]
+    for k, v in enumerate(values):              # each the slot itself: not a transposed or flipped view of it
+        if (type(v) is not np.ndarray or v.base is not block or v.shape != shape or v.strides != strides
+                or v.ctypes.data != start + k * step):
             return None
     return block

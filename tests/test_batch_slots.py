@@ -80,3 +80,15 @@ def test_block_of_needs_every_slot_in_order():
     assert batch_slots.block_of(rows[::-1]) is None
     assert batch_slots.block_of(rows[:2]) is None
     assert batch_slots.block_of([rows[0], rows[1].copy(), rows[2]]) is None
+
+
+def test_views_of_slots_are_not_the_block():
+    """A later op that returns a view of its slot (transposed, flipped) changes the values: the batch is
+    stacked from the views, not the block."""
+    square = [vision.Rescale(1 / 255, 0.0), vision.Normalize(MEAN, STD), vision.HWC2CHW()]
+    imgs = [im[:, :20] for im in images(8, 2)]
+    for view in (lambda x: x.transpose(0, 2, 1), lambda x: x[:, ::-1]):
+        got = pipeline(imgs, 4, 1, square + [view])
+        want = pipeline(imgs, 4, 1, square + [lambda x: x.copy(), view])
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
