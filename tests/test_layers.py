@@ -1,6 +1,6 @@
 """The layers of the package, held by parsing every import (module level and inside functions).
 
-    errors, config, extras, hooks, compiled  ->  keys, common  ->  mindrecord (the bytes)  ->  vision, transforms  ->  offload
+    errors, config, extras, hooks, compiled  ->  keys, batch_slots, common  ->  mindrecord (the bytes)  ->  vision, transforms  ->  offload
     ->  dataset (the pipeline)  ->  sink  ->  training;  mindrecord  ->  ray, spark (the Ray Data and Spark bridges)
 
 A package may import those on its own floor or below; nothing inside ``recordio/`` imports the
@@ -26,14 +26,15 @@ ALLOWED = {
     "hooks": set(),                                       # what the package root hands down to a lower layer
     "compiled": set(),                                    # the C extensions, and a warning when one is missing
     "keys": GROUND,
+    "batch_slots": GROUND,                                # where a row's image output goes when a batch follows
     "common": GROUND,
     "mindrecord": GROUND | {"keys"},
-    "vision": GROUND | {"keys", "common"},
-    "transforms": GROUND | {"keys", "common", "vision"},
-    "offload": GROUND | {"keys", "common", "vision", "transforms"},
-    "dataset": GROUND | {"keys", "common", "mindrecord", "vision", "transforms", "offload"},
-    "sink": GROUND | {"keys", "common", "dataset", "offload"},
-    "training": GROUND | {"keys", "common", "dataset", "offload", "sink"},
+    "vision": GROUND | {"keys", "batch_slots", "common"},
+    "transforms": GROUND | {"keys", "batch_slots", "common", "vision"},
+    "offload": GROUND | {"keys", "batch_slots", "common", "vision", "transforms"},
+    "dataset": GROUND | {"keys", "batch_slots", "common", "mindrecord", "vision", "transforms", "offload"},
+    "sink": GROUND | {"keys", "batch_slots", "common", "dataset", "offload"},
+    "training": GROUND | {"keys", "batch_slots", "common", "dataset", "offload", "sink"},
     "ray": GROUND | {"keys", "mindrecord"},                  # the Ray Data bridge (imports ray)
     "spark": GROUND | {"keys", "mindrecord"},                # the Spark bridge (imports pyspark)
     "view": GROUND | {"mindrecord"},                         # recordio view, the web app (imports starlette)
