@@ -92,3 +92,32 @@ def test_views_of_slots_are_not_the_block():
         want = pipeline(imgs, 4, 1, square + [lambda x: x.copy(), view])
         for g, w in zip(got, want):
             np.testing.assert_array_equal(g, w)
+
+
+def chain_dataset(imgs, batch, workers=2):
+    data = ds.GeneratorDataset([(im, np.int32(i)) for i, im in enumerate(imgs)], ["image", "label"], shuffle=True)
+    chain = [vision.RandomHorizontalFlip(), vision.RandomColorAdjust(0.4, 0.4, 0.4), vision.Rescale(1 / 255, 0.0),
+             vision.Normalize(MEAN, STD), vision.HWC2CHW()]
+    return data.map(chain, input_columns="image", num_parallel_workers=workers).batch(batch)
+
+
+def test_epochs_and_a_resume_give_the_same_batches():
+    """Two epochs (the block table is kept across them) and a resume mid-epoch (rows counted from the
+    resume point) give the batches of one uninterrupted run, blocks where the batches are whole."""
+    imgs = images(24, 3)
+    it = chain_dataset(imgs, 4).create_dict_iterator(num_epochs=2, output_numpy=True)
+    reference = [[row["image"] for row in it] for _ in range(2)]
+    assert all(made(b) for epoch in reference for b in epoch)
+    assert not np.array_equal(np.concatenate(reference[0]), np.concatenate(reference[1]))   # reshuffled
+    data = chain_dataset(imgs, 4)
+    it = data.create_dict_iterator(num_epochs=2, output_numpy=True)
+    head = [next(it)["image"] for _ in range(3)]
+    state = it.state_dict()
+    it.close()
+    resumed = chain_dataset(imgs, 4)
+    resumed.load_state_dict(state)
+    it = resumed.create_dict_iterator(num_epochs=2, output_numpy=True)
+    rest = [[row["image"] for row in it] for _ in range(2)]
+    for got, want in zip(head + rest[0] + rest[1], reference[0] + reference[1]):
+        np.testing.assert_array_equal(got, want)
+    assert all(made(b) for b in rest[0] + rest[1])
