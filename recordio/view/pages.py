@@ -1,0 +1,93 @@
+"""A page of a filter's matches in one shard's ``.db``, read from the nearest known position.
+
+``ORDER BY ROW_ID LIMIT ? OFFSET ?`` makes SQLite step over every match before the page: the last
+page of two million matches steps over two million. Here a page starts from an *anchor* instead
+(keyset pagination): ``(n, r)`` says the shard's first ``n`` matches have ``ROW_ID < r`` and the
+rest ``ROW_ID >= r`` (``r`` is match ``n``'s ``ROW_ID``, or one past match ``n - 1``'s: ROW_IDs are
+whole numbers). A page of matches ``start .. stop`` is read forwards from the nearest anchor at or
+before ``start`` (``ROW_ID >= r ... OFFSET start - n``), or backwards from the nearest at or after
+``stop`` (``ROW_ID < r ORDER BY ROW_ID DESC ... OFFSET n - stop``, then reversed), whichever steps over fewer matches; the shard's start ``(0, none)`` and
+end ``(count, none)`` are anchors too, so the last page is read backwards from the end. Each page
+read leaves anchors at its first and last match, so paging forwards or backwards costs one page.
+
+``ROW_ID`` leads the primary key MindSpore writes (``PRIMARY KEY(ROW_ID, INC_0, ...)``), so SQLite
+has an index on it (``sqlite_autoindex_INDEXES_1``; ``ROW_ID`` is an ``INT`` column, not the table's
+rowid): ``ROW_ID >= ?`` and ``ROW_ID < ?`` are seeks in it (``EXPLAIN QUERY PLAN``: ``SEARCH INDEXES
+USING INDEX sqlite_autoindex_INDEXES_1 (ROW_ID>?)``, ``(ROW_ID<?)``) and ``ORDER BY ROW_ID`` (either
+way) walks it without sorting; each match's other columns are then looked up by rowid. Anchors are facts about immutable files: any anchor gives the
+same rows as plain ``OFFSET``, so they only change the cost.
+"""
+
+from __future__ import annotations
+
+import bisect
+import collections
+
+from recordio.view import db
+
+FILTERS_KEPT = 256           # filters whose anchors are kept (least recently used dropped)
+ANCHORS_KEPT = 1024          # anchors kept per filter and shard (every other one dropped past this)
+
+
+class Anchors:
+    """Known ``(n, r)`` positions per (filter, shard), sorted by ``n``; bounded. Not locked: the
+    caller holds its own lock."""
+
+    def __init__(self, filters=FILTERS_KEPT, per_shard=ANCHORS_KEPT):
+        self.filters, self.per_shard = filters, per_shard
+        self._marks: collections.OrderedDict = collections.OrderedDict()
+
+    def of(self, key, k) -> list:
+        """The sorted anchor list of filter ``key`` in shard ``k`` (the list itself: :func:`read` adds to it)."""
+        shards = self._marks.get(key)
+        if shards is None:
+            shards = self._marks[key] = {}
+            if len(self._marks) > self.filters:
+                self._marks.popitem(last=False)
+        self._marks.move_to_end(key)
+        return shards.setdefault(k, [])
+
+    def add(self, marks, *anchors):
+        """Add ``(n, r)`` anchors to ``marks`` (kept sorted, each ``n`` once); past ``per_shard``, every
+        other one is dropped (the rest stay evenly spread)."""
+        for n, r in anchors:
+            i = bisect.bisect_left(marks, n, key=_n)
+            if i == len(marks) or marks[i][0] != n:
+                marks.insert(i, (n, r))
+        if len(marks) > self.per_shard:
+            del marks[::2]
+
+
+def _n(mark):
+    return mark[0]
+
+
+def plan(marks, count, start, stop):
+    """How to read matches ``start .. stop`` (``0 <= start < stop <= count``) from ``marks``:
+    ``(descending, n, r)``: forwards from anchor ``(n, r)`` (``n <= start``) or backwards from it
+    (``n >= stop``), ``r`` None at the shard's start or end; the one stepping over fewer matches."""
+    i = bisect.bisect_right(marks, start, key=_n)
+    before = marks[i - 1] if i else (0, None)
+    j = bisect.bisect_left(marks, stop, key=_n)
+    after = marks[j] if j < len(marks) else (count, None)
+    if after[0] - stop < start - before[0]:
+        return True, *after
+    return False, *before
+
+
+def read(conn, path, where, params, marks, count, start, stop, anchors):
+    """ROW_IDs of matches ``start .. stop`` of one shard (``count`` matches of ``where``), ascending;
+    anchors at the page's first and last match are added to ``marks`` through ``anchors``."""
+    descending, n, r = plan(marks, count, start, stop)
+    sql, args = f"SELECT ROW_ID FROM INDEXES WHERE ({where})", list(params)
+    if r is not None:
+        sql += " AND ROW_ID < ?" if descending else " AND ROW_ID >= ?"
+        args.append(r)
+    sql += f" ORDER BY ROW_ID{' DESC' if descending else ''} LIMIT ? OFFSET ?"
+    args += [stop - start, n - stop if descending else start - n]
+    ids = [row for (row,) in db.query(conn, path, sql, args)]
+    if descending:
+        ids.reverse()
+    if len(ids) == stop - start and all(type(i) is int for i in (ids[0], ids[-1])):   # as the count said
+        anchors.add(marks, (start, ids[0]), (stop, ids[-1] + 1))
+    return ids
