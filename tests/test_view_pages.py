@@ -56,8 +56,10 @@ def pairs(count, seed):
     return out
 
 
+@pytest.mark.parametrize("step", [pages.STEP, 3])
 @pytest.mark.parametrize("where", WHERE, ids=lambda w: "&".join(w) or "all")
-def test_every_page_is_the_slice_of_the_matches_in_any_order(dataset, values, where):
+def test_every_page_is_the_slice_of_the_matches_in_any_order(dataset, values, where, step, monkeypatch):
+    monkeypatch.setattr(pages, "STEP", step)          # 3: far pages walk there in hops, leaving anchors
     expected = brute(values, where)
     source = Source(dataset)
     try:
@@ -119,6 +121,26 @@ def test_paging_on_back_and_to_the_last_page_steps_over_no_matches(dataset, valu
             offsets.clear()
             assert source.page_rows(conditions, offset, 10) == expected[offset:offset + 10]
             assert offsets and set(offsets) == {0}, offset
+    finally:
+        source.close()
+
+
+def test_a_far_page_leaves_anchors_on_its_way_and_a_jump_near_them_is_cheap(dataset, values, offsets, monkeypatch):
+    monkeypatch.setattr(pages, "STEP", 16)
+    where = ["label>=2"]
+    expected = brute(values, where)
+    source = Source(dataset)
+    try:
+        conditions = source.conditions(where)
+        shard0 = source.shard_counts(conditions)[0]
+        assert shard0 > 200
+        far = shard0 // 2 - 10                                       # read forwards, from the start
+        assert source.page_rows(conditions, far, 5) == expected[far:far + 5]
+        assert offsets.count(16) == far // 16 and max(offsets) <= 16  # hops of 16 matches, then the page
+        for offset in (far // 3, far - 20, far // 2 + 7, 20, far - 40):  # each within 16 of an anchor
+            offsets.clear()
+            assert source.page_rows(conditions, offset, 5) == expected[offset:offset + 5]
+            assert len(offsets) == 1 and offsets[0] < 16, (offset, offsets)
     finally:
         source.close()
 

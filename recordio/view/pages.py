@@ -8,7 +8,10 @@ whole numbers). A page of matches ``start .. stop`` is read forwards from the ne
 before ``start`` (``ROW_ID >= r ... OFFSET start - n``), or backwards from the nearest at or after
 ``stop`` (``ROW_ID < r ORDER BY ROW_ID DESC ... OFFSET n - stop``, then reversed), whichever steps over fewer matches; the shard's start ``(0, none)`` and
 end ``(count, none)`` are anchors too, so the last page is read backwards from the end. Each page
-read leaves anchors at its first and last match, so paging forwards or backwards costs one page.
+read leaves anchors at its first and last match, so paging forwards or backwards costs one page;
+the way to a page far from every anchor is walked in hops of ``STEP`` matches (``LIMIT 1 OFFSET
+STEP``), each leaving an anchor: the first jump costs what ``OFFSET`` did, a later one near it at
+most ``STEP`` matches more than its page.
 
 ``ROW_ID`` leads the primary key MindSpore writes (``PRIMARY KEY(ROW_ID, INC_0, ...)``), so SQLite
 has an index on it (``sqlite_autoindex_INDEXES_1``; ``ROW_ID`` is an ``INT`` column, not the table's
@@ -22,11 +25,13 @@ from __future__ import annotations
 
 import bisect
 import collections
+import functools
 
 from recordio.view import db
 
 FILTERS_KEPT = 256           # filters whose anchors are kept (least recently used dropped)
 ANCHORS_KEPT = 1024          # anchors kept per filter and shard (every other one dropped past this)
+STEP = 4096                  # on the way to a far page, an anchor every STEP matches
 
 
 class Anchors:
@@ -76,18 +81,31 @@ def plan(marks, count, start, stop):
 
 
 def read(conn, path, where, params, marks, count, start, stop, anchors):
-    """ROW_IDs of matches ``start .. stop`` of one shard (``count`` matches of ``where``), ascending;
-    anchors at the page's first and last match are added to ``marks`` through ``anchors``."""
+    """ROW_IDs of matches ``start .. stop`` of one shard (``count`` matches of ``where``), ascending.
+    Anchors at the page's first and last match are added to ``marks`` through ``anchors``, and, when
+    the page is far from every anchor, one every ``STEP`` matches on the way to it."""
     descending, n, r = plan(marks, count, start, stop)
-    sql, args = f"SELECT ROW_ID FROM INDEXES WHERE ({where})", list(params)
-    if r is not None:
-        sql += " AND ROW_ID < ?" if descending else " AND ROW_ID >= ?"
-        args.append(r)
-    sql += f" ORDER BY ROW_ID{' DESC' if descending else ''} LIMIT ? OFFSET ?"
-    args += [stop - start, n - stop if descending else start - n]
-    ids = [row for (row,) in db.query(conn, path, sql, args)]
+    query = functools.partial(_ids, conn, path, where, params, descending)
+    while (n - stop if descending else start - n) > STEP:
+        hop = query(r, 1, STEP - 1 if descending else STEP)
+        if len(hop) != 1 or type(hop[0]) is not int:
+            break
+        n, r = n - STEP if descending else n + STEP, hop[0]
+        anchors.add(marks, (n, r))
+    ids = query(r, stop - start, n - stop if descending else start - n)
     if descending:
         ids.reverse()
     if len(ids) == stop - start and all(type(i) is int for i in (ids[0], ids[-1])):   # as the count said
         anchors.add(marks, (start, ids[0]), (stop, ids[-1] + 1))
     return ids
+
+
+def _ids(conn, path, where, params, descending, r, limit, offset):
+    """``limit`` ROW_IDs of matches of ``where`` after skipping ``offset``, from anchor ROW_ID ``r``:
+    ascending from ``ROW_ID >= r``, or descending from ``ROW_ID < r`` (from the start or end when None)."""
+    sql, args = f"SELECT ROW_ID FROM INDEXES WHERE ({where})", list(params)
+    if r is not None:
+        sql += " AND ROW_ID < ?" if descending else " AND ROW_ID >= ?"
+        args.append(r)
+    sql += f" ORDER BY ROW_ID{' DESC' if descending else ''} LIMIT ? OFFSET ?"
+    return [row for (row,) in db.query(conn, path, sql, [*args, limit, offset])]
