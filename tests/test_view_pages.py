@@ -146,6 +146,21 @@ def test_a_far_page_leaves_anchors_on_its_way_and_a_jump_near_them_is_cheap(data
         source.close()
 
 
+def test_the_way_to_a_far_page_keeps_the_time_limit_of_a_query(dataset, monkeypatch):
+    from recordio.errors import IndexFileError
+
+    monkeypatch.setattr(pages, "STEP", 3)
+    monkeypatch.setattr(db, "QUERY_SECONDS", 0.0)
+    source = Source(dataset)
+    try:
+        conditions = source.conditions(["label>=2"])
+        assert len(source.page_rows(conditions, 2, 5)) == 5                # near the start: no way to walk
+        with pytest.raises(IndexFileError, match=r"data.mindrecord0.db: .*interrupted after 0 s.*the way to match 100"):
+            source.page_rows(conditions, 100, 5)
+    finally:
+        source.close()
+
+
 def test_anchors_stay_sorted_and_bounded():
     anchors = pages.Anchors(filters=2, per_shard=8)
     marks = anchors.of(("a",), 0)

@@ -28,7 +28,9 @@ from __future__ import annotations
 import bisect
 import collections
 import functools
+import time
 
+from recordio.errors import IndexFileError
 from recordio.view import db
 
 FILTERS_KEPT = 256           # filters whose anchors are kept (least recently used dropped)
@@ -87,10 +89,15 @@ def plan(marks, count, start, stop):
 def read(conn, path, where, params, marks, count, start, stop, anchors):
     """ROW_IDs of matches ``start .. stop`` of one shard (``count`` matches of ``where``), ascending.
     Anchors at the page's first and last match are added to ``marks`` through ``anchors``, and, when
-    the page is far from every anchor, one every ``STEP`` matches on the way to it."""
+    the page is far from every anchor, one every ``STEP`` matches on the way to it (the whole way
+    within the view's time limit for a query, as one ``OFFSET`` query was)."""
     descending, n, r = plan(marks, count, start, stop)
     query = functools.partial(_ids, conn, path, where, params, descending)
+    deadline = time.monotonic() + db.QUERY_SECONDS
     while (n - stop if descending else start - n) > STEP:
+        if time.monotonic() >= deadline:
+            raise IndexFileError(f"{path}: index query failed (interrupted after {db.QUERY_SECONDS:g} s; query: "
+                                 f"the way to match {start} of {where} with {list(params)[:8]}, at match {n})")
         hop = query(r, 1, STEP - 1 if descending else STEP)
         if len(hop) != 1 or type(hop[0]) is not int:
             break
