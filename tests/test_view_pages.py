@@ -166,7 +166,7 @@ def test_anchors_stay_sorted_and_bounded():
     marks = anchors.of(("a",), 0)
     rng = random.Random(0)
     for n in rng.sample(range(1000), 100):
-        anchors.add(marks, (n, n * 3))
+        marks.add((n, n * 3))
         assert len(marks) <= 8 and marks == sorted(marks) and len({m[0] for m in marks}) == len(marks)
     assert anchors.of(("a",), 0) is marks
     anchors.of(("b",), 0)

@@ -40,32 +40,40 @@ BACKWARDS = 2.5              # a row stepped over backwards costs SQLite about 2
 
 
 class Anchors:
-    """Known ``(n, r)`` positions per (filter, shard), sorted by ``n``; bounded. Not locked: the
-    caller holds its own lock."""
+    """Known positions per (filter, shard), least recently used filters dropped past ``filters``. Not
+    locked: the caller holds its own lock."""
 
     def __init__(self, filters=FILTERS_KEPT, per_shard=ANCHORS_KEPT):
         self.filters, self.per_shard = filters, per_shard
         self._marks: collections.OrderedDict = collections.OrderedDict()
 
-    def of(self, key, k) -> list:
-        """The sorted anchor list of filter ``key`` in shard ``k`` (the list itself: :func:`read` adds to it)."""
+    def of(self, key, k) -> Marks:
+        """The anchors of filter ``key`` in shard ``k`` (kept: :func:`read` adds to them)."""
         shards = self._marks.get(key)
         if shards is None:
             shards = self._marks[key] = {}
             if len(self._marks) > self.filters:
                 self._marks.popitem(last=False)
         self._marks.move_to_end(key)
-        return shards.setdefault(k, [])
+        return shards.setdefault(k, Marks(self.per_shard))
 
-    def add(self, marks, *anchors):
-        """Add ``(n, r)`` anchors to ``marks`` (kept sorted, each ``n`` once); past ``per_shard``, every
-        other one is dropped (the rest stay evenly spread)."""
+
+class Marks(list):
+    """The ``(n, r)`` anchors of one filter in one shard, sorted by ``n``, at most ``most``."""
+
+    def __init__(self, most):
+        super().__init__()
+        self.most = most
+
+    def add(self, *anchors):
+        """Add ``(n, r)`` anchors (each ``n`` once); past ``most``, every other one is dropped (the rest
+        stay evenly spread)."""
         for n, r in anchors:
-            i = bisect.bisect_left(marks, n, key=_n)
-            if i == len(marks) or marks[i][0] != n:
-                marks.insert(i, (n, r))
-        if len(marks) > self.per_shard:
-            del marks[::2]
+            i = bisect.bisect_left(self, n, key=_n)
+            if i == len(self) or self[i][0] != n:
+                self.insert(i, (n, r))
+        if len(self) > self.most:
+            del self[::2]
 
 
 def _n(mark):
@@ -86,9 +94,9 @@ def plan(marks, count, start, stop):
     return False, *before
 
 
-def read(conn, path, where, params, marks, count, start, stop, anchors):
+def read(conn, path, where, params, marks, count, start, stop):
     """ROW_IDs of matches ``start .. stop`` of one shard (``count`` matches of ``where``), ascending.
-    Anchors at the page's first and last match are added to ``marks`` through ``anchors``, and, when
+    Anchors at the page's first and last match are added to ``marks``, and, when
     the page is far from every anchor, one every ``STEP`` matches on the way to it (the whole way
     within the view's time limit for a query, as one ``OFFSET`` query was)."""
     descending, n, r = plan(marks, count, start, stop)
@@ -102,12 +110,12 @@ def read(conn, path, where, params, marks, count, start, stop, anchors):
         if len(hop) != 1 or type(hop[0]) is not int:
             break
         n, r = n - STEP if descending else n + STEP, hop[0]
-        anchors.add(marks, (n, r))
+        marks.add((n, r))
     ids = query(r, stop - start, n - stop if descending else start - n)
     if descending:
         ids.reverse()
     if len(ids) == stop - start and all(type(i) is int for i in (ids[0], ids[-1])):   # as the count said
-        anchors.add(marks, (start, ids[0]), (stop, ids[-1] + 1))
+        marks.add((start, ids[0]), (stop, ids[-1] + 1))
     return ids
 
 

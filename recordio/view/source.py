@@ -144,9 +144,8 @@ class Source:
                     skip -= n
                 elif len(found) < limit:
                     stop = min(n, skip + limit - len(found))
-                    marks = self._anchors.of(tuple(conditions), k)
-                    ids = pages.read(self._conn(k), db.db_path(reader.files[k]), where, params, marks, n, skip, stop,
-                                     self._anchors)
+                    marks, path = self._anchors.of(tuple(conditions), k), db.db_path(reader.files[k])
+                    ids = pages.read(self._conn(k), path, where, params, marks, n, skip, stop)
                     found += [start + r for r in ids]
                     skip = 0
                 start += total
