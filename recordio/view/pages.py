@@ -7,7 +7,7 @@ rest ``ROW_ID >= r`` (``r`` is match ``n``'s ``ROW_ID``, or one past match ``n -
 whole numbers). A page of matches ``start .. stop`` is read forwards from the nearest anchor at or
 before ``start`` (``ROW_ID >= r ... OFFSET start - n``), or backwards from the nearest at or after
 ``stop`` (``ROW_ID < r ORDER BY ROW_ID DESC ... OFFSET n - stop``, then reversed), whichever steps
-over fewer matches (SQLite steps backwards about 2.5 times slower); the shard's start ``(0, none)``
+over fewer matches (SQLite steps backwards 2.2-2.4 times slower); the shard's start ``(0, none)``
 and end ``(count, none)`` are anchors too, so the last page is read backwards from the end. Each
 page read leaves anchors at its first and last match, so paging forwards or backwards costs one
 page; the way to a page far from every anchor is walked in hops of ``STEP`` matches (``LIMIT 1
@@ -36,7 +36,7 @@ from recordio.view import db
 FILTERS_KEPT = 256           # filters whose anchors are kept (least recently used dropped)
 ANCHORS_KEPT = 1024          # anchors kept per filter and shard (every other one dropped past this)
 STEP = 4096                  # on the way to a far page, an anchor every STEP matches
-BACKWARDS = 2.5              # a row stepped over backwards costs SQLite about 2.5 forwards (measured)
+BACKWARDS = 2.5              # a row stepped over backwards costs SQLite 2.2-2.4 forwards (measured)
 
 
 class Anchors:
