@@ -179,3 +179,26 @@ def test_anchors_stay_sorted_and_bounded():
                                                (40, 60, (False, 40, 7))])
 def test_plan_reads_from_the_nearest_anchor(start, stop, want):
     assert pages.plan([(40, 7), (60, 9)], 100, start, stop) == want
+
+
+def test_threads_paging_one_filter_at_once_get_the_matches(dataset, values, monkeypatch):
+    """Four threads share one Source's anchors and connections (without page_rows' lock this was seen
+    to hang in SQLite)."""
+    import concurrent.futures
+
+    monkeypatch.setattr(pages, "STEP", 7)
+    where = ["label>=2"]
+    expected = brute(values, where)
+    source = Source(dataset)
+    try:
+        conditions = source.conditions(where)
+
+        def pages_of(seed):
+            return [(o, n, source.page_rows(conditions, o, n)) for o, n in pairs(len(expected), seed)[:80]]
+
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            for served in pool.map(pages_of, range(8)):
+                for offset, limit, got in served:
+                    assert got == expected[offset:offset + min(limit, MAX_PAGE)], (offset, limit)
+    finally:
+        source.close()
