@@ -11,7 +11,12 @@ without ``add_index``), then, in a fresh interpreter, opens it with the app serv
 * ``first_page_filtered_ms``: ``/rows?where=label=3`` (count and first page from the ``.db`` files);
 * ``facets_ms``: ``/api/facets`` (value counts and histograms of every indexed field, all rows);
 * RSS (``VmRSS``, and ``RssAnon``: memory not backed by the data files) after each block of pages,
-  over ``--pages`` pages read in order, then as many at random offsets, then filtered at random offsets.
+  over ``--pages`` pages read in order, then as many at random offsets, then filtered at random offsets;
+* far filtered pages of ``label=3`` (``Source.page_rows``, no rendering), each contender in a fresh
+  process: the view's pages (``keyset``: from the nearest anchor, or the shard's end) against plain
+  ``ORDER BY ROW_ID LIMIT/OFFSET`` per shard (``offset``, the view before anchors) — the last page
+  (the headline: a fresh process's first far page, after one page at the start), 20 pages on from
+  the middle, and 50 at random offsets (median); both contenders' rows are checked equal.
 
     python -m recordio.tools.bench_view [--rows 1000000] [--pages 400] [--folder DIR] [--json FILE]
 """
@@ -89,6 +94,77 @@ server.should_exit = True
 '''
 
 
+PAGES_CHILD = r'''
+import json, random, sys, time
+from recordio.view import db, filters
+from recordio.view.source import Source
+path, contender = sys.argv[1], sys.argv[2]
+source = Source(path)
+conditions = source.conditions(["label=3"])
+count = source.count(conditions)
+conns = [db.connect(db.db_path(f)) for f in source.reader.files]
+
+def plain(offset, limit):
+    """The view's pages before anchors: ORDER BY ROW_ID LIMIT/OFFSET in each shard."""
+    where, params = filters.where_sql(conditions)
+    found, start, skip = [], 0, offset
+    for k, (n, total) in enumerate(zip(source.shard_counts(conditions), source.reader.file_row_counts)):
+        if skip >= n:
+            skip -= n
+        elif len(found) < limit:
+            sql = f"SELECT ROW_ID FROM INDEXES WHERE {where} ORDER BY ROW_ID LIMIT ? OFFSET ?"
+            found += [start + r for (r,) in db.query(conns[k], "", sql, [*params, limit - len(found), skip])]
+            skip = 0
+        start += total
+    return found
+
+page = plain if contender == "offset" else lambda offset, limit: source.page_rows(conditions, offset, limit)
+
+def timed(offset):
+    t = time.perf_counter()
+    rows = page(offset, 50)
+    return (time.perf_counter() - t) * 1000, rows
+
+page(0, 1)                    # both open their .db connections (an anchor at the start is no help)
+rng = random.Random(0)
+result, pages = {"matches": count}, []
+result["last_ms"], rows = timed(count - 50)
+pages.append(rows)
+ms = []
+for i in range(20):
+    t, rows = timed(count // 2 + 50 * i)
+    ms.append(t)
+    pages.append(rows)
+result["on_first_ms"], result["on_median_ms"] = ms[0], sorted(ms)[10]
+ms = []
+for offset in [rng.randrange(count - 50) for _ in range(50)]:
+    t, rows = timed(offset)
+    ms.append(t)
+    pages.append(rows)
+result["random_median_ms"] = sorted(ms)[25]
+result["pages"] = pages
+print(json.dumps(result))
+'''
+
+
+def far_pages(path):
+    """The far filtered pages' rows of figures: each contender in a fresh process, same pages checked."""
+    got = {}
+    for contender in ("offset", "keyset"):
+        out = subprocess.run([sys.executable, "-c", PAGES_CHILD, path, contender], capture_output=True, text=True)
+        if out.returncode:
+            raise RuntimeError(f"the view benchmark's {contender} pages process failed: {out.stderr[-2000:]}")
+        got[contender] = json.loads(out.stdout.strip().splitlines()[-1])
+    if got["offset"].pop("pages") != got["keyset"].pop("pages"):
+        raise RuntimeError("the view benchmark: keyset pages differ from LIMIT/OFFSET pages")
+    base, new = got["offset"], got["keyset"]
+    note = f"label=3: {new['matches']} matches"
+    names = {"last_ms": "last filtered page", "on_first_ms": "filtered page mid-way",
+             "on_median_ms": "filtered pages on from it, median", "random_median_ms": "filtered random page, median"}
+    return [bench_row(title, new[key], "ms", "LIMIT/OFFSET", base[key], note=note,
+                      lower_is_better=True) for key, title in names.items()]
+
+
 def write(folder, rows):
     """The dataset of ``rows`` small rows in ``folder`` (kept: written once)."""
     import numpy as np
@@ -135,7 +211,7 @@ def run(args):
              if name.startswith("page_ms")]
     rows += [bench_row(f"{kind} after {when}", mib, "MiB") for when, sample in result["rss_mib"]
              for kind, mib in sample.items()]
-    return rows
+    return rows + far_pages(path)
 
 
 def main(argv=None):

@@ -12,7 +12,7 @@ import collections
 import threading
 
 from recordio.errors import RecordIOError
-from recordio.view import db, filters
+from recordio.view import db, filters, pages
 
 MAX_PAGE = 200               # rows on one page
 DEFAULT_PAGE = 50
@@ -34,6 +34,7 @@ class Source:
         self._dbs: collections.OrderedDict = collections.OrderedDict()
         self._counts: collections.OrderedDict = collections.OrderedDict()
         self._facets: collections.OrderedDict = collections.OrderedDict()
+        self._anchors = pages.Anchors()
         self._info = None
         self.error = None
         self.reader = None
@@ -125,7 +126,9 @@ class Source:
         return sum(self.shard_counts(conditions))
 
     def page_rows(self, conditions, offset, limit) -> list:
-        """Global row numbers of matches ``offset .. offset+limit`` (ascending)."""
+        """Global row numbers of matches ``offset .. offset+limit`` (ascending). Each shard's part is read
+        from the nearest position a page served before left (:mod:`recordio.view.pages`), or from the
+        shard's end when nearer: paging on, back, or to the last page costs one page, not ``offset``."""
         limit = max(0, min(int(limit), MAX_PAGE))
         offset = max(0, int(offset))
         if not conditions:
@@ -140,9 +143,10 @@ class Source:
                 if skip >= n:
                     skip -= n
                 elif len(found) < limit:
-                    sql = f"SELECT ROW_ID FROM INDEXES WHERE {where} ORDER BY ROW_ID LIMIT ? OFFSET ?"
-                    ids = db.query(self._conn(k), db.db_path(reader.files[k]), sql, [*params, limit - len(found), skip])
-                    found += [start + r for (r,) in ids]
+                    stop = min(n, skip + limit - len(found))
+                    marks, path = self._anchors.of(tuple(conditions), k), db.db_path(reader.files[k])
+                    ids = pages.read(self._conn(k), path, where, params, marks, n, skip, stop)
+                    found += [start + r for r in ids]
                     skip = 0
                 start += total
         return found
