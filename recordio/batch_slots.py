@@ -27,7 +27,8 @@ _local = threading.local()
 _made: "weakref.WeakValueDictionary[int, np.ndarray]" = weakref.WeakValueDictionary()   # id -> a block made here
 
 # blocks older than this many blocks behind the newest one asked for are dropped from the table (rows
-# that never asked for their slot); the rows in flight between workers and the batch span fewer
+# that never asked for their slot). A row of a dropped block that asks later gets a new block's slot: its
+# batch is then stacked, with the same values (small batches on many workers may see that)
 _KEEP_BEHIND = 8
 
 
