@@ -10,6 +10,7 @@ import dataclasses
 import sys
 
 from recordio import config
+from recordio.batch_slots import BatchSlots
 from recordio.dataset.callback import MapHooks
 from recordio.dataset.workers import make_runner
 
@@ -97,7 +98,6 @@ class RunContext:
         """A ``batch`` of ``size`` rows reads ``node`` directly: its ops may write into the batch's
         blocks (:mod:`recordio.batch_slots`; one table per node for the whole run)."""
         if id(node) not in self._slots:
-            from recordio.batch_slots import BatchSlots
             self._slots[id(node)] = BatchSlots(size)
 
     def batch_slots(self, node):

@@ -17,20 +17,6 @@
 #define VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define VECTOR_CLONES
-/* The AVX2 forms of the hottest loops (_kernels_simd.c): each does the first 8 * k pixels of a row and
- * returns how many it did (0 where it does not apply: no AVX2, another layout, use_simd off); the scalar
- * loop does the rest. t32: a uint8 table as int32 (NULL: none). */
-int simd_init(void);
-int simd_use(int on);
-Py_ssize_t simd_saturation_row(const uint8_t *p, Py_ssize_t sx, uint8_t *out, Py_ssize_t n, float a, float rest,
-                               const int32_t *t32, const struct levels *lv, Py_ssize_t y);
-Py_ssize_t simd_levels_row(const struct levels *lv, const uint8_t *p, Py_ssize_t sx, Py_ssize_t y);
-Py_ssize_t simd_grey_run(const uint8_t *p, Py_ssize_t n, const int32_t *t32, long long *total);
-
-/* levels_row from column x0 on (p still points at the row's first pixel). */
-void levels_from(const struct levels *lv, const uint8_t *p, Py_ssize_t sx, Py_ssize_t sc, Py_ssize_t c,
-                 Py_ssize_t y, Py_ssize_t x0);
-
 #endif
 
 /* Round half to even and saturate, as numpy's rint + clip and OpenCV's saturate_cast. Adding and

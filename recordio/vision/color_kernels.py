@@ -12,8 +12,9 @@ import functools
 import cv2
 import numpy as np
 
-from recordio.batch_slots import output_array
 from recordio import compiled       # the optional C kernels (setup.py); same values, one pass each
+from recordio.batch_slots import output_array
+
 _kernels = compiled.load("recordio.vision._kernels")        # None (warned once) where it was not built
 
 __all__ = ["ADJUST", "adjust_all", "adjust_brightness", "adjust_contrast", "adjust_hue", "adjust_levels",
