@@ -121,3 +121,49 @@ def test_epochs_and_a_resume_give_the_same_batches():
     for got, want in zip(head + rest[0] + rest[1], reference[0] + reference[1]):
         np.testing.assert_array_equal(got, want)
     assert all(made(b) for b in rest[0] + rest[1])
+
+
+def test_a_dropped_batchs_memory_is_reused_and_a_held_one_never():
+    """The training loop drops each batch before the next: its memory makes a later block (no fresh pages
+    a batch). Batches kept alive, or a tensor or a row view kept from one, are never written again."""
+    torch = pytest.importorskip("torch")
+    imgs = images(64, 4)
+    want = pipeline(imgs, 4, 1, [vision.Rescale(1 / 255, 0.0), vision.Normalize(MEAN, STD), vision.HWC2CHW(),
+                                 lambda x: x.copy()])
+    chain = [vision.Rescale(1 / 255, 0.0), vision.Normalize(MEAN, STD), vision.HWC2CHW()]
+    data = ds.GeneratorDataset([(im,) for im in imgs], ["image"], shuffle=False)
+    data = data.map(chain, input_columns="image").batch(4)
+    seen, kept, tensors, rows = set(), [], [], []
+    for k, row in enumerate(data.create_dict_iterator(num_epochs=1, output_numpy=True)):
+        batch = row["image"]
+        assert made(batch)
+        seen.add(batch.ctypes.data)
+        if k % 4 == 1:
+            kept.append((k, batch))
+        elif k % 4 == 2:
+            tensors.append((k, torch.from_numpy(batch)))
+        elif k % 4 == 3:
+            rows.append((k, batch[3]))
+        del batch, row
+    assert len(seen) < 16                  # memory came back and was used again
+    for k, batch in kept:
+        np.testing.assert_array_equal(batch, want[k])
+    for k, tensor in tensors:
+        np.testing.assert_array_equal(tensor.numpy(), want[k])
+    for k, view in rows:
+        np.testing.assert_array_equal(view, want[k][3])
+
+
+def test_the_pool_skips_memory_that_someone_still_holds():
+    pool = batch_slots._BlockPool(keep=2)
+    block = pool.array((8, 5), np.float32)
+    buf, address = block.base, block.ctypes.data
+    del block                               # the block is gone, but its mmap is still held: not reused
+    assert pool.array((8, 5), np.float32).ctypes.data != address
+    blocks = [pool.array((8, 5), np.float32) for _ in range(4)]
+    buffers = {id(b.base) for b in blocks}  # (their ids only: held, they would not be given back)
+    del blocks
+    assert sum(map(len, pool._free.values())) == 2                # four given back, two kept
+    again = [pool.array((8, 5), np.float32) for _ in range(2)]
+    assert all(id(b.base) in buffers for b in again)
+    assert buf is not None
