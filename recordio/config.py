@@ -345,8 +345,10 @@ def get_iterator_mode() -> dict:
 
 
 def set_multiprocessing_start_method(start_method: str = "fork") -> None:
-    """``"fork"`` or ``"spawn"`` for MindSpore's worker processes. recordio's process workers fork;
-    the setting is kept and checked."""
+    """``"fork"`` or ``"spawn"``: how the pipeline's worker processes (``python_multiprocessing=True``)
+    start. With ``"fork"`` (the default) they fork, or come from a fork server where this process
+    already uses CUDA (a forked child could not); with ``"spawn"`` they start afresh (the map's
+    operations must then be picklable)."""
     _engine["multiprocessing_start_method"] = _valid_str(start_method, "start_method", ["fork", "spawn"])
 
 

@@ -253,3 +253,28 @@ def test_an_unpicklable_worker_error_still_reaches_the_consumer():
     it = pipeline(raise_unpicklable, True).create_dict_iterator(num_epochs=1, output_numpy=True)
     with pytest.raises(WorkerError, match=r"Unpicklable: this and that[\s\S]*row 3"):
         list(it)
+
+
+_PARENT_ONLY = []                    # filled in the test's process: a forked worker inherits it, a spawned one not
+
+
+def _inherited(i, img):
+    return np.int64(len(_PARENT_ONLY)), img
+
+
+@pytest.mark.parametrize("method, inherited", [("fork", 1), ("spawn", 0)])
+def test_worker_processes_start_as_the_config_says(method, inherited):
+    """``config.set_multiprocessing_start_method``: worker processes fork by default, start afresh with
+    ``"spawn"`` (the rows' values the same either way)."""
+    _PARENT_ONLY.append(1)
+    old = config.get_multiprocessing_start_method()
+    config.set_multiprocessing_start_method(method)
+    try:
+        data = GeneratorDataset(Rows(12), ["i", "img"], shuffle=False)
+        data = data.map(_inherited, input_columns=["i", "img"], num_parallel_workers=2, python_multiprocessing=True)
+        rows = list(data.create_tuple_iterator(num_epochs=1, output_numpy=True))
+    finally:
+        config.set_multiprocessing_start_method(old)
+        _PARENT_ONLY.clear()
+    assert [int(r[0]) for r in rows] == [inherited] * 12
+    assert [int(r[1][0]) for r in rows] == list(range(12))

@@ -20,6 +20,7 @@ import pickle
 import sys
 import warnings
 
+from recordio import config
 from recordio.dataset import shm
 from recordio.errors import WorkerError
 
@@ -127,9 +128,7 @@ class ProcessRunner(_PooledRunner):
 
     def _submit(self, chunk):
         if self.pool is None:
-            method = "spawn"
-            if sys.platform.startswith("linux"):
-                method = "forkserver" if _cuda_initialized() else "fork"
+            method = start_method()
             self.pool = cf.ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context(method),
                                                initializer=_init_worker, initargs=(self.fn,))
         n = next(self.count)
@@ -164,6 +163,15 @@ class ProcessRunner(_PooledRunner):
             self.pool = None
         self.slots.close()
         shm.sweep(self.prefix)
+
+
+def start_method():
+    """How worker processes start: ``config.set_multiprocessing_start_method``'s ``"spawn"``, or for
+    ``"fork"`` (the default) fork, except where fork cannot serve: a fork server where this process
+    already uses CUDA (a forked child could not), spawn off Linux."""
+    if config.get_multiprocessing_start_method() == "spawn" or not sys.platform.startswith("linux"):
+        return "spawn"
+    return "forkserver" if _cuda_initialized() else "fork"
 
 
 def make_runner(fn, workers, processes, window, name="map"):
