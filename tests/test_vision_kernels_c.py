@@ -161,6 +161,24 @@ def test_adjust_levels_equals_adjust_then_lookup(view, chw, simd):
 
 
 @needs_c
+@pytest.mark.parametrize("kinds", [(0, 1, 2), (1, 0, 2, 1), (0, 1, 0, 1, 2), (1, 0, 1, 0, 1, 2, 0, 1)])
+def test_pending_brightness_and_contrast_steps_before_a_pixel_pass(kinds, simd):
+    """The AVX2 loops compute up to four brightness/contrast steps pending before a saturation pass (and
+    the contrast's grey sum) with float32 operations, more with their table: the bytes of the steps applied
+    one by one in numpy, every level of a row of every colour ramp, flipped too."""
+    img = np.random.default_rng(len(kinds)).integers(0, 256, (37, 45, 3), dtype=np.uint8)
+    img[0] = np.arange(45 * 3).reshape(45, 3) * 255 // (45 * 3 - 1)
+    factors = (1.37, 0.61, 1.52, 0.0)
+    for view in (img, img[:, ::-1]):
+        want = np.ascontiguousarray(view)
+        for k in kinds:
+            want = _numpy(lambda x: ck.ADJUST[k](x, factors[k]), want)
+        got = np.empty(view.shape, np.uint8)
+        ck._kernels.adjust_from(view, got, bytes(kinds), *factors)
+        np.testing.assert_array_equal(got, want)
+
+
+@needs_c
 def test_c_kernels_reject_wrong_buffers():
     k = ck._kernels
     with pytest.raises(ValueError, match="whole RGB pixels"):

@@ -62,15 +62,27 @@ void levels_row(const struct levels *lv, const uint8_t *p, Py_ssize_t sx, Py_ssi
 void adjust_steps(struct source src, uint8_t *out, const char *kinds, Py_ssize_t steps, const float *f,
                   const struct levels *lv);
 
+/* The brightness/contrast steps pending on the way into a pixel pass (see adjust_steps): level x becomes
+ * round_u8((float)x * a[k] + offset[k]) for k = 0 .. n - 1 in turn (brightness: offset 0, which changes
+ * no product), the values of t32, their composition as an int32 table. No step pending: t32 NULL. The
+ * AVX2 loops compute the first PENDING_MAX steps' float32 operations (cheaper than a table gather); with
+ * more steps (kinds may repeat), they gather from t32. */
+#define PENDING_MAX 4
+struct pending {
+    int n;
+    float a[PENDING_MAX], offset[PENDING_MAX];
+    const int32_t *t32;
+};
+
 /* The AVX2 forms of the hottest loops (_kernels_simd.c): each does the first 8 * k pixels of a row and
  * returns how many it did (0 where it does not apply: no AVX2, another layout, use_simd off); the scalar
- * loop does the rest. t32: a uint8 table as int32 (NULL: none). */
+ * loop does the rest. pd: the steps pending on the way in. */
 int simd_init(void);
 int simd_use(int on);
 Py_ssize_t simd_saturation_row(const uint8_t *p, Py_ssize_t sx, uint8_t *out, Py_ssize_t n, float a, float rest,
-                               const int32_t *t32, const struct levels *lv, Py_ssize_t y);
+                               const struct pending *pd, const struct levels *lv, Py_ssize_t y);
 Py_ssize_t simd_levels_row(const struct levels *lv, const uint8_t *p, Py_ssize_t sx, Py_ssize_t y);
-Py_ssize_t simd_grey_run(const uint8_t *p, Py_ssize_t n, const int32_t *t32, long long *total);
+Py_ssize_t simd_grey_run(const uint8_t *p, Py_ssize_t n, const struct pending *pd, long long *total);
 
 /* levels_row from column x0 on (p still points at the row's first pixel). */
 void levels_from(const struct levels *lv, const uint8_t *p, Py_ssize_t sx, Py_ssize_t sc, Py_ssize_t c,

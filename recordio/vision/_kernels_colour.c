@@ -165,20 +165,20 @@ static inline long long grey_run(const uint8_t *p, Py_ssize_t sx, Py_ssize_t n, 
 }
 
 /* The grey sum of a row of n pixels at p, stride sx: AVX2 for what it takes, then the scalar loop. */
-static long long grey_row(const uint8_t *p, Py_ssize_t sx, Py_ssize_t n, const uint8_t *t, const int32_t *t32)
+static long long grey_row(const uint8_t *p, Py_ssize_t sx, Py_ssize_t n, const uint8_t *t, const struct pending *pd)
 {
     long long total = 0;
-    Py_ssize_t done = sx == 3 ? simd_grey_run(p, n, t32, &total) : 0;
+    Py_ssize_t done = sx == 3 ? simd_grey_run(p, n, pd, &total) : 0;
     return total + grey_run(p + done * sx, sx, n - done, t);
 }
 
-VECTOR_CLONES static long long grey_total(const struct source *src, const uint8_t *t, const int32_t *t32)
+VECTOR_CLONES static long long grey_total(const struct source *src, const uint8_t *t, const struct pending *pd)
 {
     long long total = 0;
     for (Py_ssize_t y = 0; y < src->h; y++) {
         const uint8_t *p = row_of(src, y);
         if (src->sx == 3 || src->sx == -3) /* a sum: a flipped row read forwards, at a constant stride */
-            total += grey_row(src->sx == 3 ? p : p - 3 * (src->w - 1), 3, src->w, t, t32);
+            total += grey_row(src->sx == 3 ? p : p - 3 * (src->w - 1), 3, src->w, t, pd);
         else
             total += grey_run(p, src->sx, src->w, t);
     }
@@ -188,10 +188,10 @@ VECTOR_CLONES static long long grey_total(const struct source *src, const uint8_
 /* Row y of a saturation pass (see adjust_steps): AVX2 for what it takes, then the scalar loop; with emit,
  * the row's pixels go through the level run lv (the AVX2 part straight to lv->out, the rest through row). */
 static void saturation_pass_row(const struct source *src, Py_ssize_t y, uint8_t *row, float a, const uint8_t *t,
-                                const int32_t *t32, const struct levels *lv, int emit)
+                                const struct pending *pd, const struct levels *lv, int emit)
 {
     const uint8_t *p = row_of(src, y);
-    Py_ssize_t done = simd_saturation_row(p, src->sx, row, src->w, a, 1.0f - a, t32, emit ? lv : NULL, y);
+    Py_ssize_t done = simd_saturation_row(p, src->sx, row, src->w, a, 1.0f - a, pd, emit ? lv : NULL, y);
     if (done < src->w)
         saturation_row(p + done * src->sx, src->sx, row + 3 * done, src->w - done, a, 1.0f - a, t);
     if (emit && done < src->w)
@@ -226,7 +226,8 @@ void adjust_steps(struct source src, uint8_t *out, const char *kinds, Py_ssize_t
                   const struct levels *lv)
 {
     uint8_t table[256], step[256];
-    int32_t wide[256]; /* table as int32, for the AVX2 loops' gathers */
+    int32_t wide[256]; /* table as int32, for the AVX2 loops (see struct pending) */
+    struct pending pd = {0, {0}, {0}, NULL};
     int identity = 1, written = 0;
     Py_ssize_t n = src.h * src.w;
     for (int x = 0; x < 256; x++)
@@ -237,13 +238,16 @@ void adjust_steps(struct source src, uint8_t *out, const char *kinds, Py_ssize_t
         if (kind == 0 || kind == 1) {
             float offset = 0.0f;
             if (kind == 1)
-                offset = (float)nearbyint((double)grey_total(&src, identity ? NULL : table, identity ? NULL : wide)
-                                          / (double)n)
+                offset = (float)nearbyint((double)grey_total(&src, identity ? NULL : table, &pd) / (double)n)
                          * (1.0f - a);
             for (int x = 0; x < 256; x++)
                 step[x] = round_u8(kind == 1 ? (float)x * a + offset : (float)x * a);
             for (int x = 0; x < 256; x++)
                 wide[x] = table[x] = step[table[x]];
+            if (pd.n < PENDING_MAX)
+                pd.a[pd.n] = a, pd.offset[pd.n] = offset;
+            pd.n++;
+            pd.t32 = wide;
             identity = 0;
             continue;
         }
@@ -252,7 +256,7 @@ void adjust_steps(struct source src, uint8_t *out, const char *kinds, Py_ssize_t
         for (Py_ssize_t y = 0; y < src.h; y++) {
             uint8_t *row = out + 3 * y * src.w;
             if (kind == 2) {
-                saturation_pass_row(&src, y, row, a, t, identity ? NULL : wide, lv, emit);
+                saturation_pass_row(&src, y, row, a, t, &pd, lv, emit);
                 continue;
             }
             hue_row(row_of(&src, y), src.sx, row, src.w, a + 1.0f, t);
@@ -261,6 +265,7 @@ void adjust_steps(struct source src, uint8_t *out, const char *kinds, Py_ssize_t
         }
         for (int x = 0; x < 256; x++)
             table[x] = (uint8_t)x;
+        pd = (struct pending){0, {0}, {0}, NULL};
         identity = 1;
         written = 1;
         src.base = out, src.sy = 3 * src.w, src.sx = 3;

@@ -44,9 +44,25 @@ int simd_use(int on)
     return was;
 }
 
+static AVX2 inline __m256i round8(__m256 x);
+
+/* Eight levels through the pending steps pd (see struct pending): their float32 operations, or a gather
+ * from their table when there are more of them than PENDING_MAX. */
+static AVX2 inline __m256i pending8(__m256i v, const struct pending *pd)
+{
+    if (pd == NULL || pd->t32 == NULL)
+        return v;
+    if (pd->n > PENDING_MAX)
+        return _mm256_i32gather_epi32((const int *)pd->t32, v, 4);
+    for (int k = 0; k < pd->n; k++)
+        v = round8(_mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(v), _mm256_set1_ps(pd->a[k])),
+                                 _mm256_set1_ps(pd->offset[k])));
+    return v;
+}
+
 /* The 8 pixels at q (24 bytes; mirrored: the last of them first) as three int32 vectors, through the
- * int32 table t32 unless NULL. */
-static AVX2 inline void load8(const uint8_t *q, int mirrored, const int32_t *t32, __m256i *R, __m256i *G,
+ * pending steps pd unless NULL. */
+static AVX2 inline void load8(const uint8_t *q, int mirrored, const struct pending *pd, __m256i *R, __m256i *G,
                               __m256i *B)
 {
     const __m128i lo = _mm_loadu_si128((const __m128i *)q), hi = _mm_loadl_epi64((const __m128i *)(q + 16));
@@ -54,8 +70,7 @@ static AVX2 inline void load8(const uint8_t *q, int mirrored, const int32_t *t32
     for (int c = 0; c < 3; c++) {
         const __m128i a = _mm_shuffle_epi8(lo, _mm_loadu_si128((const __m128i *)PICKS[mirrored][c][0]));
         const __m128i b = _mm_shuffle_epi8(hi, _mm_loadu_si128((const __m128i *)PICKS[mirrored][c][1]));
-        __m256i v = _mm256_cvtepu8_epi32(_mm_or_si128(a, b));
-        *out[c] = t32 == NULL ? v : _mm256_i32gather_epi32((const int *)t32, v, 4);
+        *out[c] = pending8(_mm256_cvtepu8_epi32(_mm_or_si128(a, b)), pd);
     }
 }
 
@@ -112,10 +127,10 @@ static inline int takes(Py_ssize_t sx)
     return enabled && (sx == 3 || sx == -3);
 }
 
-/* The first 8 * k pixels of saturation_row (same arguments, t32: its table as int32), written to out, or
- * with lv (a <3,H,W> level run) looked up into row y of lv->out instead; the number of pixels done. */
+/* The first 8 * k pixels of saturation_row (same arguments, pd: its table's pending steps), written to
+ * out, or with lv (a <3,H,W> level run) looked up into row y of lv->out instead; the number of pixels done. */
 AVX2 Py_ssize_t simd_saturation_row(const uint8_t *p, Py_ssize_t sx, uint8_t *out, Py_ssize_t n, float a, float rest,
-                                    const int32_t *t32, const struct levels *lv, Py_ssize_t y)
+                                    const struct pending *pd, const struct levels *lv, Py_ssize_t y)
 {
     if (!takes(sx) || (lv != NULL && !lv->chw))
         return 0;
@@ -124,7 +139,7 @@ AVX2 Py_ssize_t simd_saturation_row(const uint8_t *p, Py_ssize_t sx, uint8_t *ou
     Py_ssize_t x = 0;
     for (; x + 8 <= n; x += 8) {
         __m256i R, G, B;
-        load8(mirrored ? p - 3 * (x + 7) : p + 3 * x, mirrored, t32, &R, &G, &B);
+        load8(mirrored ? p - 3 * (x + 7) : p + 3 * x, mirrored, pd, &R, &G, &B);
         const __m256 g = _mm256_mul_ps(_mm256_cvtepi32_ps(grey8(R, G, B)), vrest);
         R = round8(_mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(R), va), g));
         G = round8(_mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(G), va), g));
@@ -152,9 +167,10 @@ AVX2 Py_ssize_t simd_levels_row(const struct levels *lv, const uint8_t *p, Py_ss
     return x;
 }
 
-/* The grey sum of the first 8 * k of n adjacent pixels at p (through t32 unless NULL) added to *total;
- * the number done. Each lane sums at most 4096 * 255 before it is flushed: no int32 overflow. */
-AVX2 Py_ssize_t simd_grey_run(const uint8_t *p, Py_ssize_t n, const int32_t *t32, long long *total)
+/* The grey sum of the first 8 * k of n adjacent pixels at p (through the pending steps pd unless NULL)
+ * added to *total; the number done. Each lane sums at most 4096 * 255 before it is flushed: no int32
+ * overflow. */
+AVX2 Py_ssize_t simd_grey_run(const uint8_t *p, Py_ssize_t n, const struct pending *pd, long long *total)
 {
     if (!enabled)
         return 0;
@@ -163,7 +179,7 @@ AVX2 Py_ssize_t simd_grey_run(const uint8_t *p, Py_ssize_t n, const int32_t *t32
         __m256i sum = _mm256_setzero_si256();
         for (int k = 0; k < 4096 && x + 8 <= n; k++, x += 8) {
             __m256i R, G, B;
-            load8(p + 3 * x, 0, t32, &R, &G, &B);
+            load8(p + 3 * x, 0, pd, &R, &G, &B);
             sum = _mm256_add_epi32(sum, grey8(R, G, B));
         }
         int32_t lanes[8];
@@ -188,7 +204,7 @@ int simd_use(int on)
 }
 
 Py_ssize_t simd_saturation_row(const uint8_t *p, Py_ssize_t sx, uint8_t *out, Py_ssize_t n, float a, float rest,
-                               const int32_t *t32, const struct levels *lv, Py_ssize_t y)
+                               const struct pending *pd, const struct levels *lv, Py_ssize_t y)
 {
     return 0;
 }
@@ -198,7 +214,7 @@ Py_ssize_t simd_levels_row(const struct levels *lv, const uint8_t *p, Py_ssize_t
     return 0;
 }
 
-Py_ssize_t simd_grey_run(const uint8_t *p, Py_ssize_t n, const int32_t *t32, long long *total)
+Py_ssize_t simd_grey_run(const uint8_t *p, Py_ssize_t n, const struct pending *pd, long long *total)
 {
     return 0;
 }
