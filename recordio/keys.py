@@ -122,7 +122,7 @@ def hash_words(*words: int | np.ndarray) -> np.ndarray:
     The leading scalar words are folded one sample at a time (compiled, or Python ints: the host draws
     one sample at a time, and this is the hot path); the rest, if any, in numpy. All give the same bits.
     """
-    lead = []
+    lead: list[int] = []
     while len(lead) < len(words) and (w := _scalar_word(words[len(lead)])) is not None:
         lead.append(w)
     return _fold_rest(_fold_draws(_START, lead), words[len(lead):])
