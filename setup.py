@@ -9,6 +9,9 @@ compares a built wheel with the source tree).
   wherever the package installs; a failed build still leaves a working install on the numpy
   reference codec (``recordio.mindrecord.codec.BACKEND`` says which runs), unless
   ``RECORDIO_REQUIRE_CODEC=1`` (wheel builds) makes the failure an error;
+* ``recordio._keys``: the one-sample SplitMix64 folds of ``recordio.keys`` (no library needed; a
+  failed build leaves the Python-int folds, the same bits slower; required, as the codec, under
+  ``RECORDIO_REQUIRE_CODEC=1``);
 * ``recordio.vision._kernels``: one-pass colour kernels (needs a C compiler);
 * ``recordio.vision._jpeg``: decoding only the region a crop keeps (also needs libjpeg-turbo's
   headers, e.g. Debian's ``libjpeg62-turbo-dev``);
@@ -48,6 +51,7 @@ setup(packages=packages(), package_dir=PACKAGE_ROOTS,
                                                       "recordio/mindrecord/_codec_records.c",
                                                       "recordio/mindrecord/_codec_permute.c"],
               depends=["recordio/mindrecord/_codec.h"], extra_compile_args=["-O3"], optional=not REQUIRE_CODEC),
+    Extension("recordio._keys", sources=["recordio/_keys.c"], extra_compile_args=["-O2"], optional=not REQUIRE_CODEC),
     Extension("recordio.vision._kernels", sources=["recordio/vision/_kernels.c", "recordio/vision/_kernels_colour.c",
                                                     "recordio/vision/_kernels_levels.c", "recordio/vision/_kernels_simd.c"],
               depends=["recordio/vision/_kernels.h"], extra_compile_args=FLAGS,

@@ -58,6 +58,9 @@ PARTS = {part.module: part for part in (
          "integer array fields are compressed and decompressed, and keyed shuffles permuted, in numpy: many "
          "times slower (token rows: about 30x fewer tokens/s in tools/bench_tokens.py, RECORDIO_CODEC=numpy "
          "against the compiled codec)"),
+    Part("recordio._keys", "the key folds",
+         "random ops draw their per-row parameters with Python-int SplitMix64 folds (RandomColorAdjust's 8 draws "
+         "of a row about 8x slower, the train chain's draws of a row about 2x: tools/bench_keys.py)"),
     Part("recordio.vision._kernels", "the vision colour kernels",
          "RandomColorAdjust and Normalize+HWC2CHW run as several numpy/OpenCV passes per image instead of one"),
     Part("recordio.vision._jpeg", "the JPEG region decoder",

@@ -12,7 +12,9 @@ A random op never owns a generator. Each draw is computed from the key
 * ``draw``  – which draw inside the op (0, 1, 2, ...).
 
 The words are mixed with SplitMix64 into 64 random bits, evaluated vectorised
-in numpy for a whole batch at once. A row therefore gets the same augmentation
+in numpy for a whole batch at once, and for one sample (a host op) by the
+compiled part ``recordio._keys`` -- or, when it is not built, with Python ints:
+the same bits either way. A row therefore gets the same augmentation
 whatever the number or kind of workers, the batch size, the prefetch depth,
 whether the op runs on the host or is offloaded to a device, and after a
 resume from a ``state_dict``.
@@ -40,6 +42,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+
+from recordio import compiled
 
 __all__ = ["Keys", "current_keys", "current_row", "hash_words", "op_scope", "row_scope", "splitmix64", "sub_op"]
 
@@ -72,10 +76,32 @@ def _scalar_word(w):
 
 
 _START = 0x243F6A8885A308D3
+_compiled = compiled.load("recordio._keys")        # the one-sample folds in C; None: the Python ints below
 
 
 def _fold_int(h, w):
     return splitmix64((h + 0x9E3779B97F4A7C15 + (w & _MASK)) & _MASK)
+
+
+def _fold_draws(h, words):
+    """The int state ``h`` after folding draw words (each ``int(w)``; OverflowError outside int64)."""
+    if _compiled is not None:
+        return _compiled.fold(h, words)
+    for w in words:
+        w = int(w)
+        if not -2 ** 63 <= w < 2 ** 63:
+            raise OverflowError(f"draw word {w} is outside int64")
+        h = _fold_int(h, w)
+    return h
+
+
+def _fold_keys(h, words):
+    """The int state ``h`` after folding key words (each ``int(w)``, taken modulo 2**64)."""
+    if _compiled is not None:
+        return _compiled.fold_wrapping(h, words)
+    for w in words:
+        h = _fold_int(h, int(w))
+    return h
 
 
 def _fold_small(h, words):
@@ -83,12 +109,7 @@ def _fold_small(h, words):
     value by value with Python ints; the bits of ``hash_words``, shaped like its result."""
     arrays = np.broadcast_arrays(np.zeros(1, np.int64), *(np.asarray(w) for w in words))
     columns = [a.ravel().tolist() for a in arrays[1:]]
-    out = []
-    for ws in zip(*columns):
-        x = h
-        for w in ws:
-            x = _fold_int(x, int(w))
-        out.append(x)
+    out = [_fold_keys(h, ws) for ws in zip(*columns)]
     return np.array(out, np.uint64).reshape(arrays[0].shape)
 
 
@@ -98,13 +119,13 @@ _SMALL = 64
 def hash_words(*words: int | np.ndarray) -> np.ndarray:
     """Mix integer words (scalars or equal-length arrays) into uint64 random bits.
 
-    The leading scalar words are folded with Python ints (the host draws one sample at a time, and
-    this is the hot path); the rest, if any, in numpy. Both give the same bits.
+    The leading scalar words are folded one sample at a time (compiled, or Python ints: the host draws
+    one sample at a time, and this is the hot path); the rest, if any, in numpy. All give the same bits.
     """
-    h, i = _START, 0
-    while i < len(words) and (w := _scalar_word(words[i])) is not None:
-        h, i = _fold_int(h, w), i + 1
-    return _fold_rest(h, words[i:])
+    lead: list[int] = []
+    while len(lead) < len(words) and (w := _scalar_word(words[len(lead)])) is not None:
+        lead.append(w)
+    return _fold_rest(_fold_draws(_START, lead), words[len(lead):])
 
 
 def _fold_rest(h, words):
@@ -117,7 +138,7 @@ def _fold_rest(h, words):
 
 @functools.lru_cache(maxsize=4096)
 def _derive_uid(parent, child):
-    return int(hash_words(parent, child)[0] >> np.uint64(1))
+    return _fold_draws(_START, (parent, child)) >> 1
 
 
 def derive_uid(parent: int, child: int) -> int:
@@ -131,10 +152,7 @@ def derive_uid(parent: int, child: int) -> int:
 def _row_state(seed, epoch, row):
     """The hash state after (seed, epoch, row): shared by every op of a row (a row's ops run one after
     the other, so a small cache holds the rows in flight)."""
-    h = _START
-    for w in (seed, epoch, row):
-        h = _fold_int(h, w)
-    return h
+    return _fold_keys(_START, (seed, epoch, row))
 
 
 class Keys:
@@ -188,23 +206,19 @@ class Keys:
     def _one_row(self):
         """The hash state after (seed, epoch, row, op) for one sample: shared by all its draws."""
         if self._prefix is None:
-            self._prefix = _fold_int(_row_state(self.seed, self.epoch, self._row), self.op)
+            self._prefix = _fold_keys(_row_state(self.seed, self.epoch, self._row), (self.op,))
         return self._prefix
 
     def _scalar_bits(self, words):
-        h = self._one_row()
-        for w in words:
-            w = int(w)
-            if not -2 ** 63 <= w < 2 ** 63:
-                raise OverflowError(f"draw word {w} is outside int64")
-            h = _fold_int(h, w)
-        return h
+        return _fold_draws(self._one_row(), words)
 
     def unit_floats(self, draws: Sequence[tuple]) -> list[float]:
         """For one sample: Python floats in [0, 1), one per tuple of draw words in ``draws`` (the
         values of ``uniform(*words)``, without numpy's per-call cost; for ops that draw per row)."""
         if len(self) != 1:
             raise ValueError(f"unit_floats draws for one sample, these keys hold {len(self)}")
+        if _compiled is not None:
+            return _compiled.unit_floats(self._one_row(), draws)
         return [(self._scalar_bits(words) >> 11) * (1.0 / (1 << 53)) for words in draws]
 
     def uniform(self, draw: int, low: Any = 0.0, high: Any = 1.0, *more: int) -> np.ndarray:

@@ -44,6 +44,15 @@ def USE():
         w.write_raw_data([{"ids": np.arange(i, 40 + i, dtype=np.int32)} for i in range(3)])
     return [int(r["ids"].sum()) for r in recordio.FileReader(path)]
 ''',
+    "recordio._keys": r'''
+def USE():
+    from recordio import vision
+    from recordio.keys import Keys, derive_uid, row_scope, op_scope
+    keys = Keys(5489, 0, 7, 11)
+    with row_scope(5489, 1, 3), op_scope(derive_uid(2, 5)):
+        box = vision.RandomResizedCrop(8).region(40, 60)
+    return keys.unit_floats([(0,), (1, -2)]) + [float(keys.uniform(3, -1.0, 2.0)[0]), derive_uid(9, 4), list(box)]
+''',
     "recordio.vision._kernels": r'''
 def USE():
     import numpy as np

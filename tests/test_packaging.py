@@ -22,7 +22,8 @@ SHIPPED = ("*.py", "*.pyi", "py.typed")
 # Every C source and header of the extensions (setup.py), which the sdist must carry.
 C_SOURCES = sorted(path.relative_to(ROOT).as_posix() for pattern in ("*.c", "*.h")
                    for path in (ROOT / "recordio").rglob(pattern))
-EXTENSION = re.compile(r"^recordio/mindrecord/_codec\.[^/]*\.so$")
+# The compiled parts a wheel must hold (they need no library: RECORDIO_REQUIRE_CODEC=1 makes their build required).
+REQUIRED = [re.compile(rf"^{re.escape(part)}\.[^/]*\.so$") for part in ("recordio/mindrecord/_codec", "recordio/_keys")]
 
 
 def source_files():
@@ -38,8 +39,9 @@ def source_files():
 
 
 def missing_from(expected, shipped):
-    """The expected files a listing lacks, and whether the compiled codec is in it."""
-    return sorted(set(expected) - set(shipped)), any(EXTENSION.match(name) for name in shipped)
+    """The expected files a listing lacks, and whether every required compiled part (the codec, the key
+    folds) is in it."""
+    return sorted(set(expected) - set(shipped)), all(any(part.match(name) for name in shipped) for part in REQUIRED)
 
 
 def _build(kind, tmp_path_factory):
@@ -83,10 +85,12 @@ def test_every_c_file_is_built_and_every_header_shipped():
 
 def test_the_check_fails_on_a_missing_module():
     expected = source_files()
-    shipped = set(expected) | {"recordio/mindrecord/_codec.cpython-311-x86_64-linux-gnu.so"}
+    shipped = set(expected) | {"recordio/mindrecord/_codec.cpython-311-x86_64-linux-gnu.so",
+                               "recordio/_keys.cpython-311-x86_64-linux-gnu.so"}
     assert missing_from(expected, shipped) == ([], True)
     assert missing_from(expected, shipped - {"recordio/ray/read.py"}) == (["recordio/ray/read.py"], True)
     assert missing_from(expected, {n for n in shipped if not n.endswith(".so")})[1] is False
+    assert missing_from(expected, {n for n in shipped if not n.startswith("recordio/_keys.")})[1] is False
 
 
 @pytest.mark.slow
@@ -95,7 +99,7 @@ def test_the_wheel_holds_every_module(wheel):
         names = archive.namelist()
     missing, codec = missing_from(source_files(), names)
     assert not missing, f"{wheel.name} lacks {missing}"
-    assert codec, f"{wheel.name} has no compiled integer codec"
+    assert codec, f"{wheel.name} lacks the compiled integer codec or the compiled key folds"
     assert any(name.endswith(".dist-info/licenses/LICENSE") for name in names)
 
 
@@ -254,6 +258,6 @@ def test_the_bare_install_reads_writes_and_names_each_extra(wheel, tmp_path):
     states = dict(item.rsplit(" ", 1) for item in parts.removeprefix("compiled parts: ").split(", "))
     with zipfile.ZipFile(wheel) as zf:
         held = {n.split("/")[-1].split(".")[0] for n in zf.namelist() if n.endswith(".so")}
-    assert states == {"recordio.mindrecord._codec": "active",
+    assert states == {"recordio.mindrecord._codec": "active", "recordio._keys": "active",
                       **{f"recordio.vision.{m}": "unused" if m in held else "missing"
                          for m in ("_kernels", "_jpeg", "_pilfast")}}

@@ -2,7 +2,7 @@
 # The README's test command: test what users install.
 #
 # Builds the sdist, and the wheel from that sdist (`python -m build`, as a release does, with the
-# compiled integer codec required: RECORDIO_REQUIRE_CODEC=1), checks both with twine, installs the
+# compiled integer codec and key folds required: RECORDIO_REQUIRE_CODEC=1), checks both with twine, installs the
 # wheel (not editable) with the `dev` extra into a fresh virtualenv, and runs the test suite against
 # that installed package from a folder outside the checkout, so that nothing imports the sources
 # (tests/test_packaging.py checks that recordio comes from site-packages in this run).
@@ -26,7 +26,7 @@ WHEEL="$(ls "$DIST"/*.whl)"
 SDIST="$(ls "$DIST"/*.tar.gz)"
 "$VENV/bin/pip" install -q torch==2.13.0 "$WHEEL[dev]"
 
-# Which optional C extensions the wheel holds (the codec is required, the vision ones optional).
+# Which optional C extensions the wheel holds (the codec and the key folds are required, the vision ones optional).
 (cd / && "$VENV/bin/python" - <<'EOF'
 import importlib
 from recordio.compiled import PARTS

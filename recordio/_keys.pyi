@@ -1,0 +1,9 @@
+"""Types of the compiled key folds ``_keys`` (``_keys.c``; built by setup.py). ``h`` is the uint64 hash state
+as an int in ``[0, 2**64)``; every function gives the bits of ``recordio.keys``' Python-int folds."""
+
+from collections.abc import Iterable
+from typing import SupportsInt
+
+def fold(h: int, words: Iterable[SupportsInt]) -> int: ...
+def fold_wrapping(h: int, words: Iterable[SupportsInt]) -> int: ...
+def unit_floats(h: int, draws: Iterable[Iterable[SupportsInt]]) -> list[float]: ...
