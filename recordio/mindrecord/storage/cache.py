@@ -198,7 +198,27 @@ class CachedObject:
                 return data
 
     def evict(self, a, b):
-        """Forget blocks [a, b): marks cleared first, then the bytes released (a hole punched)."""
+        """Forget blocks [a, b): marks cleared first, then the bytes released (a hole punched). Blocks
+        that a thread of this process is fetching stay (the byte-range lock of the marks excludes other
+        processes, not other threads: clearing a block between a fetch's write and its mark would mark
+        a punched hole present); they count as present, as they are once fetched. Returns the runs kept
+        that way."""
+        with self._cond:
+            busy = bytes(k in self._busy for k in range(a, b))
+            free = _runs(busy, a)                 # runs of blocks no thread here is fetching
+            for x, y in free:
+                self._busy.update(range(x, y))
+        try:
+            for x, y in free:
+                self._evict_run(x, y)
+        finally:
+            with self._cond:
+                for x, y in free:
+                    self._busy.difference_update(range(x, y))
+                self._cond.notify_all()
+        return _runs(bytes(1 - k for k in busy), a)
+
+    def _evict_run(self, a, b):
         _lock(self._pfd, fcntl.F_WRLCK, a, b - a)
         try:
             held = os.pread(self._pfd, b - a, a).count(b"\x01")

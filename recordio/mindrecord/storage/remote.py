@@ -170,7 +170,8 @@ class RemoteDataset:
     def _fetched(self, obj, a, b):
         if self._bound is not None:
             for path, x, y in self._bound.fetched(obj_path(obj), a, b):
-                self.objects[path].evict(x, y)
+                for u, v in self.objects[path].evict(x, y):     # being fetched here: still the bound's
+                    self._bound.fetched(path, u, v, check=False)
 
     def close(self):
         self.stop_prefetch()
