@@ -215,8 +215,9 @@ def test_fused_train_chain_in_a_pipeline_equals_the_unfused_ops(tmp_path, monkey
 @pytest.mark.parametrize("shape", [(300, 410, 3), (200, 180, 3), (100, 90, 3)])
 @pytest.mark.parametrize("pil_form", [False, True])
 def test_eval_chain_fused_equals_unfused(shape, pil_form):
-    """Resize, CenterCrop (a view; padding when the image is smaller), then a level run, on a decoded
-    image (Decode's own fusion with Resize is checked in test_vision_decode.py)."""
+    """Resize + CenterCrop (only the crop's window resized; as written for a PIL image or when the crop
+    pads), then a level run, on a decoded image (Decode's own fusion with Resize is checked in
+    test_vision_decode.py)."""
     import cv2
     data = cv2.imencode(".jpg", _photo(shape, 3))[1].tobytes()
     if pil_form:
@@ -225,10 +226,31 @@ def test_eval_chain_fused_equals_unfused(shape, pil_form):
     else:
         ops = [vision.Resize(128), vision.CenterCrop((112, 120)), vision.Normalize(MEAN, STD), vision.HWC2CHW()]
     fused = fuse_ops(ops)
-    assert [type(op).__name__ for op in fused][1:3] == ["_ViewCrop", "_LevelRun"]     # a PIL image: crops as written
+    assert [type(op).__name__ for op in fused][:3] == ["_CroppedResize", "_Passed", "_LevelRun"]
     img = vision.Decode(to_pil=pil_form)(data)
     got, want = _run(fused, img, 0), _run(ops, img, 0)
     assert got.shape == want.shape and got.dtype == want.dtype
     np.testing.assert_array_equal(got, want)
     small = _photo((50, 60, 3))
-    np.testing.assert_array_equal(_run(fused[1:], small, 0), _run(ops[1:], small, 0))
+    np.testing.assert_array_equal(_run(fused, small, 0), _run(ops, small, 0))
+    padded = [vision.Resize(100)] + ops[1:]                # resized smaller than the crop: CenterCrop pads
+    np.testing.assert_array_equal(_run(fuse_ops(padded), small, 0), _run(padded, small, 0))
+
+
+@pytest.mark.parametrize("shape, encoding", [((300, 410, 3), ".jpg"), ((600, 700, 3), ".jpg"),
+                                             ((1100, 1300, 3), ".jpg"), ((310, 290, 3), ".png")])
+def test_decode_resize_centre_crop_resizes_only_the_window(shape, encoding):
+    """Decode -> Resize -> CenterCrop (the eval chain): the deferred decode then only the crop's window
+    resized, the bytes of the deferred decode + Resize followed by CenterCrop as written (at full scale and
+    where the decoder scales in the DCT); a crop that pads runs as written."""
+    import cv2
+    from recordio.vision.fusion import fuse_decode
+    data = np.frombuffer(cv2.imencode(encoding, _photo(shape, 5))[1].tobytes(), np.uint8)
+    for size, crop in [(256, 224), ((230, 250), (224, 200)), (200, 224)]:
+        ops = [vision.Decode(), vision.Resize(size), vision.CenterCrop(crop), vision.Normalize(MEAN, STD),
+               vision.HWC2CHW()]
+        fused = fuse_ops(ops)
+        assert [type(op).__name__ for op in fused][:3] == ["_DeferredDecode", "_CroppedResize", "_Passed"]
+        got, want = _run(fused, data, 0), _run(fuse_decode(ops), data, 0)
+        assert got.shape == want.shape and got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
+import functools
 import math
+import warnings
 
 import cv2
 import numpy as np
 
+from recordio import compiled
 from recordio.keys import current_keys
 from recordio.vision._checks import check_number, check_range, check_size, pair
 
@@ -47,11 +50,65 @@ def check_enum(name, value, kind):
     return value
 
 
-def resize(img, h, w, interpolation):
+_kernels = compiled.load("recordio.vision._kernels")        # None (warned once) where it was not built
+
+
+def resize(img, h, w, interpolation, window=None):
+    """``img`` resized to (h, w) as cv2.resize does it; ``window=(y, x, wh, ww)``: only that window of
+    the output (the same pixels, computed alone where the compiled resize applies)."""
     if img.shape[:2] == (h, w):
-        return img
-    out = cv2.resize(img, (w, h), interpolation=interpolation.value)
-    return out.reshape(h, w, *img.shape[2:])
+        return img if window is None else _cut(img, window)
+    if window is not None and window[2:] == (h, w):
+        window = None
+    if interpolation is Inter.LINEAR and _takes(img, h, w):
+        y, x, oh, ow = window or (0, 0, h, w)
+        out = np.empty((oh, ow, *img.shape[2:]), np.uint8)
+        _kernels.resize(img if img.ndim == 3 else img[:, :, None], out.reshape(oh, ow, -1), h, w, y, x)
+        return out
+    out = cv2.resize(img, (w, h), interpolation=interpolation.value).reshape(h, w, *img.shape[2:])
+    return out if window is None else _cut(out, window)
+
+
+def _cut(img, window):
+    y, x, h, w = window
+    return img[y:y + h, x:x + w]
+
+
+def _takes(img, h, w):
+    """Whether the compiled bilinear resize gives cv2.resize's bytes here: uint8 with adjacent pixels and
+    channels, not OpenCV's exact 2x reduction (which it does as INTER_AREA), and the self-check passed."""
+    if _kernels is None or img.dtype != np.uint8 or img.ndim not in (2, 3) or 0 in img.shape:
+        return False
+    c = img.shape[2] if img.ndim == 3 else 1
+    if c > 4 or img.strides[-1] != 1 or (img.ndim == 3 and img.strides[1] != c) or img.strides[0] < img.shape[1] * c:
+        return False
+    if _halves(img.shape[1], w) and _halves(img.shape[0], h):
+        return False
+    return _resize_is_exact()
+
+
+def _halves(src, dst):
+    """OpenCV's test for an exact 2x reduction along one axis (scale 1 / (dst / src) within DBL_EPSILON of 2)."""
+    scale = 1.0 / (dst / src)
+    return round(scale) == 2 and abs(scale - 2) < 2.220446049250313e-16
+
+
+@functools.cache
+def _resize_is_exact():
+    """Whether the compiled resize gives this OpenCV's bytes (checked once, on upscales, reductions and
+    odd sizes); otherwise cv2.resize does every resize, with a one-time RuntimeWarning."""
+    rng = np.random.default_rng(0)
+    for (sh, sw, c), (h, w) in [((37, 53, 3), (224, 224)), ((300, 401, 3), (224, 191)), ((64, 65, 1), (31, 129)),
+                                ((9, 7, 4), (5, 3)), ((5, 450, 3), (256, 341))]:
+        img = rng.integers(0, 256, (sh, sw, c), dtype=np.uint8)
+        out = np.empty((h, w, c), np.uint8)
+        _kernels.resize(img, out, h, w, 0, 0)
+        if not np.array_equal(out, cv2.resize(img, (w, h), interpolation=cv2.INTER_LINEAR).reshape(h, w, c)):
+            warnings.warn(f"the compiled bilinear resize (recordio.vision._kernels) differs from OpenCV "
+                          f"{cv2.__version__}'s cv2.resize: cv2.resize is used instead (slower)", RuntimeWarning,
+                          stacklevel=2)
+            return False
+    return True
 
 
 def shorter_side_size(height, width, size):

@@ -234,6 +234,48 @@ static PyObject *lookup(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* resize(image, out, dh, dw, oy, ox): out = rows oy .. oy + out.shape[0] and columns ox .. ox + out.shape[1]
+ * of the (dh, dw) INTER_LINEAR resize of image (uint8 <H,W,C>, channels adjacent, pixels adjacent, any row
+ * stride), as cv2.resize; out: C-contiguous uint8 <oh,ow,C>. */
+static PyObject *resize(PyObject *self, PyObject *args)
+{
+    PyObject *src_obj, *out_obj;
+    Py_ssize_t dh, dw, oy, ox;
+    struct image im;
+    Py_buffer out;
+    int failed = 0;
+    if (!PyArg_ParseTuple(args, "OOnnnn", &src_obj, &out_obj, &dh, &dw, &oy, &ox))
+        return NULL;
+    if (get_image(src_obj, &im) < 0)
+        return NULL;
+    if (im.sc != 1 || im.sx != im.c || im.sy < im.w * im.c || im.h < 1 || im.w < 1) {
+        PyErr_SetString(PyExc_ValueError, "resize: expected an image with adjacent channels and pixels");
+        PyBuffer_Release(&im.view);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(out_obj, &out, PyBUF_ND | PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+        PyBuffer_Release(&im.view);
+        return NULL;
+    }
+    if (out.ndim != 3 || out.itemsize != 1 || out.shape[2] != im.c || dh < 1 || dw < 1 || oy < 0 || ox < 0
+        || oy + out.shape[0] > dh || ox + out.shape[1] > dw) {
+        PyErr_Format(PyExc_ValueError, "resize: out must be a uint8 <oh,ow,%zd> window of the (%zd, %zd) output",
+                     im.c, dh, dw);
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+        failed = resize_linear((const uint8_t *)im.view.buf, im.h, im.w, im.sy, im.c, (uint8_t *)out.buf,
+                               out.shape[1] * im.c, dh, dw, oy, ox, out.shape[0], out.shape[1]);
+        Py_END_ALLOW_THREADS
+        if (failed)
+            PyErr_NoMemory();
+    }
+    PyBuffer_Release(&out);
+    PyBuffer_Release(&im.view);
+    if (PyErr_Occurred())
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 /* use_simd(on): whether the AVX2 loops run (on, and the CPU has AVX2); returns whether they ran before.
  * For tests that compare them with the scalar loops. */
 static PyObject *use_simd(PyObject *self, PyObject *arg)
@@ -242,6 +284,16 @@ static PyObject *use_simd(PyObject *self, PyObject *arg)
     if (on < 0)
         return NULL;
     return PyBool_FromLong(simd_use(on));
+}
+
+/* use_avx512(on): whether the AVX-512 loops run (on, with use_simd on, and the CPU has them); returns
+ * whether they ran before. For tests. */
+static PyObject *use_avx512(PyObject *self, PyObject *arg)
+{
+    int on = PyObject_IsTrue(arg);
+    if (on < 0)
+        return NULL;
+    return PyBool_FromLong(simd_use_wide(on));
 }
 
 static PyMethodDef methods[] = {
@@ -257,8 +309,14 @@ static PyMethodDef methods[] = {
     {"lookup", lookup, METH_VARARGS,
      "lookup(image, tables, out, chw): out[c, y, x] (chw) or out[y, x, c] = tables[c][image[y, x, c]] "
      "(float32; the image uint8 <H,W,C>, C <= 4, any strides)."},
+    {"resize", resize, METH_VARARGS,
+     "resize(image, out, dh, dw, oy, ox): out = the window at (oy, ox) of the (dh, dw) INTER_LINEAR resize of "
+     "the uint8 <H,W,C> image (channels and pixels adjacent), byte for byte as cv2.resize."},
     {"use_simd", use_simd, METH_O,
      "use_simd(on): run the AVX2 loops where the CPU has AVX2 (on) or only the scalar ones; returns the "
+     "previous setting. The results are the same either way."},
+    {"use_avx512", use_avx512, METH_O,
+     "use_avx512(on): run the AVX-512 loops where the CPU has them (on, and use_simd on) or not; returns the "
      "previous setting. The results are the same either way."},
     {NULL, NULL, 0, NULL},
 };

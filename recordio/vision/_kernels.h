@@ -84,6 +84,27 @@ Py_ssize_t simd_saturation_row(const uint8_t *p, Py_ssize_t sx, uint8_t *out, Py
 Py_ssize_t simd_levels_row(const struct levels *lv, const uint8_t *p, Py_ssize_t sx, Py_ssize_t y);
 Py_ssize_t simd_grey_run(const uint8_t *p, Py_ssize_t n, const struct pending *pd, long long *total);
 
+/* The AVX2 loops of the bilinear resize (_kernels_resize.c), three adjacent channels, on n interleaved
+ * elements (3 per pixel); each returns how many it did. simd_hresize_row: out[e] = p[ofs[e]] * a0 +
+ * p[ofs[e] + 3] * a1 (alpha[e]: a0 low, a1 high; p readable 64 bytes past the last ofs); group g of
+ * RESIZE_GROUP elements, where base[g] >= 0 (base NULL: none), has its samples in the 64 bytes at
+ * p + base[g], the left and right sample of element i at bytes idx[64 g + 2 i] and idx[64 g + 2 i + 1]
+ * of them (used with AVX-512 VBMI). simd_vresize_row: out[e] from the horizontal rows H0, H1 and the row
+ * coefficients b0, b1. simd_wide: whether the AVX-512 loops run; simd_use_wide turns them off (tests). */
+#define RESIZE_GROUP 32
+Py_ssize_t simd_hresize_row(const uint8_t *p, const int32_t *ofs, const int32_t *alpha, const int32_t *base,
+                            const uint8_t *idx, int32_t *out, Py_ssize_t n);
+Py_ssize_t simd_vresize_row(const int32_t *H0, const int32_t *H1, Py_ssize_t n, int16_t b0, int16_t b1, uint8_t *out);
+int simd_wide(void);
+int simd_use_wide(int on);
+
+/* out (oh x ow pixels of c adjacent channels, row stride osy) = rows oy.. and columns ox.. of the (dh, dw)
+ * INTER_LINEAR resize of the (sh, sw) image at base (row stride sy, c adjacent channels), as cv::resize;
+ * -1 when out of memory. */
+int resize_linear(const uint8_t *base, Py_ssize_t sh, Py_ssize_t sw, Py_ssize_t sy, Py_ssize_t c, uint8_t *out,
+                  Py_ssize_t osy, Py_ssize_t dh, Py_ssize_t dw, Py_ssize_t oy, Py_ssize_t ox, Py_ssize_t oh,
+                  Py_ssize_t ow);
+
 /* levels_row from column x0 on (p still points at the row's first pixel). */
 void levels_from(const struct levels *lv, const uint8_t *p, Py_ssize_t sx, Py_ssize_t sc, Py_ssize_t c,
                  Py_ssize_t y, Py_ssize_t x0);

@@ -95,24 +95,35 @@ class EncodedImage:
         self.buffer = buffer
 
 
-def decode_region(image, region, interpolation, op="Decode"):
-    """Decode ``image`` (EncodedImage) cropped and resized as ``region(h, w) -> (box, (oh, ow))`` asks."""
+def decode_region(image, region, interpolation, op="Decode", centre=None):
+    """Decode ``image`` (EncodedImage) cropped and resized as ``region(h, w) -> (box, (oh, ow))`` asks;
+    ``centre=(ch, cw)``: only the centre window of the result (CenterCrop's, the caller has checked it
+    fits), the resize computing no other pixel where it can."""
     buf = image.buffer
     size = image_size(buf)
     if size is None or 0 in size:                     # no usable JPEG/PNG header: full decode, plain path
         img = decode(op, buf)
         size = img.shape[:2]
     (y, x, h, w), (oh, ow) = region(*size)
+    window = None if centre is None else ((oh - centre[0]) // 2, (ow - centre[1]) // 2, *centre)
     scale = _reduction(buf, h, w, oh, ow)
     if scale == 1:
         box = _decode_box(buf, y, x, h, w)
-        return resize(decode(op, buf)[y:y + h, x:x + w] if box is None else box, oh, ow, interpolation)
+        return resize(decode(op, buf)[y:y + h, x:x + w] if box is None else box, oh, ow, interpolation, window)
     block = _decode_scaled_box(buf, size, (y, x, h, w), scale)
     if block is not None:                             # RGB, only around the box: origin (y0, x0) of the 1/s image
         pixels, y0, x0 = block
-        return _resample(pixels, (y, x, h, w), (oh, ow), scale, interpolation, (y0, x0))
+        return _window(_resample(pixels, (y, x, h, w), (oh, ow), scale, interpolation, (y0, x0)), window)
     small = decode(op, buf, _REDUCED[scale] | cv2.IMREAD_IGNORE_ORIENTATION)
-    return cv2.cvtColor(_resample(small, (y, x, h, w), (oh, ow), scale, interpolation), cv2.COLOR_BGR2RGB)
+    return _window(cv2.cvtColor(_resample(small, (y, x, h, w), (oh, ow), scale, interpolation), cv2.COLOR_BGR2RGB),
+                   window)
+
+
+def _window(img, window):
+    if window is None:
+        return img
+    y, x, h, w = window
+    return img[y:y + h, x:x + w]
 
 
 def _decode_box(buf, y, x, h, w):

@@ -13,6 +13,9 @@
 * ``Decode(to_pil=True)`` -> ``Resize`` (-> ``CenterCrop``), MindSpore's PIL eval chain, is one compiled
   call with Pillow's bytes that decodes and resamples only what the crop keeps
   (:class:`~recordio.vision.pil_fast.PilChain`);
+* ``Resize`` -> ``CenterCrop`` (MindSpore's eval chain) resizes only the window the crop keeps, where the
+  resized image covers it (:class:`_CroppedResize`); after a deferred Decode it decodes, then resizes the
+  window;
 * a ``RandomHorizontalFlip``/``RandomVerticalFlip`` or a ``CenterCrop`` right before such a run or a
   compiled ``RandomColorAdjust`` hands on a view (:class:`_ViewFlip`, :class:`_ViewCrop`): the next op's
   pass reads it flipped or cropped, instead of a flip or crop pass and a copy.
@@ -29,7 +32,8 @@ from recordio.batch_slots import output_array
 from recordio.keys import current_keys
 from recordio.vision import color_kernels, pil, pil_fast
 from recordio.vision.color import Normalize, RandomColorAdjust, Rescale
-from recordio.vision.decode import Decode, EncodedImage, as_buffer
+from recordio.vision._geometry import resize, shorter_side_size
+from recordio.vision.decode import Decode, EncodedImage, as_buffer, decode_region, image_size
 from recordio.vision.geometry import (HWC2CHW, CenterCrop, RandomHorizontalFlip, RandomResizedCrop,
                                       RandomVerticalFlip, Resize)
 from recordio.vision.pil import ToTensor
@@ -194,6 +198,35 @@ class _ViewCrop:
         return f"<{self.op!r}, as a view>"
 
 
+class _CroppedResize:
+    """Resize followed by CenterCrop: the crop's window of the resized image, computed alone (the same
+    bytes as the two ops) for encoded bytes or a uint8 <H,W,C> array whose resized size covers the crop;
+    anything else (PIL images, padding crops, other dtypes) runs the two ops as written."""
+
+    def __init__(self, resize_op, crop_op):
+        self.resize, self.crop = resize_op, crop_op
+        self.__name__ = "Resize"
+
+    def _covers(self, height, width):
+        oh, ow = shorter_side_size(height, width, self.resize.size)
+        return oh >= self.crop.size[0] and ow >= self.crop.size[1]
+
+    def __call__(self, img):
+        if isinstance(img, EncodedImage):
+            size = image_size(img.buffer)
+            if size is not None and 0 not in size and self._covers(*size):
+                return decode_region(img, self.resize.region, self.resize.interpolation, "Decode", self.crop.size)
+        elif (isinstance(img, np.ndarray) and img.dtype == np.uint8 and img.ndim == 3 and 1 <= img.shape[2] <= 4
+              and 0 not in img.shape and self._covers(*img.shape[:2])):
+            oh, ow = shorter_side_size(*img.shape[:2], self.resize.size)
+            ch, cw = self.crop.size
+            return resize(img, oh, ow, self.resize.interpolation, ((oh - ch) // 2, (ow - cw) // 2, ch, cw))
+        return self.crop(self.resize(img))
+
+    def __repr__(self):
+        return f"{self.resize!r} + {self.crop!r}"
+
+
 class _Passed:
     """The slot of an op that a fused neighbour already applied: passes its input on."""
 
@@ -233,6 +266,12 @@ def _fuse_pil(ops):
             ops[j:j + n] = [pil_fast.PilChain(ops[j:j + n], as_array)] + [_Passed(op) for op in ops[j + 1:j + n]]
 
 
+def _fuse_resize_crop(ops):
+    for j in range(len(ops) - 1):
+        if type(ops[j]) is Resize and type(ops[j + 1]) is CenterCrop:
+            ops[j], ops[j + 1] = _CroppedResize(ops[j], ops[j + 1]), _Passed(ops[j + 1])
+
+
 def _reads_views(op):
     return (isinstance(op, (_LevelRun, _ColourLevels))
             or (type(op) is RandomColorAdjust and _compiled() is not None))
@@ -242,6 +281,7 @@ def fuse_ops(operations):
     """The op list with the fusions above applied (same length, same op at each index otherwise)."""
     ops = fuse_decode(operations)
     _fuse_pil(ops)
+    _fuse_resize_crop(ops)
     _fuse_levels(ops)
     _fuse_colour(ops)
     for j in range(len(ops) - 1):

@@ -1,0 +1,178 @@
+/* Bilinear resizing of uint8 images, byte for byte as OpenCV's cv::resize with INTER_LINEAR (its
+ * fixed-point path for 8-bit images), and optionally only a window of the output: the rows and columns a
+ * crop that follows keeps.
+ *
+ * OpenCV's arithmetic, repeated here:
+ * - output column dx samples fx = (float)((dx + 0.5) * scale_x - 0.5), scale_x = 1 / (dw / sw) in double;
+ *   sx = floor(fx), fx -= sx; at the edges (sx < 0, or sx >= sw - 1) fx = 0 and sx is clamped;
+ *   coefficients a0 = saturate_cast<short>((1 - fx) * 2048), a1 = saturate_cast<short>(fx * 2048), each
+ *   rounded on its own (they need not add up to 2048);
+ * - rows the same, except that fy is not reset at the edges: only the two row indices are clamped;
+ * - horizontal pass, exact in int32: H = S[sx] * a0 + S[sx + 1] * a1 (per channel);
+ * - vertical pass: (((b0 * (H0 >> 4)) >> 16) + ((b1 * (H1 >> 4)) >> 16) + 2) >> 2.
+ * (An exact 2x reduction in both directions is INTER_AREA in OpenCV: the caller leaves it to OpenCV.)
+ *
+ * Each source row is passed horizontally once (two rows are kept, as OpenCV keeps them). With three
+ * adjacent channels the AVX2 loops of _kernels_simd.c take the row apart into int16 planes, do the
+ * horizontal pass as one gather of a sample pair and one multiply-add per 8 outputs, and the vertical
+ * pass 8 pixels at a time; tests/test_vision_resize_c.py compares every path with cv2.resize.
+ */
+#include "_kernels.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static inline int16_t coefficient(float v)
+{
+    long r = lrintf(v * 2048.0f); /* cvRound: to nearest, ties to even */
+    return (int16_t)(r < -32768 ? -32768 : r > 32767 ? 32767 : r);
+}
+
+static inline Py_ssize_t clip_row(Py_ssize_t y, Py_ssize_t h)
+{
+    return y < 0 ? 0 : y >= h ? h - 1 : y;
+}
+
+/* The work space of one resize: per output element (ow pixels of c channels, interleaved) the byte offset
+ * of its left sample in a source row and its coefficient pair (a0 low, a1 high: one int32 for a 16-bit
+ * multiply-add), a copy of the source row being passed (with room for the 32-bit loads past its last
+ * sample), and the horizontal results of two source rows. */
+struct work {
+    int32_t *ofs, *alpha, *hrows[2], *base;
+    uint8_t *row, *idx;
+    Py_ssize_t row_of[2], c, n;
+};
+
+static void work_free(struct work *wk)
+{
+    free(wk->ofs);
+    free(wk->alpha);
+    free(wk->base);
+    free(wk->idx);
+    free(wk->row);
+    free(wk->hrows[0]);
+    free(wk->hrows[1]);
+}
+
+static int work_alloc(struct work *wk, Py_ssize_t sw, Py_ssize_t c, Py_ssize_t ow)
+{
+    memset(wk, 0, sizeof(*wk));
+    wk->c = c, wk->n = c * ow;
+    wk->row_of[0] = wk->row_of[1] = -1;
+    wk->ofs = malloc(sizeof(int32_t) * (size_t)wk->n);
+    wk->alpha = malloc(sizeof(int32_t) * (size_t)wk->n);
+    wk->row = calloc((size_t)(c * sw + 64), 1);
+    wk->hrows[0] = malloc(sizeof(int32_t) * (size_t)wk->n);
+    wk->hrows[1] = malloc(sizeof(int32_t) * (size_t)wk->n);
+    if (!wk->ofs || !wk->alpha || !wk->row || !wk->hrows[0] || !wk->hrows[1]) {
+        work_free(wk);
+        return -1;
+    }
+    return 0;
+}
+
+/* Where the byte permutes of simd_hresize_row apply (three channels, AVX-512 VBMI): per group of
+ * RESIZE_GROUP elements the first byte of the 64 that hold its samples, and each sample's place in them;
+ * a group whose samples span more (a reduction by about 1.8 or more) keeps base -1 (gathers). A sample
+ * multiplied by 0 (the right one at the right edge) is read at the left one's place. */
+static int plan_groups(struct work *wk)
+{
+    const Py_ssize_t groups = wk->n / RESIZE_GROUP;
+    if (wk->c != 3 || !simd_wide() || groups == 0)
+        return 0;
+    wk->base = malloc(sizeof(int32_t) * (size_t)groups);
+    wk->idx = malloc((size_t)(64 * groups));
+    if (!wk->base || !wk->idx)
+        return -1;
+    for (Py_ssize_t g = 0; g < groups; g++) {
+        const Py_ssize_t e0 = g * RESIZE_GROUP;
+        int32_t lo = wk->ofs[e0], hi = 0;
+        for (Py_ssize_t i = 0; i < RESIZE_GROUP; i++) {
+            const int32_t left = wk->ofs[e0 + i], right = wk->alpha[e0 + i] >> 16 ? left + 3 : left;
+            lo = left < lo ? left : lo;
+            hi = right > hi ? right : hi;
+        }
+        wk->base[g] = hi - lo < 64 ? lo : -1;
+        for (Py_ssize_t i = 0; i < RESIZE_GROUP && wk->base[g] >= 0; i++) {
+            const int32_t left = wk->ofs[e0 + i], right = wk->alpha[e0 + i] >> 16 ? left + 3 : left;
+            wk->idx[64 * g + 2 * i] = (uint8_t)(left - lo);
+            wk->idx[64 * g + 2 * i + 1] = (uint8_t)(right - lo);
+        }
+    }
+    return 0;
+}
+
+/* The horizontal pass of source row p (sw pixels of c adjacent channels) into H (n int32). At the right
+ * edge a1 is 0 and the second sample is the pixel itself (never read past the row). */
+static void hresize_row(struct work *wk, const uint8_t *p, Py_ssize_t sw, int32_t *H)
+{
+    const Py_ssize_t c = wk->c;
+    Py_ssize_t e = 0;
+    if (c == 3) {
+        memcpy(wk->row, p, (size_t)(3 * sw));
+        e = simd_hresize_row(wk->row, wk->ofs, wk->alpha, wk->base, wk->idx, H, wk->n);
+    }
+    const Py_ssize_t last = c * (sw - 1);
+    for (; e < wk->n; e++) {
+        const Py_ssize_t o = wk->ofs[e], k = o % c;
+        const Py_ssize_t next = o + c <= last + k ? o + c : o;
+        H[e] = p[o] * (int16_t)(wk->alpha[e] & 0xFFFF) + p[next] * (int16_t)(wk->alpha[e] >> 16);
+    }
+}
+
+/* The horizontal results of source row y, passed now unless one of the two kept rows is y; keep: the
+ * kept row that must not be replaced (-1: none). */
+static const int32_t *hrow(struct work *wk, const uint8_t *base, Py_ssize_t sy, Py_ssize_t sw, Py_ssize_t y,
+                           Py_ssize_t keep)
+{
+    for (int k = 0; k < 2; k++)
+        if (wk->row_of[k] == y)
+            return wk->hrows[k];
+    int k = wk->row_of[0] == keep ? 1 : 0;
+    hresize_row(wk, base + y * sy, sw, wk->hrows[k]);
+    wk->row_of[k] = y;
+    return wk->hrows[k];
+}
+
+/* out (oh rows of ow pixels, row stride osy, channels adjacent) = rows oy.. and columns ox.. of the
+ * (dh, dw) bilinear resize of the (sh, sw) image at base (row stride sy, c adjacent channels). */
+int resize_linear(const uint8_t *base, Py_ssize_t sh, Py_ssize_t sw, Py_ssize_t sy, Py_ssize_t c, uint8_t *out,
+                  Py_ssize_t osy, Py_ssize_t dh, Py_ssize_t dw, Py_ssize_t oy, Py_ssize_t ox, Py_ssize_t oh,
+                  Py_ssize_t ow)
+{
+    struct work wk;
+    if (work_alloc(&wk, sw, c, ow) < 0)
+        return -1;
+    const double scale_x = 1.0 / ((double)dw / (double)sw), scale_y = 1.0 / ((double)dh / (double)sh);
+    for (Py_ssize_t j = 0; j < ow; j++) {
+        float fx = (float)(((double)(ox + j) + 0.5) * scale_x - 0.5);
+        Py_ssize_t sx = (Py_ssize_t)floorf(fx);
+        fx -= (float)sx;
+        if (sx < 0)
+            fx = 0.0f, sx = 0;
+        if (sx >= sw - 1)
+            fx = 0.0f, sx = sw - 1;
+        const int32_t pair = (int32_t)((uint32_t)(uint16_t)coefficient(1.0f - fx)
+                                       | (uint32_t)(uint16_t)coefficient(fx) << 16);
+        for (Py_ssize_t k = 0; k < c; k++)
+            wk.ofs[c * j + k] = (int32_t)(c * sx + k), wk.alpha[c * j + k] = pair;
+    }
+    if (plan_groups(&wk) < 0) {
+        work_free(&wk);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < oh; i++) {
+        float fy = (float)(((double)(oy + i) + 0.5) * scale_y - 0.5);
+        Py_ssize_t y = (Py_ssize_t)floorf(fy);
+        fy -= (float)y;
+        const int16_t b0 = coefficient(1.0f - fy), b1 = coefficient(fy);
+        const Py_ssize_t ya = clip_row(y, sh), yb = clip_row(y + 1, sh);
+        const int32_t *H0 = hrow(&wk, base, sy, sw, ya, -1);
+        const int32_t *H1 = hrow(&wk, base, sy, sw, yb, ya);
+        uint8_t *o = out + i * osy;
+        for (Py_ssize_t e = simd_vresize_row(H0, H1, wk.n, b0, b1, o); e < wk.n; e++)
+            o[e] = (uint8_t)((((b0 * (H0[e] >> 4)) >> 16) + ((b1 * (H1[e] >> 4)) >> 16) + 2) >> 2);
+    }
+    work_free(&wk);
+    return 0;
+}
