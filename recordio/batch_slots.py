@@ -63,9 +63,7 @@ class _BlockPool:
             spare = self._free.get(nbytes)
             buf = spare.pop() if spare else None
         if buf is None:
-            buf = mmap.mmap(-1, nbytes)
-            if nbytes >= 1 << 22 and hasattr(mmap, "MADV_HUGEPAGE"):      # as numpy does for large arrays
-                buf.madvise(mmap.MADV_HUGEPAGE)
+            buf = _anonymous(nbytes)
         block = np.ndarray(shape, dtype, buffer=buf)
         weakref.finalize(block, self._give_back, buf, nbytes).atexit = False
         return block
@@ -79,6 +77,17 @@ class _BlockPool:
             spare = self._free.setdefault(nbytes, [])
             if sum(map(len, self._free.values())) < self.keep:
                 spare.append(buf)
+
+
+def _anonymous(nbytes):
+    """Private anonymous memory (a shared mapping would be shmem: no transparent huge pages, a page fault
+    for every 4 KiB written the first time), with huge pages asked for large blocks, as numpy does."""
+    if not hasattr(mmap, "MAP_PRIVATE"):                              # Windows: a plain anonymous map
+        return mmap.mmap(-1, nbytes)
+    buf = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE)
+    if nbytes >= 1 << 22 and hasattr(mmap, "MADV_HUGEPAGE"):
+        buf.madvise(mmap.MADV_HUGEPAGE)
+    return buf
 
 
 def _free_refs():

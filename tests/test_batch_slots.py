@@ -1,6 +1,7 @@
 """A map's fused float32 outputs written straight into the batch that follows (recordio.batch_slots):
 the batch is the block the rows were written into, with the values that stacking gives."""
 
+import os
 import numpy as np
 import pytest
 
@@ -167,3 +168,20 @@ def test_the_pool_skips_memory_that_someone_still_holds():
     again = [pool.array((8, 5), np.float32) for _ in range(2)]
     assert all(id(b.base) in buffers for b in again)
     assert buf is not None
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="reads the process's memory maps (Linux)")
+def test_blocks_are_private_memory():
+    """A block's memory is a private anonymous map: a shared one is shmem (no transparent huge pages, a
+    page fault for every 4 KiB a first batch writes)."""
+    from recordio.batch_slots import _BlockPool
+    block = _BlockPool().array((8, 3, 224, 224), np.float32)
+    start = block.ctypes.data
+    for line in open("/proc/self/maps"):
+        span, perms = line.split()[:2]
+        lo, hi = (int(v, 16) for v in span.split("-"))
+        if lo <= start < hi:
+            assert perms.endswith("p") and "/dev/zero" not in line, line
+            break
+    else:
+        pytest.fail("the block's map was not found")
