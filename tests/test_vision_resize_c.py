@@ -131,3 +131,34 @@ def test_a_resize_that_differs_from_opencv_turns_itself_off(monkeypatch):
         monkeypatch.undo()
         _geometry._resize_is_exact.cache_clear()
     assert _geometry._resize_is_exact()
+
+
+@needs_c
+def test_a_part_around_the_window_gives_the_whole_images_bytes(loops):
+    """The window of a whole image's resize, read from only the part that source_span says it reads (a
+    decoded box around a centre crop): cv2's bytes of resizing everything, then cropping."""
+    rng = np.random.default_rng(11)
+    for _ in range(150):
+        H, W, h, w = (int(v) for v in rng.integers(2, 300, 4))
+        img = rng.integers(0, 256, (H, W, 3), dtype=np.uint8)
+        y, x = int(rng.integers(0, h)), int(rng.integers(0, w))
+        window = (y, x, int(rng.integers(1, h - y + 1)), int(rng.integers(1, w - x + 1)))
+        (top, bottom), (left, right) = (_geometry.source_span(H, h, y, window[2]),
+                                        _geometry.source_span(W, w, x, window[3]))
+        part = img[top:bottom + 1, left:right + 1]
+        got = _geometry.resize_part(part, (H, W, top, left), h, w, window)
+        if _geometry._halves(W, w) and _geometry._halves(H, h):
+            assert got is None                       # OpenCV's INTER_AREA case: the caller resizes it all
+            continue
+        want = reference(img, h, w)[y:y + window[2], x:x + window[3]]
+        np.testing.assert_array_equal(got, want, err_msg=f"{(H, W)} -> {(h, w)}, window {window}")
+
+
+@needs_c
+def test_a_part_that_misses_pixels_the_window_reads_is_refused():
+    img = np.zeros((100, 100, 3), np.uint8)
+    out = np.empty((50, 50, 3), np.uint8)
+    with pytest.raises(ValueError, match="outside the part"):
+        kernels.resize(img[10:60, 10:60], out, 100, 100, 0, 0, 100, 100, 10, 10)   # the window starts at 0
+    with pytest.raises(ValueError, match="not inside"):
+        kernels.resize(img[:60, :60], out, 100, 100, 0, 0, 100, 100, 50, 0)

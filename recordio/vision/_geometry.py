@@ -69,6 +69,36 @@ def resize(img, h, w, interpolation, window=None):
     return out if window is None else _cut(out, window)
 
 
+def resizes_parts(interpolation):
+    """Whether :func:`resize_part` can resize from a part of an image (the compiled bilinear resize):
+    then a caller may decode only the part a window of the output reads."""
+    return interpolation is Inter.LINEAR and _kernels is not None and _resize_is_exact()
+
+
+def source_span(src, dst, start, count):
+    """(first, last) source index that outputs ``start .. start + count - 1`` of a ``src -> dst``
+    bilinear resize read along one axis (OpenCV's positions, a pixel of margin either way for the float32
+    rounding), within the image."""
+    scale = 1.0 / (dst / src)
+    first = math.floor((start + 0.5) * scale - 0.5) - 1
+    last = math.floor((start + count - 1 + 0.5) * scale - 0.5) + 2
+    return max(0, min(first, src - 1)), max(0, min(last, src - 1))
+
+
+def resize_part(part, whole, h, w, window):
+    """The window ``(y, x, wh, ww)`` of the (h, w) bilinear resize of an image of ``whole = (H, W, y0, x0)``
+    (its size and the part's origin in it) read from ``part`` only (a uint8 <h,w,C> array holding at least
+    the :func:`source_span` of the window); None where the compiled resize does not take it (the caller
+    then resizes the whole image)."""
+    H, W, y0, x0 = whole
+    if not (resizes_parts(Inter.LINEAR) and _takes(part, h, w)) or (_halves(W, w) and _halves(H, h)):
+        return None
+    y, x, oh, ow = window
+    out = np.empty((oh, ow, *part.shape[2:]), np.uint8)
+    _kernels.resize(part if part.ndim == 3 else part[:, :, None], out.reshape(oh, ow, -1), h, w, y, x, H, W, y0, x0)
+    return out
+
+
 def _cut(img, window):
     y, x, h, w = window
     return img[y:y + h, x:x + w]

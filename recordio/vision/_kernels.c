@@ -234,22 +234,32 @@ static PyObject *lookup(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
-/* resize(image, out, dh, dw, oy, ox): out = rows oy .. oy + out.shape[0] and columns ox .. ox + out.shape[1]
- * of the (dh, dw) INTER_LINEAR resize of image (uint8 <H,W,C>, channels adjacent, pixels adjacent, any row
- * stride), as cv2.resize; out: C-contiguous uint8 <oh,ow,C>. */
+/* resize(image, out, dh, dw, oy, ox[, full_h, full_w, y0, x0]): out = rows oy .. oy + out.shape[0] and
+ * columns ox .. ox + out.shape[1] of the (dh, dw) INTER_LINEAR resize of image (uint8 <H,W,C>, channels
+ * adjacent, pixels adjacent, any row stride), as cv2.resize; out: C-contiguous uint8 <oh,ow,C>. With the
+ * last four, image is the part at (y0, x0) of a full_h x full_w image, and the resize is of that image
+ * (ValueError if the window reads outside the part). */
 static PyObject *resize(PyObject *self, PyObject *args)
 {
     PyObject *src_obj, *out_obj;
-    Py_ssize_t dh, dw, oy, ox;
+    Py_ssize_t dh, dw, oy, ox, full_h = -1, full_w = -1, y0 = 0, x0 = 0;
     struct image im;
     Py_buffer out;
     int failed = 0;
-    if (!PyArg_ParseTuple(args, "OOnnnn", &src_obj, &out_obj, &dh, &dw, &oy, &ox))
+    if (!PyArg_ParseTuple(args, "OOnnnn|nnnn", &src_obj, &out_obj, &dh, &dw, &oy, &ox, &full_h, &full_w, &y0, &x0))
         return NULL;
     if (get_image(src_obj, &im) < 0)
         return NULL;
+    if (full_h < 0)
+        full_h = im.h, full_w = im.w;
     if (im.sc != 1 || im.sx != im.c || im.sy < im.w * im.c || im.h < 1 || im.w < 1) {
         PyErr_SetString(PyExc_ValueError, "resize: expected an image with adjacent channels and pixels");
+        PyBuffer_Release(&im.view);
+        return NULL;
+    }
+    if (y0 < 0 || x0 < 0 || y0 + im.h > full_h || x0 + im.w > full_w) {
+        PyErr_Format(PyExc_ValueError, "resize: a %zd x %zd part at (%zd, %zd) is not inside a %zd x %zd image",
+                     im.h, im.w, y0, x0, full_h, full_w);
         PyBuffer_Release(&im.view);
         return NULL;
     }
@@ -262,12 +272,15 @@ static PyObject *resize(PyObject *self, PyObject *args)
         PyErr_Format(PyExc_ValueError, "resize: out must be a uint8 <oh,ow,%zd> window of the (%zd, %zd) output",
                      im.c, dh, dw);
     } else {
+        struct resize_source src = {(const uint8_t *)im.view.buf, im.h, im.w, im.sy, im.c, full_h, full_w, y0, x0};
         Py_BEGIN_ALLOW_THREADS
-        failed = resize_linear((const uint8_t *)im.view.buf, im.h, im.w, im.sy, im.c, (uint8_t *)out.buf,
-                               out.shape[1] * im.c, dh, dw, oy, ox, out.shape[0], out.shape[1]);
+        failed = resize_linear(&src, (uint8_t *)out.buf, out.shape[1] * im.c, dh, dw, oy, ox, out.shape[0],
+                               out.shape[1]);
         Py_END_ALLOW_THREADS
-        if (failed)
+        if (failed == -1)
             PyErr_NoMemory();
+        else if (failed)
+            PyErr_SetString(PyExc_ValueError, "resize: the window reads pixels outside the part");
     }
     PyBuffer_Release(&out);
     PyBuffer_Release(&im.view);

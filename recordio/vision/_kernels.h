@@ -98,12 +98,19 @@ Py_ssize_t simd_vresize_row(const int32_t *H0, const int32_t *H1, Py_ssize_t n, 
 int simd_wide(void);
 int simd_use_wide(int on);
 
+/* What a resize reads: a part of h x w pixels (row stride sy, c adjacent channels) at base, whose pixel
+ * (0, 0) is pixel (y0, x0) of the whole full_h x full_w image the resize is of (the whole image itself:
+ * origin 0, the same sizes). */
+struct resize_source {
+    const uint8_t *base;
+    Py_ssize_t h, w, sy, c, full_h, full_w, y0, x0;
+};
+
 /* out (oh x ow pixels of c adjacent channels, row stride osy) = rows oy.. and columns ox.. of the (dh, dw)
- * INTER_LINEAR resize of the (sh, sw) image at base (row stride sy, c adjacent channels), as cv::resize;
- * -1 when out of memory. */
-int resize_linear(const uint8_t *base, Py_ssize_t sh, Py_ssize_t sw, Py_ssize_t sy, Py_ssize_t c, uint8_t *out,
-                  Py_ssize_t osy, Py_ssize_t dh, Py_ssize_t dw, Py_ssize_t oy, Py_ssize_t ox, Py_ssize_t oh,
-                  Py_ssize_t ow);
+ * INTER_LINEAR resize of the whole image, as cv::resize, read from the part; -1 when out of memory, -2
+ * when the window reads pixels outside the part. */
+int resize_linear(const struct resize_source *src, uint8_t *out, Py_ssize_t osy, Py_ssize_t dh, Py_ssize_t dw,
+                  Py_ssize_t oy, Py_ssize_t ox, Py_ssize_t oh, Py_ssize_t ow);
 
 /* levels_row from column x0 on (p still points at the row's first pixel). */
 void levels_from(const struct levels *lv, const uint8_t *p, Py_ssize_t sx, Py_ssize_t sc, Py_ssize_t c,

@@ -12,10 +12,15 @@
  * - vertical pass: (((b0 * (H0 >> 4)) >> 16) + ((b1 * (H1 >> 4)) >> 16) + 2) >> 2.
  * (An exact 2x reduction in both directions is INTER_AREA in OpenCV: the caller leaves it to OpenCV.)
  *
+ * The image read may be a part of the one resized (a decoded box around the window a crop keeps): the
+ * positions are those of the whole image, and the window must read only inside the part (the caller
+ * sizes it with a pixel of margin; a window that reads outside is refused, never read).
+ *
  * Each source row is passed horizontally once (two rows are kept, as OpenCV keeps them). With three
- * adjacent channels the AVX2 loops of _kernels_simd.c take the row apart into int16 planes, do the
- * horizontal pass as one gather of a sample pair and one multiply-add per 8 outputs, and the vertical
- * pass 8 pixels at a time; tests/test_vision_resize_c.py compares every path with cv2.resize.
+ * adjacent channels the loops of _kernels_simd.c do the horizontal pass from a copy of the row: with
+ * AVX-512 VBMI one byte permute per 32 outputs picks the sample pairs, with AVX2 one 32-bit gather per 8
+ * outputs; then one 16-bit multiply-add. The vertical pass is OpenCV's own 16-bit form, 32 outputs at a
+ * time. tests/test_vision_resize_c.py compares every path with cv2.resize.
  */
 #include "_kernels.h"
 #include <math.h>
@@ -134,45 +139,70 @@ static const int32_t *hrow(struct work *wk, const uint8_t *base, Py_ssize_t sy, 
     return wk->hrows[k];
 }
 
-/* out (oh rows of ow pixels, row stride osy, channels adjacent) = rows oy.. and columns ox.. of the
- * (dh, dw) bilinear resize of the (sh, sw) image at base (row stride sy, c adjacent channels). */
-int resize_linear(const uint8_t *base, Py_ssize_t sh, Py_ssize_t sw, Py_ssize_t sy, Py_ssize_t c, uint8_t *out,
-                  Py_ssize_t osy, Py_ssize_t dh, Py_ssize_t dw, Py_ssize_t oy, Py_ssize_t ox, Py_ssize_t oh,
-                  Py_ssize_t ow)
+/* The two source rows output row i reads (clipped to the whole image, then made relative to the part)
+ * and its coefficients; a row whose coefficient is 0 may be the other one (its samples count 0 either
+ * way). -1 when a row it needs is outside the part. */
+static int source_rows(const struct resize_source *src, double scale_y, Py_ssize_t dy, Py_ssize_t *ya,
+                       Py_ssize_t *yb, int16_t *b0, int16_t *b1)
 {
-    struct work wk;
-    if (work_alloc(&wk, sw, c, ow) < 0)
-        return -1;
-    const double scale_x = 1.0 / ((double)dw / (double)sw), scale_y = 1.0 / ((double)dh / (double)sh);
+    float fy = (float)(((double)dy + 0.5) * scale_y - 0.5);
+    Py_ssize_t y = (Py_ssize_t)floorf(fy);
+    fy -= (float)y;
+    *b0 = coefficient(1.0f - fy), *b1 = coefficient(fy);
+    *ya = clip_row(y, src->full_h) - src->y0, *yb = clip_row(y + 1, src->full_h) - src->y0;
+    if (*b1 == 0 && (*yb < 0 || *yb >= src->h))
+        *yb = *ya;
+    if (*b0 == 0 && (*ya < 0 || *ya >= src->h))
+        *ya = *yb;
+    return *ya >= 0 && *ya < src->h && *yb >= 0 && *yb < src->h ? 0 : -1;
+}
+
+/* The columns: per output element its left sample's byte offset in a part row and its coefficients. */
+static int source_columns(struct work *wk, const struct resize_source *src, double scale_x, Py_ssize_t ox,
+                          Py_ssize_t ow)
+{
+    const Py_ssize_t c = src->c;
     for (Py_ssize_t j = 0; j < ow; j++) {
         float fx = (float)(((double)(ox + j) + 0.5) * scale_x - 0.5);
         Py_ssize_t sx = (Py_ssize_t)floorf(fx);
         fx -= (float)sx;
         if (sx < 0)
             fx = 0.0f, sx = 0;
-        if (sx >= sw - 1)
-            fx = 0.0f, sx = sw - 1;
-        const int32_t pair = (int32_t)((uint32_t)(uint16_t)coefficient(1.0f - fx)
-                                       | (uint32_t)(uint16_t)coefficient(fx) << 16);
+        if (sx >= src->full_w - 1)
+            fx = 0.0f, sx = src->full_w - 1;
+        const int16_t a0 = coefficient(1.0f - fx), a1 = coefficient(fx);
+        sx -= src->x0;
+        if (sx < 0 || sx >= src->w || (a1 != 0 && sx + 1 >= src->w))
+            return -1;
+        const int32_t pair = (int32_t)((uint32_t)(uint16_t)a0 | (uint32_t)(uint16_t)a1 << 16);
         for (Py_ssize_t k = 0; k < c; k++)
-            wk.ofs[c * j + k] = (int32_t)(c * sx + k), wk.alpha[c * j + k] = pair;
+            wk->ofs[c * j + k] = (int32_t)(c * sx + k), wk->alpha[c * j + k] = pair;
     }
-    if (plan_groups(&wk) < 0) {
-        work_free(&wk);
+    return 0;
+}
+
+int resize_linear(const struct resize_source *src, uint8_t *out, Py_ssize_t osy, Py_ssize_t dh, Py_ssize_t dw,
+                  Py_ssize_t oy, Py_ssize_t ox, Py_ssize_t oh, Py_ssize_t ow)
+{
+    struct work wk;
+    if (work_alloc(&wk, src->w, src->c, ow) < 0)
         return -1;
-    }
-    for (Py_ssize_t i = 0; i < oh; i++) {
-        float fy = (float)(((double)(oy + i) + 0.5) * scale_y - 0.5);
-        Py_ssize_t y = (Py_ssize_t)floorf(fy);
-        fy -= (float)y;
-        const int16_t b0 = coefficient(1.0f - fy), b1 = coefficient(fy);
-        const Py_ssize_t ya = clip_row(y, sh), yb = clip_row(y + 1, sh);
-        const int32_t *H0 = hrow(&wk, base, sy, sw, ya, -1);
-        const int32_t *H1 = hrow(&wk, base, sy, sw, yb, ya);
+    const double scale_x = 1.0 / ((double)dw / (double)src->full_w);
+    const double scale_y = 1.0 / ((double)dh / (double)src->full_h);
+    int failed = source_columns(&wk, src, scale_x, ox, ow) < 0 ? -2 : plan_groups(&wk);
+    for (Py_ssize_t i = 0; i < oh && !failed; i++) {
+        Py_ssize_t ya, yb;
+        int16_t b0, b1;
+        if (source_rows(src, scale_y, oy + i, &ya, &yb, &b0, &b1) < 0) {
+            failed = -2;
+            break;
+        }
+        const int32_t *H0 = hrow(&wk, src->base, src->sy, src->w, ya, -1);
+        const int32_t *H1 = hrow(&wk, src->base, src->sy, src->w, yb, ya);
         uint8_t *o = out + i * osy;
         for (Py_ssize_t e = simd_vresize_row(H0, H1, wk.n, b0, b1, o); e < wk.n; e++)
             o[e] = (uint8_t)((((b0 * (H0[e] >> 4)) >> 16) + ((b1 * (H1[e] >> 4)) >> 16) + 2) >> 2);
     }
     work_free(&wk);
-    return 0;
+    return failed;
 }

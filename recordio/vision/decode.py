@@ -20,7 +20,7 @@ _jpeg = compiled.load("recordio.vision._jpeg")              # None (warned once)
 
 from recordio.errors import FormatError
 from recordio.keys import current_row
-from recordio.vision._geometry import Inter, RandomAreaCrop, resize
+from recordio.vision._geometry import Inter, RandomAreaCrop, resize, resize_part, resizes_parts, source_span
 
 __all__ = ["Decode", "EncodedImage", "RandomCropDecodeResize", "decode_region", "image_size"]
 
@@ -107,6 +107,10 @@ def decode_region(image, region, interpolation, op="Decode", centre=None):
     (y, x, h, w), (oh, ow) = region(*size)
     window = None if centre is None else ((oh - centre[0]) // 2, (ow - centre[1]) // 2, *centre)
     scale = _reduction(buf, h, w, oh, ow)
+    if scale == 1 and window is not None and (y, x, h, w) == (0, 0, *size) and resizes_parts(interpolation):
+        found = _decode_window(buf, size, (oh, ow), window)
+        if found is not None:
+            return found
     if scale == 1:
         box = _decode_box(buf, y, x, h, w)
         return resize(decode(op, buf)[y:y + h, x:x + w] if box is None else box, oh, ow, interpolation, window)
@@ -117,6 +121,15 @@ def decode_region(image, region, interpolation, op="Decode", centre=None):
     small = decode(op, buf, _REDUCED[scale] | cv2.IMREAD_IGNORE_ORIENTATION)
     return _window(cv2.cvtColor(_resample(small, (y, x, h, w), (oh, ow), scale, interpolation), cv2.COLOR_BGR2RGB),
                    window)
+
+
+def _decode_window(buf, size, out, window):
+    """The window of the whole image's resize to ``out``, decoding only the rows and columns it reads;
+    None where the region decoder or the compiled resize does not apply."""
+    (H, W), (oh, ow), (y, x, wh, ww) = size, out, window
+    (top, bottom), (left, right) = source_span(H, oh, y, wh), source_span(W, ow, x, ww)
+    part = _decode_box(buf, top, left, bottom - top + 1, right - left + 1)
+    return None if part is None else resize_part(part, (H, W, top, left), oh, ow, window)
 
 
 def _window(img, window):
