@@ -68,7 +68,8 @@ def test_random_sizes_and_windows_give_cv2_bytes(loops):
     (120, 130, 224, 224), (300, 301, 224, 224), (400, 380, 224, 224),       # the train chain's crop boxes
     (440, 500, 256, 290), (375, 500, 256, 341),                              # the eval chain's Resize(256)
     (1, 1, 7, 9), (7, 9, 1, 1), (2, 900, 3, 224), (900, 2, 224, 3),          # edges: one pixel, thin strips
-    (224, 224, 113, 600), (100, 3000, 100, 1000),                            # reductions past the byte permutes
+    (224, 224, 113, 600), (100, 3000, 100, 1000), (450, 480, 224, 224),      # reductions by 2 to 3
+    (50, 2000, 50, 300), (31, 4001, 17, 97),                                 # past the byte permutes: gathers
 ])
 def test_sizes_the_chains_meet_give_cv2_bytes(loops, sh, sw, h, w):
     rng = np.random.default_rng(sh * 7 + sw)

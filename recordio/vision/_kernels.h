@@ -86,8 +86,8 @@ Py_ssize_t simd_grey_run(const uint8_t *p, Py_ssize_t n, const struct pending *p
 
 /* The AVX2 loops of the bilinear resize (_kernels_resize.c), three adjacent channels, on n interleaved
  * elements (3 per pixel); each returns how many it did. simd_hresize_row: out[e] = p[ofs[e]] * a0 +
- * p[ofs[e] + 3] * a1 (alpha[e]: a0 low, a1 high; p readable 64 bytes past the last ofs); group g of
- * RESIZE_GROUP elements, where base[g] >= 0 (base NULL: none), has its samples in the 64 bytes at
+ * p[ofs[e] + 3] * a1 (alpha[e]: a0 low, a1 high; p readable 128 bytes past the last ofs); group g of
+ * RESIZE_GROUP elements, where base[g] >= 0 (base NULL: none), has its samples in the 128 bytes at
  * p + base[g], the left and right sample of element i at bytes idx[64 g + 2 i] and idx[64 g + 2 i + 1]
  * of them (used with AVX-512 VBMI). simd_vresize_row: out[e] from the horizontal rows H0, H1 and the row
  * coefficients b0, b1. simd_wide: whether the AVX-512 loops run; simd_use_wide turns them off (tests). */

@@ -18,7 +18,7 @@
  *
  * Each source row is passed horizontally once (two rows are kept, as OpenCV keeps them). With three
  * adjacent channels the loops of _kernels_simd.c do the horizontal pass from a copy of the row: with
- * AVX-512 VBMI one byte permute per 32 outputs picks the sample pairs, with AVX2 one 32-bit gather per 8
+ * AVX-512 VBMI one two-register byte permute per 32 outputs picks the sample pairs, with AVX2 one 32-bit gather per 8
  * outputs; then one 16-bit multiply-add. The vertical pass is OpenCV's own 16-bit form, 32 outputs at a
  * time. tests/test_vision_resize_c.py compares every path with cv2.resize.
  */
@@ -66,7 +66,7 @@ static int work_alloc(struct work *wk, Py_ssize_t sw, Py_ssize_t c, Py_ssize_t o
     wk->row_of[0] = wk->row_of[1] = -1;
     wk->ofs = malloc(sizeof(int32_t) * (size_t)wk->n);
     wk->alpha = malloc(sizeof(int32_t) * (size_t)wk->n);
-    wk->row = calloc((size_t)(c * sw + 64), 1);
+    wk->row = calloc((size_t)(c * sw + 128), 1);
     wk->hrows[0] = malloc(sizeof(int32_t) * (size_t)wk->n);
     wk->hrows[1] = malloc(sizeof(int32_t) * (size_t)wk->n);
     if (!wk->ofs || !wk->alpha || !wk->row || !wk->hrows[0] || !wk->hrows[1]) {
@@ -77,8 +77,8 @@ static int work_alloc(struct work *wk, Py_ssize_t sw, Py_ssize_t c, Py_ssize_t o
 }
 
 /* Where the byte permutes of simd_hresize_row apply (three channels, AVX-512 VBMI): per group of
- * RESIZE_GROUP elements the first byte of the 64 that hold its samples, and each sample's place in them;
- * a group whose samples span more (a reduction by about 1.8 or more) keeps base -1 (gathers). A sample
+ * RESIZE_GROUP elements the first byte of the 128 that hold its samples, and each sample's place in them;
+ * a group whose samples span more (a reduction by about 3.9 or more) keeps base -1 (gathers). A sample
  * multiplied by 0 (the right one at the right edge) is read at the left one's place. */
 static int plan_groups(struct work *wk)
 {
@@ -97,7 +97,7 @@ static int plan_groups(struct work *wk)
             lo = left < lo ? left : lo;
             hi = right > hi ? right : hi;
         }
-        wk->base[g] = hi - lo < 64 ? lo : -1;
+        wk->base[g] = hi - lo < 128 ? lo : -1;
         for (Py_ssize_t i = 0; i < RESIZE_GROUP && wk->base[g] >= 0; i++) {
             const int32_t left = wk->ofs[e0 + i], right = wk->alpha[e0 + i] >> 16 ? left + 3 : left;
             wk->idx[64 * g + 2 * i] = (uint8_t)(left - lo);

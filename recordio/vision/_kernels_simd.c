@@ -256,12 +256,14 @@ static AVX2 inline void hresize8(const uint8_t *p, const int32_t *ofs, const int
 
 #define WIDE __attribute__((target("avx2,avx512f,avx512bw,avx512vbmi")))
 
-/* A group of RESIZE_GROUP elements whose samples lie in the 64 bytes at p + base: one byte permute puts
- * each element's (left, right) samples side by side, two widenings and two multiply-adds finish them. */
+/* A group of RESIZE_GROUP elements whose samples lie in the 128 bytes at p + base: one two-register byte
+ * permute puts each element's (left, right) samples side by side, two widenings and two multiply-adds
+ * finish them. */
 static WIDE inline void hresize_group(const uint8_t *p, int32_t base, const uint8_t *idx, const int32_t *alpha,
                                       int32_t *out)
 {
-    const __m512i pairs = _mm512_permutexvar_epi8(_mm512_loadu_si512(idx), _mm512_loadu_si512(p + base));
+    const __m512i pairs = _mm512_permutex2var_epi8(_mm512_loadu_si512(p + base), _mm512_loadu_si512(idx),
+                                                   _mm512_loadu_si512(p + base + 64));
     const __m512i lo = _mm512_cvtepu8_epi16(_mm512_castsi512_si256(pairs));
     const __m512i hi = _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(pairs, 1));
     _mm512_storeu_si512(out, _mm512_madd_epi16(lo, _mm512_loadu_si512(alpha)));
