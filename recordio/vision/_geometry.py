@@ -91,7 +91,7 @@ def resize_part(part, whole, h, w, window):
     the :func:`source_span` of the window); None where the compiled resize does not take it (the caller
     then resizes the whole image)."""
     H, W, y0, x0 = whole
-    if not (resizes_parts(Inter.LINEAR) and _takes(part, h, w)) or (_halves(W, w) and _halves(H, h)):
+    if not _takes(part, h, w, (H, W)):
         return None
     y, x, oh, ow = window
     out = np.empty((oh, ow, *part.shape[2:]), np.uint8)
@@ -104,15 +104,17 @@ def _cut(img, window):
     return img[y:y + h, x:x + w]
 
 
-def _takes(img, h, w):
+def _takes(img, h, w, whole=None):
     """Whether the compiled bilinear resize gives cv2.resize's bytes here: uint8 with adjacent pixels and
-    channels, not OpenCV's exact 2x reduction (which it does as INTER_AREA), and the self-check passed."""
+    channels, not OpenCV's exact 2x reduction of the image resized (``whole``'s size, or ``img``'s; OpenCV
+    does it as INTER_AREA), and the self-check passed."""
     if _kernels is None or img.dtype != np.uint8 or img.ndim not in (2, 3) or 0 in img.shape:
         return False
     c = img.shape[2] if img.ndim == 3 else 1
     if c > 4 or img.strides[-1] != 1 or (img.ndim == 3 and img.strides[1] != c) or img.strides[0] < img.shape[1] * c:
         return False
-    if _halves(img.shape[1], w) and _halves(img.shape[0], h):
+    H, W = whole or img.shape[:2]
+    if _halves(W, w) and _halves(H, h):
         return False
     return _resize_is_exact()
 
