@@ -94,6 +94,9 @@ def test_bad_arguments_are_refused():
         kernels.resize(img, np.empty((5, 5, 1), np.uint8), 8, 8, 0, 0)     # channels differ
     with pytest.raises(ValueError, match="adjacent"):
         kernels.resize(img[:, ::-1], np.empty((5, 5, 3), np.uint8), 5, 5, 0, 0)
+    huge = np.lib.stride_tricks.as_strided(img, shape=(1, 800_000_000, 3), strides=(2_400_000_000, 3, 1))
+    with pytest.raises(ValueError, match="too long"):           # refused before a byte of it is read
+        kernels.resize(huge, np.empty((1, 5, 3), np.uint8), 1, 5, 0, 0)
 
 
 def test_resize_matches_cv2_for_every_layout_the_ops_pass():

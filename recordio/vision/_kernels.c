@@ -257,6 +257,11 @@ static PyObject *resize(PyObject *self, PyObject *args)
         PyBuffer_Release(&im.view);
         return NULL;
     }
+    if (im.w * im.c > INT32_MAX - 256 || dw * im.c > INT32_MAX) { /* byte offsets in a row are int32 */
+        PyErr_Format(PyExc_ValueError, "resize: rows of %zd or %zd pixels are too long", im.w, dw);
+        PyBuffer_Release(&im.view);
+        return NULL;
+    }
     if (y0 < 0 || x0 < 0 || y0 + im.h > full_h || x0 + im.w > full_w) {
         PyErr_Format(PyExc_ValueError, "resize: a %zd x %zd part at (%zd, %zd) is not inside a %zd x %zd image",
                      im.h, im.w, y0, x0, full_h, full_w);
