@@ -331,8 +331,8 @@ static PyMethodDef methods[] = {
      "resize(image, out, dh, dw, oy, ox): out = the window at (oy, ox) of the (dh, dw) INTER_LINEAR resize of "
      "the uint8 <H,W,C> image (channels and pixels adjacent), byte for byte as cv2.resize."},
     {"use_simd", use_simd, METH_O,
-     "use_simd(on): run the AVX2 loops where the CPU has AVX2 (on) or only the scalar ones; returns the "
-     "previous setting. The results are the same either way."},
+     "use_simd(on): run the AVX2 loops where the CPU has AVX2, and the AVX-512 ones where it has those (on), "
+     "or only the scalar ones; returns the previous setting. The results are the same either way."},
     {"use_avx512", use_avx512, METH_O,
      "use_avx512(on): run the AVX-512 loops where the CPU has them (on, and use_simd on) or not; returns the "
      "previous setting. The results are the same either way."},

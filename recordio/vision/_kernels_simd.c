@@ -42,7 +42,7 @@ int simd_use(int on)
 {
     int was = enabled;
     enabled = on && __builtin_cpu_supports("avx2");
-    wide = wide && enabled;
+    wide = enabled && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vbmi");
     return was;
 }
 
