@@ -82,6 +82,10 @@ def read_mindrecord(paths: str | os.PathLike | Sequence[str | os.PathLike], *, c
                     ray_remote_args: dict | None = None, concurrency: int | None = None) -> ray.data.Dataset:
     """A MindRecord dataset as a ``ray.data.Dataset``, rows in the dataset's order.
 
+    The returned dataset's ``context.execution_options.preserve_order`` is on, and datasets made from
+    it keep it: Ray's default hands blocks on as their read tasks finish, which reorders rows when
+    the cluster is busy. Turn it off on a derived dataset where order does not matter.
+
     Args:
         paths: any data file of the dataset (its shards are found from its header), or a list of
             data files (exactly those, in that order). Every node must see them at the same path
@@ -98,5 +102,8 @@ def read_mindrecord(paths: str | os.PathLike | Sequence[str | os.PathLike], *, c
     if override_num_blocks is None and ray.is_initialized():
         cpus = int(ray.cluster_resources().get("CPU", 1))
         override_num_blocks = max(len(source.files), TASKS_PER_CPU * cpus)
-    return ray.data.read_datasource(source, override_num_blocks=override_num_blocks,
-                                    ray_remote_args=ray_remote_args, concurrency=concurrency)
+    dataset = ray.data.read_datasource(source, override_num_blocks=override_num_blocks,
+                                       ray_remote_args=ray_remote_args, concurrency=concurrency)
+    # Ray yields blocks as tasks finish unless told otherwise: a busy node would reorder the rows.
+    dataset.context.execution_options.preserve_order = True
+    return dataset
