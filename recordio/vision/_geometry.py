@@ -16,8 +16,9 @@ from recordio import compiled
 from recordio.keys import current_keys
 from recordio.vision._checks import check_number, check_range, check_size, pair
 
-__all__ = ["Border", "Inter", "RandomAreaCrop", "SliceMode", "check_enum", "resize", "resized_crop_box",
-           "shorter_side_size"]
+__all__ = ["Border", "Inter", "RandomAreaCrop", "SliceMode", "check_enum", "compiled_resize", "opencv_halves",
+           "resize", "resize_part", "resized_crop_box", "resizes_parts", "shorter_side_size", "source_span",
+           "window_of"]
 
 
 class Inter(enum.Enum):
@@ -57,7 +58,7 @@ def resize(img, h, w, interpolation, window=None):
     """``img`` resized to (h, w) as cv2.resize does it; ``window=(y, x, wh, ww)``: only that window of
     the output (the same pixels, computed alone where the compiled resize applies)."""
     if img.shape[:2] == (h, w):
-        return img if window is None else _cut(img, window)
+        return window_of(img, window)
     if window is not None and window[2:] == (h, w):
         window = None
     if interpolation is Inter.LINEAR and _takes(img, h, w):
@@ -65,14 +66,14 @@ def resize(img, h, w, interpolation, window=None):
         out = np.empty((oh, ow, *img.shape[2:]), np.uint8)
         _kernels.resize(img if img.ndim == 3 else img[:, :, None], out.reshape(oh, ow, -1), h, w, y, x)
         return out
-    out = cv2.resize(img, (w, h), interpolation=interpolation.value).reshape(h, w, *img.shape[2:])
-    return out if window is None else _cut(out, window)
+    return window_of(cv2.resize(img, (w, h), interpolation=interpolation.value).reshape(h, w, *img.shape[2:]),
+                     window)
 
 
 def resizes_parts(interpolation):
     """Whether :func:`resize_part` can resize from a part of an image (the compiled bilinear resize):
     then a caller may decode only the part a window of the output reads."""
-    return interpolation is Inter.LINEAR and _kernels is not None and _resize_is_exact()
+    return interpolation is Inter.LINEAR and compiled_resize() is not None
 
 
 def source_span(src, dst, start, count):
@@ -99,7 +100,10 @@ def resize_part(part, whole, h, w, window):
     return out
 
 
-def _cut(img, window):
+def window_of(img, window):
+    """``img[y:y + h, x:x + w]`` for ``window = (y, x, h, w)``; ``img`` for None."""
+    if window is None:
+        return img
     y, x, h, w = window
     return img[y:y + h, x:x + w]
 
@@ -108,27 +112,28 @@ def _takes(img, h, w, whole=None):
     """Whether the compiled bilinear resize gives cv2.resize's bytes here: uint8 with adjacent pixels and
     channels, not OpenCV's exact 2x reduction of the image resized (``whole``'s size, or ``img``'s; OpenCV
     does it as INTER_AREA), and the self-check passed."""
-    if _kernels is None or img.dtype != np.uint8 or img.ndim not in (2, 3) or 0 in img.shape:
+    if compiled_resize() is None or img.dtype != np.uint8 or img.ndim not in (2, 3) or 0 in img.shape:
         return False
     c = img.shape[2] if img.ndim == 3 else 1
     if c > 4 or img.strides[-1] != 1 or (img.ndim == 3 and img.strides[1] != c) or img.strides[0] < img.shape[1] * c:
         return False
     H, W = whole or img.shape[:2]
-    if _halves(W, w) and _halves(H, h):
-        return False
-    return _resize_is_exact()
+    return not (opencv_halves(W, w) and opencv_halves(H, h))
 
 
-def _halves(src, dst):
+def opencv_halves(src, dst):
     """OpenCV's test for an exact 2x reduction along one axis (scale 1 / (dst / src) within DBL_EPSILON of 2)."""
     scale = 1.0 / (dst / src)
     return round(scale) == 2 and abs(scale - 2) < 2.220446049250313e-16
 
 
 @functools.cache
-def _resize_is_exact():
-    """Whether the compiled resize gives this OpenCV's bytes (checked once, on upscales, reductions and
-    odd sizes); otherwise cv2.resize does every resize, with a one-time RuntimeWarning."""
+def compiled_resize():
+    """The compiled bilinear resize (``recordio.vision._kernels``, its ``resize``) where it is built and
+    gives this OpenCV's bytes (checked once, on upscales, reductions and odd sizes); None otherwise, and
+    then cv2.resize does every resize (a one-time RuntimeWarning says so when the bytes differ)."""
+    if _kernels is None:
+        return None
     rng = np.random.default_rng(0)
     for (sh, sw, c), (h, w) in [((37, 53, 3), (224, 224)), ((300, 401, 3), (224, 191)), ((64, 65, 1), (31, 129)),
                                 ((9, 7, 4), (5, 3)), ((5, 450, 3), (256, 341))]:
@@ -139,8 +144,8 @@ def _resize_is_exact():
             warnings.warn(f"the compiled bilinear resize (recordio.vision._kernels) differs from OpenCV "
                           f"{cv2.__version__}'s cv2.resize: cv2.resize is used instead (slower)", RuntimeWarning,
                           stacklevel=2)
-            return False
-    return True
+            return None
+    return _kernels
 
 
 def shorter_side_size(height, width, size):

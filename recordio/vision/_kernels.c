@@ -257,8 +257,8 @@ static PyObject *resize(PyObject *self, PyObject *args)
         PyBuffer_Release(&im.view);
         return NULL;
     }
-    if (im.w * im.c > INT32_MAX - 256 || dw * im.c > INT32_MAX) { /* byte offsets in a row are int32 */
-        PyErr_Format(PyExc_ValueError, "resize: rows of %zd or %zd pixels are too long", im.w, dw);
+    if (im.w * im.c > INT32_MAX - 256) {    /* byte offsets into a source row are int32 */
+        PyErr_Format(PyExc_ValueError, "resize: rows of %zd pixels are too long", im.w);
         PyBuffer_Release(&im.view);
         return NULL;
     }

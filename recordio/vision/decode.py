@@ -20,7 +20,8 @@ _jpeg = compiled.load("recordio.vision._jpeg")              # None (warned once)
 
 from recordio.errors import FormatError
 from recordio.keys import current_row
-from recordio.vision._geometry import Inter, RandomAreaCrop, resize, resize_part, resizes_parts, source_span
+from recordio.vision._geometry import (Inter, RandomAreaCrop, resize, resize_part, resizes_parts, source_span,
+                                       window_of)
 
 __all__ = ["Decode", "EncodedImage", "RandomCropDecodeResize", "decode_region", "image_size"]
 
@@ -95,12 +96,13 @@ class EncodedImage:
         self.buffer = buffer
 
 
-def decode_region(image, region, interpolation, op="Decode", centre=None):
+def decode_region(image, region, interpolation, op="Decode", centre=None, size=None):
     """Decode ``image`` (EncodedImage) cropped and resized as ``region(h, w) -> (box, (oh, ow))`` asks;
     ``centre=(ch, cw)``: only the centre window of the result (CenterCrop's, the caller has checked it
-    fits), the resize computing no other pixel where it can."""
+    fits), the resize computing no other pixel where it can. ``size``: the image's (h, w) where the
+    caller has read it from the header already."""
     buf = image.buffer
-    size = image_size(buf)
+    size = size or image_size(buf)
     if size is None or 0 in size:                     # no usable JPEG/PNG header: full decode, plain path
         img = decode(op, buf)
         size = img.shape[:2]
@@ -117,10 +119,10 @@ def decode_region(image, region, interpolation, op="Decode", centre=None):
     block = _decode_scaled_box(buf, size, (y, x, h, w), scale)
     if block is not None:                             # RGB, only around the box: origin (y0, x0) of the 1/s image
         pixels, y0, x0 = block
-        return _window(_resample(pixels, (y, x, h, w), (oh, ow), scale, interpolation, (y0, x0)), window)
+        return window_of(_resample(pixels, (y, x, h, w), (oh, ow), scale, interpolation, (y0, x0)), window)
     small = decode(op, buf, _REDUCED[scale] | cv2.IMREAD_IGNORE_ORIENTATION)
-    return _window(cv2.cvtColor(_resample(small, (y, x, h, w), (oh, ow), scale, interpolation), cv2.COLOR_BGR2RGB),
-                   window)
+    return window_of(cv2.cvtColor(_resample(small, (y, x, h, w), (oh, ow), scale, interpolation), cv2.COLOR_BGR2RGB),
+                     window)
 
 
 def _decode_window(buf, size, out, window):
@@ -130,13 +132,6 @@ def _decode_window(buf, size, out, window):
     (top, bottom), (left, right) = source_span(H, oh, y, wh), source_span(W, ow, x, ww)
     part = _decode_box(buf, top, left, bottom - top + 1, right - left + 1)
     return None if part is None else resize_part(part, (H, W, top, left), oh, ow, window)
-
-
-def _window(img, window):
-    if window is None:
-        return img
-    y, x, h, w = window
-    return img[y:y + h, x:x + w]
 
 
 def _decode_box(buf, y, x, h, w):

@@ -215,7 +215,8 @@ class _CroppedResize:
         if isinstance(img, EncodedImage):
             size = image_size(img.buffer)
             if size is not None and 0 not in size and self._covers(*size):
-                return decode_region(img, self.resize.region, self.resize.interpolation, "Decode", self.crop.size)
+                return decode_region(img, self.resize.region, self.resize.interpolation, "Decode", self.crop.size,
+                                     size)
         elif (isinstance(img, np.ndarray) and img.dtype == np.uint8 and img.ndim == 3 and 1 <= img.shape[2] <= 4
               and 0 not in img.shape and self._covers(*img.shape[:2])):
             oh, ow = shorter_side_size(*img.shape[:2], self.resize.size)
