@@ -1,7 +1,9 @@
 """Small helpers shared by the command modules."""
 
 import argparse
+import json
 import os
+import subprocess
 import sys
 
 PATH_HELP = "any data file of the dataset, or the name given to FileWriter (out/train.mindrecord for its shards ...0, ...1)"
@@ -99,3 +101,23 @@ def write_results(path, results):
 
     with open(path, "w") as f:
         json.dump({"python": sys.version.split()[0], "results": results}, f, indent=2)
+
+
+def alternate_children(module, contenders, repeats, child_args, mismatch):
+    """{contender: {measure: [seconds of each pass]}} from ``python -m module --child CONTENDER *child_args``,
+    the contenders alternating, a fresh process a pass. Each child prints one JSON line with ``times``
+    ({measure: seconds}) and ``digest`` (of what it computed); differing digests raise ``mismatch``."""
+    found, digests = {c: {} for c in contenders}, set()
+    for _ in range(repeats):
+        for contender in contenders:
+            done = subprocess.run([sys.executable, "-m", module, "--child", contender, *child_args],
+                                  capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                raise RuntimeError(f"{module}: the {contender} process failed: {done.stderr[-2000:]}")
+            one = json.loads(done.stdout.splitlines()[-1])
+            digests.add(one["digest"])
+            for name, seconds in one["times"].items():
+                found[contender].setdefault(name, []).append(seconds)
+    if len(digests) != 1:
+        raise RuntimeError(f"{module}: {mismatch}")
+    return found

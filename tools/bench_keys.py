@@ -23,11 +23,10 @@ import argparse
 import hashlib
 import json
 import os
-import subprocess
 import sys
 import time
 
-from recordio.tools._common import bench_main, bench_row
+from recordio.tools._common import alternate_children, bench_main, bench_row
 
 CONTENDERS = ("compiled", "python")
 SEED, EPOCH, MAP_UID = 5489, 3, 0
@@ -123,21 +122,9 @@ def add_arguments(parser):
 
 def measure(args):
     """{contender: {measure: [seconds of each pass]}}: the contenders alternate, a fresh process a pass."""
-    found, digests = {c: {} for c in CONTENDERS}, set()
-    for _ in range(args.repeats):
-        for contender in CONTENDERS:
-            done = subprocess.run([sys.executable, "-m", "recordio.tools.bench_keys", "--child", contender,
-                                   "--rows", str(args.rows), "--images", str(args.images)],
-                                  capture_output=True, text=True, check=False)
-            if done.returncode != 0:
-                raise RuntimeError(f"bench_keys: the {contender} process failed: {done.stderr[-2000:]}")
-            one = json.loads(done.stdout.splitlines()[-1])
-            digests.add(one["digest"])
-            for name, seconds in one["times"].items():
-                found[contender].setdefault(name, []).append(seconds)
-    if len(digests) != 1:
-        raise RuntimeError("bench_keys: the compiled and the Python folds drew different values")
-    return found
+    return alternate_children("recordio.tools.bench_keys", CONTENDERS, args.repeats,
+                              ["--rows", str(args.rows), "--images", str(args.images)],
+                              "the compiled and the Python folds drew different values")
 
 
 def run(args):

@@ -19,11 +19,9 @@ Rates are resizes per second of the process's CPU time.
 import argparse
 import hashlib
 import json
-import subprocess
-import sys
 import time
 
-from recordio.tools._common import bench_main, bench_row
+from recordio.tools._common import alternate_children, bench_main, bench_row
 
 CONTENDERS = ("compiled", "cv2")
 CASES = ("train box -> 224", "eval -> Resize(256)", "eval window -> CenterCrop(224)")
@@ -96,19 +94,8 @@ def run(args):
     if args.child:
         print(json.dumps(child(args.child, args.calls)))
         return []
-    found, digests = {c: {} for c in CONTENDERS}, set()
-    for _ in range(args.repeats):
-        for contender in CONTENDERS:
-            done = subprocess.run([sys.executable, "-m", "recordio.tools.bench_resize", "--child", contender,
-                                   "--calls", str(args.calls)], capture_output=True, text=True, check=False)
-            if done.returncode != 0:
-                raise RuntimeError(f"bench_resize: the {contender} process failed: {done.stderr[-2000:]}")
-            one = json.loads(done.stdout.splitlines()[-1])
-            digests.add(one["digest"])
-            for case, seconds in one["times"].items():
-                found[contender].setdefault(case, []).append(seconds)
-    if len(digests) != 1:
-        raise RuntimeError("bench_resize: the compiled resize and cv2.resize gave different bytes")
+    found = alternate_children("recordio.tools.bench_resize", CONTENDERS, args.repeats, ["--calls", str(args.calls)],
+                               "the compiled resize and cv2.resize gave different bytes")
     out = []
     for case in CASES:
         on, off = found["compiled"][case], found["cv2"][case]

@@ -28,7 +28,7 @@ def contenders(command):
 def library_call(command):
     """The library call a ``count PATH`` command makes, as ``python -c`` (what the CLI adds is the rest)."""
     if len(command) == 2 and command[0] == "count":
-        return {f"python -c 'recordio.count_rows(...)'": [sys.executable, "-c", "import recordio; "
+        return {"python -c 'recordio.count_rows(...)'": [sys.executable, "-c", "import recordio; "
                                                           f"print(recordio.count_rows({command[1]!r}))"]}
     return {}
 
