@@ -155,6 +155,15 @@ def _row_state(seed, epoch, row):
     return _fold_keys(_START, (seed, epoch, row))
 
 
+def _key_word(name, value):
+    """``int(value)``, a word of a sample's keys: an int64 (one wrapped modulo 2**64 would silently
+    draw another key's values on the one-sample path; the batched path could not hold it)."""
+    value = int(value)
+    if not -2 ** 63 <= value < 2 ** 63:
+        raise OverflowError(f"keys: {name} {value} is outside int64")
+    return value
+
+
 class Keys:
     """The keys of ``B`` samples for one random op.
 
@@ -166,16 +175,16 @@ class Keys:
     __slots__ = ("seed", "epoch", "_rows", "_row", "op", "_prefix")
 
     def __init__(self, seed: int, epoch: int, rows: Any, op: int) -> None:
-        self.seed = int(seed)
-        self.epoch = int(epoch)
+        self.seed = _key_word("seed", seed)
+        self.epoch = _key_word("epoch", epoch)
         self._rows: np.ndarray | None
         self._row: int | None
-        if type(rows) is int and -2 ** 63 <= rows < 2 ** 63:      # one row (a host op): its array when asked
-            self._rows, self._row = None, rows
+        if type(rows) is int:                                  # one row (a host op): its array when asked
+            self._rows, self._row = None, _key_word("row", rows)
         else:
             self._rows = np.atleast_1d(np.asarray(rows, dtype=np.int64))
             self._row = int(self._rows[0]) if len(self._rows) == 1 else None
-        self.op = int(op)
+        self.op = _key_word("op", op)
         self._prefix = None
 
     @property

@@ -138,3 +138,18 @@ def test_a_row_given_as_an_int_draws_as_the_row_array(row):
         assert fast.rows.dtype == np.int64 and fast.rows.tolist() == [row] and repr(fast) == repr(plain)
     with pytest.raises(OverflowError):
         keys.Keys(11, 2, 2 ** 63, 3)
+
+
+@pytest.mark.parametrize("seed, epoch, rows, op, name", [
+    (2 ** 64 + 5, 0, 3, 1, "seed"), (2 ** 64 + 5, 0, [3, 4], 1, "seed"), (5, -2 ** 63 - 1, 3, 1, "epoch"),
+    (5, 0, 2 ** 63, 1, "row"), (5, 0, 3, 2 ** 64 + 1, "op"), (5, 0, [3, 4], 2 ** 64 + 1, "op")])
+def test_a_key_outside_int64_is_refused_on_both_paths(seed, epoch, rows, op, name):
+    # wrapped modulo 2**64, seed 2**64 + 5 drew seed 5's values on the one-sample path (and the batched
+    # path failed with numpy's message): both name the word now
+    with pytest.raises(OverflowError, match=f"{name} .* is outside int64"):
+        keys.Keys(seed, epoch, rows, op).uniform(0)
+
+
+def test_the_int64_bounds_are_keys():
+    lo, hi = -2 ** 63, 2 ** 63 - 1
+    assert keys.Keys(hi, lo, hi, lo).uniform(0)[0] == keys.Keys(hi, lo, [hi], lo).uniform(0)[0]
