@@ -54,6 +54,38 @@ def test_default_workers_apply_to_map(monkeypatch):
     assert all(name.startswith("recordio-map") for name in workers) and len(workers) >= 2
 
 
+def test_an_op_that_declares_itself_costly_goes_to_workers_from_the_first_row(monkeypatch):
+    """``costly = True`` (the image decodes) skips the probe: no row runs in the pipeline's own thread,
+    the first ones included (the probe's rows ran one at a time while the other workers idled)."""
+    import threading
+
+    from recordio.dataset import workers as workers_module
+    from recordio.vision import Decode, RandomCropDecodeResize
+
+    assert Decode.costly is True and RandomCropDecodeResize.costly is True
+    monkeypatch.setattr(workers_module, "cpu_count", lambda: 3)
+
+    seen = {}
+
+    class Costly:
+        costly = True
+
+        def __call__(self, x):
+            seen[int(x)] = threading.current_thread().name
+            return x
+
+    old = config.get_num_parallel_workers()
+    config.set_num_parallel_workers(3)
+    try:
+        ds = GeneratorDataset([(i,) for i in range(200)], "x", shuffle=False).map(Costly(), "x")
+        assert [int(r["x"]) for r in ds.create_dict_iterator(num_epochs=1, output_numpy=True)] == list(range(200))
+    finally:
+        config.set_num_parallel_workers(old)
+    assert sorted(seen) == list(range(200))
+    assert all(name.startswith("recordio-map") for name in seen.values()), \
+        {row: name for row, name in seen.items() if not name.startswith("recordio-map")}
+
+
 def test_cheap_ops_run_in_the_consuming_thread():
     """An op cheaper than a hand-off to a worker thread stays in the thread running the pipeline (the
     producer thread, or the consumer's own once the pipeline runs there).

@@ -124,7 +124,8 @@ class MapDataset(Dataset):
     a warm-up; two are not either on a loaded machine, where one hiccup outlasts a cheap chunk), the
     rows go to the ``num_parallel_workers`` threads in small chunks, and the later epochs of the run
     start there (at most one worker per CPU:
-    :func:`~recordio.dataset.workers.effective_workers`). Values are the
+    :func:`~recordio.dataset.workers.effective_workers`). Ops that declare ``costly = True`` (the image
+    decodes: any image costs more than a hand-off) go to the workers from the first row. Values are the
     same either way (the keys of a row do not depend on where it runs). ``python_multiprocessing=True``
     always runs them in the worker processes (asked for isolation, not only speed)."""
 
@@ -209,8 +210,10 @@ class MapDataset(Dataset):
         workers = effective_workers(self.num_parallel_workers or config.get_num_parallel_workers(),
                                     self.num_parallel_workers is not None, f"map #{spec.uid}")
         pooled = workers > 1 or self.python_multiprocessing
-        # processes are asked for isolation; an earlier epoch's decision to use the workers stands
-        probing = workers > 1 and not self.python_multiprocessing and not ctx.has_runner(self)
+        # processes are asked for isolation; an earlier epoch's decision to use the workers stands; ops that
+        # declare ``costly = True`` (image decodes) always pay a hand-off: no rows run alone to time them
+        probing = (workers > 1 and not self.python_multiprocessing and not ctx.has_runner(self)
+                   and not any(getattr(op, "costly", False) is True for op in spec.operations))
         chunk = self.CHUNK_PROCESSES if self.python_multiprocessing else self.CHUNK_THREADS
         # a batch of a fixed size follows: ops may write into its blocks (threads only: a process's
         # arrays are sent back as copies)

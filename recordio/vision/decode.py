@@ -221,6 +221,8 @@ class Decode:
     """Decode JPEG/PNG bytes into an RGB uint8 <H,W,3> image; ``to_pil=True``: an RGB PIL image
     (MindSpore's Python path, see :mod:`recordio.vision.pil`)."""
 
+    costly = True            # a decode costs more than a hand-off to a worker: the map need not time it
+
     def __init__(self, to_pil: bool = False) -> None:
         if not isinstance(to_pil, bool):
             raise TypeError(f"Decode: to_pil must be a bool, got {to_pil!r}")
@@ -238,6 +240,8 @@ class Decode:
 
 class RandomCropDecodeResize(RandomAreaCrop):
     """Decode, crop a random region (as RandomResizedCrop) and resize, decoding at reduced scale."""
+
+    costly = True
 
     def __call__(self, data):
         buf = as_buffer("RandomCropDecodeResize", data)

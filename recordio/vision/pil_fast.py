@@ -51,6 +51,8 @@ class PilChain:
     """``Decode(to_pil=True)``, ``Resize`` and maybe ``CenterCrop`` (``ops``) as one call on the encoded
     bytes; ``as_array``: hand on a numpy <H,W,3> array (for a ``ToTensor`` next) instead of a PIL image."""
 
+    costly = True            # it decodes
+
     def __init__(self, ops, as_array=False):
         self.ops, self.as_array = list(ops), as_array
         self.__name__ = "Decode"                     # as the pipeline names the op in its error notes
