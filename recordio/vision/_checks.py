@@ -1,4 +1,5 @@
-"""Parameter validation shared by the vision ops (MindSpore's rules, raised at construction)."""
+"""Parameter validation shared by the vision ops (MindSpore's rules, raised at construction), and the
+pixels the compiled parts' self-checks run on."""
 
 import numbers
 
@@ -67,3 +68,12 @@ def check_image(op, image, ranks=(2, 3), channels=None):
         raise ValueError(f"{op}: expected a {want} image <H,W{',C' if 3 in ranks else ''}>, "
                          f"found shape {image.shape}")
     return image
+
+
+def check_pixels(shape, seed=0):
+    """Deterministic pseudo-random uint8 pixels of ``shape`` for a compiled part's self-check (SplitMix64
+    of the index; ``numpy.random``'s first use would import it, ~20 ms, in a pipeline's first row)."""
+    x = np.arange(int(np.prod(shape)), dtype=np.uint64) + np.uint64(seed * 0x9E3779B97F4A7C15 % 2 ** 64)
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return ((x ^ (x >> np.uint64(31))) >> np.uint64(56)).astype(np.uint8).reshape(shape)

@@ -14,6 +14,7 @@ import numpy as np
 
 from recordio import compiled       # the optional C kernels (setup.py); same values, one pass each
 from recordio.batch_slots import output_array
+from recordio.vision._checks import check_pixels
 
 _kernels = compiled.load("recordio.vision._kernels")        # None (warned once) where it was not built
 
@@ -54,7 +55,7 @@ def grey_formula(img):
 @functools.cache
 def _opencv_grey_is_exact():
     """Whether this OpenCV's RGB2GRAY equals ``grey_formula`` (checked once on 2**16 colours)."""
-    colours = np.random.default_rng(0).integers(0, 256, (256, 256, 3), dtype=np.uint8)
+    colours = check_pixels((256, 256, 3))
     return np.array_equal(cv2.cvtColor(colours, cv2.COLOR_RGB2GRAY), grey_formula(colours))
 
 

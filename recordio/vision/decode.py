@@ -20,6 +20,7 @@ _jpeg = compiled.load("recordio.vision._jpeg")              # None (warned once)
 
 from recordio.errors import FormatError
 from recordio.keys import current_row
+from recordio.vision._checks import check_pixels
 from recordio.vision._geometry import (Inter, RandomAreaCrop, resize, resize_part, resizes_parts, source_span,
                                        window_of)
 
@@ -176,8 +177,7 @@ def _region_decoder_is_exact(s=1):
     few boxes of a 4:2:0 and a 4:2:2 test image); otherwise the region decoder is not used at that scale."""
     if _jpeg is None:
         return False
-    rng = np.random.default_rng(0)
-    img = cv2.resize(rng.integers(0, 256, (6, 8, 3), dtype=np.uint8), (77 * s, 61 * s), interpolation=cv2.INTER_CUBIC)
+    img = cv2.resize(check_pixels((6, 8, 3), s), (77 * s, 61 * s), interpolation=cv2.INTER_CUBIC)
     flags = _FLAGS if s == 1 else _REDUCED[s] | cv2.IMREAD_IGNORE_ORIENTATION
     for sampling in (cv2.IMWRITE_JPEG_SAMPLING_FACTOR_420, cv2.IMWRITE_JPEG_SAMPLING_FACTOR_422):
         data = cv2.imencode(".jpg", img, [cv2.IMWRITE_JPEG_SAMPLING_FACTOR, sampling])[1].tobytes()
