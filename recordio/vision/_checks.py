@@ -71,9 +71,14 @@ def check_image(op, image, ranks=(2, 3), channels=None):
 
 
 def check_pixels(shape, seed=0):
-    """Deterministic pseudo-random uint8 pixels of ``shape`` for a compiled part's self-check (SplitMix64
-    of the index; ``numpy.random``'s first use would import it, ~20 ms, in a pipeline's first row)."""
-    x = np.arange(int(np.prod(shape)), dtype=np.uint64) + np.uint64(seed * 0x9E3779B97F4A7C15 % 2 ** 64)
-    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return ((x ^ (x >> np.uint64(31))) >> np.uint64(56)).astype(np.uint8).reshape(shape)
+    """Deterministic pseudo-random uint8 pixels of ``shape`` for a compiled part's self-check: SplitMix64 of
+    the index, repeating every 64 Ki values (fresh pages for a large image's hash would cost more than the
+    check; ``numpy.random``'s first use would import it, ~20 ms, in a pipeline's first row)."""
+    n = int(np.prod(shape))
+    x = np.arange(min(n, 1 << 16), dtype=np.uint64)
+    x += np.uint64(seed * 0x9E3779B97F4A7C15 % 2 ** 64)
+    for shift, factor in ((30, 0xBF58476D1CE4E5B9), (27, 0x94D049BB133111EB)):
+        x ^= x >> np.uint64(shift)
+        x *= np.uint64(factor)
+    x ^= x >> np.uint64(31)
+    return np.resize((x >> np.uint64(56)).astype(np.uint8), n).reshape(shape)
