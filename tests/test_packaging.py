@@ -166,6 +166,10 @@ def test_version_comes_from_the_package_metadata():
 FEATURES = [
     (["cv2"], "import recordio; recordio.vision.Decode()",
      'recordio.vision needs OpenCV: pip install "mindrecordio[vision]"'),
+    (["PIL"], "import recordio; recordio.vision.Decode(to_pil=True)",
+     'recordio.vision\'s PIL path needs Pillow: pip install "mindrecordio[vision]"'),
+    (["PIL"], "import recordio; recordio.vision.ToPIL()",
+     'recordio.vision\'s PIL path needs Pillow: pip install "mindrecordio[vision]"'),
     (["torch"], "import recordio; recordio.TorchDataset",
      'recordio.TorchDataset needs PyTorch: pip install "mindrecordio[torch]"'),
     (["torch"], "import recordio.offload.tail",

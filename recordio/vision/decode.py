@@ -227,6 +227,9 @@ class Decode:
         if not isinstance(to_pil, bool):
             raise TypeError(f"Decode: to_pil must be a bool, got {to_pil!r}")
         self.to_pil = to_pil
+        if to_pil:
+            from recordio.vision import pil
+            pil.pillow()                      # a missing Pillow fails here, where the pipeline is written
 
     def __call__(self, data):
         if self.to_pil:

@@ -5,7 +5,8 @@ Scripts written for MindSpore's Python transforms decode to a PIL image, then ``
 (``/ 255``), usually followed by ``Normalize(..., is_hwc=False)``. These functions are MindSpore
 2.10's (``mindspore.dataset.vision.py_transforms_util``) semantics, so the values are the same;
 ``Resize`` and ``CenterCrop`` dispatch here when they receive a PIL image. A map whose last op
-returns a PIL image outputs it as a numpy array, as MindSpore does. Pillow is imported on first use.
+returns a PIL image outputs it as a numpy array, as MindSpore does. Pillow is imported when an op that
+needs it is built (``Decode(to_pil=True)``, ``ToPIL``), or on first use.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from recordio.vision._checks import check_prob
 from recordio.vision._geometry import Inter
 
 __all__ = ["Grayscale", "RandomGrayscale", "ToPIL", "ToTensor", "as_array", "center_crop", "center_crop_box", "decode",
-           "is_pil", "pil_filter", "resize", "resize_size", "to_pil"]
+           "is_pil", "pil_filter", "pillow", "resize", "resize_size", "to_pil"]
 
 
 def is_pil(value):
@@ -32,7 +33,10 @@ def is_pil(value):
     return image is not None and isinstance(value, image.Image)
 
 
-def _image():
+def pillow():
+    """``PIL.Image``; a missing Pillow is a :class:`~recordio.errors.MissingExtraError` naming the extra.
+    Ops that need it call this when built: the error comes where the pipeline is written, not at its
+    first row, and the import is not paid there."""
     with requires("recordio.vision's PIL path"):
         from PIL import Image
     return Image
@@ -40,7 +44,7 @@ def _image():
 
 def decode(buf, op="Decode"):
     """Encoded bytes -> an RGB PIL image."""
-    Image = _image()
+    Image = pillow()
     try:
         return Image.open(io.BytesIO(bytes(buf))).convert("RGB")
     except (OSError, ValueError, SyntaxError) as exc:
@@ -49,7 +53,7 @@ def decode(buf, op="Decode"):
 
 def pil_filter(interpolation, op="Resize"):
     """Pillow's resampling filter for an :class:`Inter` mode (MindSpore's ``Inter.to_python_type``)."""
-    Image = _image()
+    Image = pillow()
     filters = {Inter.NEAREST: Image.NEAREST, Inter.LINEAR: Image.BILINEAR, Inter.CUBIC: Image.BICUBIC}
     if interpolation not in filters:
         raise TypeError(f"{op}: interpolation {interpolation} is not supported with PIL input")
@@ -81,7 +85,7 @@ def to_pil(img, op="ToPIL"):
         img = img[:, :, 0]
     elif img.dtype != np.uint8:
         raise TypeError(f"{op}: dtype {img.dtype} is not supported for an image <H,W,2/3/4> (uint8 only)")
-    return _image().fromarray(img)
+    return pillow().fromarray(img)
 
 
 _ONE_CHANNEL = {np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.uint8, np.uint16, np.uint32,
@@ -90,6 +94,9 @@ _ONE_CHANNEL = {np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.
 
 class ToPIL:
     """A numpy image (uint8 <H,W,C>, or any common type for one channel) to a PIL image."""
+
+    def __init__(self) -> None:
+        pillow()
 
     def __call__(self, img):
         return to_pil(img)
@@ -139,7 +146,7 @@ class Grayscale:
         self.num_output_channels = num_output_channels
 
     def __call__(self, img):
-        Image = _image()
+        Image = pillow()
         if not is_pil(img):
             img = Image.fromarray(np.asarray(img, dtype=np.uint8))
         grey = img.convert("L")
