@@ -27,9 +27,10 @@ from __future__ import annotations
 import functools
 import importlib
 import os
+import threading
 import warnings
 
-__all__ = ["ALLOW_SLOW", "PARTS", "Part", "WARNED", "checked", "load", "report"]
+__all__ = ["ALLOW_SLOW", "PARTS", "Part", "WARNED", "checked", "load", "once", "report"]
 
 #: the environment variable that silences the slow-path warnings (``RECORDIO_ALLOW_SLOW=1``)
 ALLOW_SLOW = "RECORDIO_ALLOW_SLOW"
@@ -89,6 +90,28 @@ def load(module):
         return None
     _state.setdefault(module, "active")
     return found
+
+
+def once(fn):
+    """``functools.cache`` for a self-check whose first call runs once: a thread that calls it meanwhile
+    waits for that result (workers that start together would each run the check, and a failing one could
+    warn twice). Later calls take no lock. ``cache_clear()`` forgets the results (tests)."""
+    done: dict = {}
+    lock = threading.RLock()
+
+    @functools.wraps(fn)
+    def call(*args):
+        try:
+            return done[args]
+        except KeyError:
+            pass
+        with lock:
+            if args not in done:
+                done[args] = fn(*args)
+            return done[args]
+
+    call.cache_clear = done.clear
+    return call
 
 
 def checked(module):

@@ -279,7 +279,7 @@ def test_the_module_imports_nothing_of_recordio_and_nothing_heavy():
     names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     names |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
     assert names <= {"__future__", "_imp", "functools", "hashlib", "importlib", "multiprocessing", "os", "sys",
-                     "warnings"}, names   # builtins and light stdlib (multiprocessing.process alone, on a slow path)
+                     "threading", "warnings"}, names   # builtins and light stdlib (multiprocessing.process alone, on a slow path)
 
 
 def test_a_built_part_whose_package_needs_an_extra_is_unused_not_missing():
@@ -292,3 +292,27 @@ def test_a_built_part_whose_package_needs_an_extra_is_unused_not_missing():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.stdout.strip() == "unused", done.stderr[-2000:]
     assert not compiled._unused("recordio.mindrecord._no_such_part")     # its package imports: missing
+
+
+def test_once_runs_a_check_once_when_threads_call_it_together():
+    import threading
+    import time
+
+    calls = []
+
+    @compiled.once
+    def check(s=1):
+        calls.append(s)
+        time.sleep(0.05)                       # a check long enough for the other threads to arrive
+        return s * 10
+
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(check(2))) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert got == [20] * 4 and calls == [2]
+    assert check(3) == 30 and calls == [2, 3]
+    check.cache_clear()
+    assert check(2) == 20 and calls == [2, 3, 2]

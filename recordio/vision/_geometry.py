@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
-import functools
 import math
 import warnings
 
@@ -127,7 +126,7 @@ def opencv_halves(src, dst):
     return round(scale) == 2 and abs(scale - 2) < 2.220446049250313e-16
 
 
-@functools.cache
+@compiled.once
 def compiled_resize():
     """The compiled bilinear resize (``recordio.vision._kernels``, its ``resize``) where it is built and
     gives this OpenCV's bytes (checked once, on upscales, reductions and odd sizes); None otherwise, and

@@ -7,7 +7,6 @@ computed in float32, clamped to [0, 255] and not rounded. uint8 fast paths use l
 with that same float32 sequence, so they are exact, not approximations.
 """
 
-import functools
 
 import cv2
 import numpy as np
@@ -52,7 +51,7 @@ def grey_formula(img):
     return (r * w[0] + g * w[1] + b * w[2] + 16384) >> 15
 
 
-@functools.cache
+@compiled.once
 def _opencv_grey_is_exact():
     """Whether this OpenCV's RGB2GRAY equals ``grey_formula`` (checked once on 2**16 colours)."""
     colours = check_pixels((256, 256, 3))

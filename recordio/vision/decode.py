@@ -9,7 +9,6 @@ exact sub-pixel geometry of crop-then-resize. The result stays close to decode-t
 
 from __future__ import annotations
 
-import functools
 import struct
 
 import cv2
@@ -171,7 +170,7 @@ def _region(data, y, x, h, w, eighths=8):
 
 
 @compiled.checked("recordio.vision._jpeg")                  # a failed self-check warns once
-@functools.cache
+@compiled.once
 def _region_decoder_is_exact(s=1):
     """Whether the libjpeg that ``_jpeg`` links decodes at 1/s as OpenCV's does (checked once per s, on a
     few boxes of a 4:2:0 and a 4:2:2 test image); otherwise the region decoder is not used at that scale."""

@@ -108,7 +108,7 @@ _CHECKS = [((77, 61), (40, 33), (32, 30)), ((40, 150), (30, 52), (20, 24)), ((61
 
 
 @compiled.checked("recordio.vision._pilfast")               # a failed self-check warns once
-@functools.cache
+@compiled.once
 def _exact():
     """Whether ``_pilfast`` gives the installed Pillow's bytes on a few JPEGs (grey, 4:2:0, 4:4:4,
     progressive) resized both ways with both filters; otherwise the chain runs in Pillow."""
