@@ -112,14 +112,14 @@ def add_arguments(parser):
 def cifar_data(folder, n):
     """The cifar rows as a 4-shard recordio dataset, a flat file of payloads (3,073-byte records) and a
     Hugging Face dataset (None without ``datasets``); the flat record width."""
-    from recordio.tools import bench_storage, workloads
+    from recordio.tools import bench_storage, storage_contenders, workloads
     rows = list(workloads.samples("cifar", n))
     path = os.path.join(folder, "cifar.mindrecord")
     bench_storage.write_recordio(path, "cifar", rows, shard_num=4)
     flat = os.path.join(folder, "cifar.flat")
-    bench_storage.write_flat(flat, rows)
+    storage_contenders.write_flat(flat, rows)
     hf = _hf(folder, "cifar", {"image": [r["image"] for r in rows], "label": [int(r["label"]) for r in rows]})
-    return path + "0", flat, hf, len(bench_storage.payload(rows[0]))
+    return path + "0", flat, hf, len(storage_contenders.payload(rows[0]))
 
 
 def token_data(folder, n):
