@@ -70,6 +70,7 @@ def test_worker_error_keeps_its_type_traceback_and_row(processes):
     err = info.value
     assert err.recordio_row == 7
     assert any("row 7" in note for note in err.__notes__)
+    assert "recordio: map #0 was given column(s) ['id', 'img'] of that row" in err.__notes__
     text = "".join(traceback.format_exception(err))
     assert "fail_on_7" in text
 
@@ -278,3 +279,12 @@ def test_worker_processes_start_as_the_config_says(method, inherited):
         _PARENT_ONLY.clear()
     assert [int(r[0]) for r in rows] == [inherited] * 12
     assert [int(r[1][0]) for r in rows] == list(range(12))
+
+
+def test_a_later_map_does_not_claim_an_earlier_maps_failure():
+    it = pipeline(fail_on_7, False).map(lambda x: x, input_columns="id").create_dict_iterator(num_epochs=1)
+    with pytest.raises(BadRow) as info:
+        list(it)
+    notes = info.value.__notes__
+    assert [n for n in notes if "was given column(s)" in n] == ["recordio: map #0 was given column(s) ['id', 'img'] "
+                                                                 "of that row"]

@@ -53,6 +53,15 @@ def test_undecodable_bytes_raise_format_error_naming_the_row(data):
         vision.Decode()(data)
 
 
+def test_a_cut_short_image_is_named_as_such(jpegs):
+    png = cv2.imencode(".png", np.zeros((8, 8, 3), np.uint8))[1].tobytes()
+    for data, kind in ((jpegs[0][:200], "JPEG"), (png[:40], "PNG")):
+        with row_scope(1, 0, 7), op_scope(1), pytest.raises(FormatError, match=rf"row 7\): expected a whole JPEG or "
+                                                                                 rf"PNG, found a {kind} of \d+ bytes "
+                                                                                 rf"that does not decode .*cut short"):
+            vision.Decode()(data)
+
+
 def test_decode_rejects_non_bytes():
     with pytest.raises(TypeError, match="encoded image bytes"):
         vision.Decode()(np.zeros((4, 4, 3), np.uint8))

@@ -9,19 +9,17 @@ numpy (``op(*values)``) and return one value or a tuple. Op ``j`` of the map run
 import collections
 import copy
 import functools
-import sys
 import time
 
 import numpy as np
 
 from recordio import config
-from recordio.batch_slots import row_slot
 from recordio.dataset.callback import DSCallback
+from recordio.dataset.map_rows import Numbered, note_failure, run_chunk
 from recordio.dataset.node import Dataset, Item, operation
-from recordio.dataset.values import collate, from_pil, to_op_input
+from recordio.dataset.values import collate, to_op_input
 from recordio.dataset.workers import SerialRunner, effective_workers
 from recordio.errors import PipelineError
-from recordio.keys import derive_uid, op_scope, row_scope
 
 __all__ = ["MapDataset"]
 
@@ -33,85 +31,6 @@ def _columns_arg(name, value):
     if not cols or not all(isinstance(c, str) for c in cols):
         raise ValueError(f"map: {name} must be a column name or a non-empty list of them, got {value!r}")
     return cols
-
-
-def _op_name(op):
-    return getattr(op, "__name__", type(op).__name__)
-
-
-def apply_ops(ops, uid, seed, values, row, epoch, uids=None):
-    """Run ``ops`` in sequence on one row's input values under the row's keys (``uids``: the ops'
-    ids, ``derive_uid(uid, j)``, when the caller has them)."""
-    first_row = int(row) if not hasattr(row, "__len__") else int(row[0])
-    if uids is None:
-        uids = [derive_uid(uid, j) for j in range(len(ops))]
-    with row_scope(seed, epoch, first_row):
-        for j, op in enumerate(ops):
-            with op_scope(uids[j]):
-                try:
-                    out = op(*values)
-                except Exception as e:
-                    e.add_note(f"recordio: in map #{uid}, operation {j} ({_op_name(op)}), row {first_row}, "
-                               f"epoch {epoch}")
-                    e.recordio_row = first_row
-                    raise
-            values = out if isinstance(out, tuple) else (out,)
-    if "PIL.Image" in sys.modules:               # PIL images (MindSpore's Python vision path) as arrays
-        return tuple(map(from_pil, values))
-    return values
-
-
-def run_chunk(ops, uid, seed, chunk, slots=None):
-    """A worker's job: a list of ``(input values, row, epoch)``. Ops that declare ``uses_keys = False``
-    (they draw no randomness) run without the row's key scopes. With ``slots`` (a batch of a fixed size
-    follows the map; ``chunk`` a :class:`_Numbered`), each row's ops are given its batch slot
-    (:mod:`recordio.batch_slots`)."""
-    keyless = all(getattr(op, "uses_keys", True) is False for op in ops)
-    uids = None if keyless else [derive_uid(uid, j) for j in range(len(ops))]
-    if slots is not None:
-        outs = []
-        for k, (values, row, epoch) in enumerate(chunk):
-            with row_slot(slots, epoch, chunk.start + k):
-                outs.append(_apply_keyless(ops, uid, values, row, epoch) if keyless
-                            else apply_ops(ops, uid, seed, values, row, epoch, uids))
-        return outs
-    if keyless:
-        if len(ops) == 1:               # _apply_keyless of one op, inlined (a map per column: TypeCast)
-            op, outs = ops[0], []
-            for values, row, epoch in chunk:
-                try:
-                    out = op(*values)
-                except Exception as e:
-                    _note(e, uid, 0, op, row, epoch)
-                    raise
-                outs.append(out if isinstance(out, tuple) else (out,))
-            return outs
-        return [_apply_keyless(ops, uid, values, row, epoch) for values, row, epoch in chunk]
-    return [apply_ops(ops, uid, seed, values, row, epoch, uids) for values, row, epoch in chunk]
-
-
-class _Numbered(list):
-    """A chunk of ``(input values, row, epoch)`` whose first row is the map's ``start``-th of the epoch."""
-
-    start = 0
-
-
-def _apply_keyless(ops, uid, values, row, epoch):
-    for j, op in enumerate(ops):
-        try:
-            out = op(*values)
-        except Exception as e:
-            _note(e, uid, j, op, row, epoch)
-            raise
-        values = out if isinstance(out, tuple) else (out,)
-    return values
-
-
-def _note(e, uid, j, op, row, epoch):
-    """Where ``e`` was raised: map ``uid``'s operation ``j`` on ``row`` of ``epoch``."""
-    first_row = int(row) if not hasattr(row, "__len__") else int(row[0])
-    e.add_note(f"recordio: in map #{uid}, operation {j} ({_op_name(op)}), row {first_row}, epoch {epoch}")
-    e.recordio_row = first_row
 
 
 @operation
@@ -225,26 +144,31 @@ class MapDataset(Dataset):
             hooks.epoch_begin()
         size = [self.PROBE_ROWS if probing else chunk if pooled else self.CHUNK_INLINE]   # rows of the next chunk
         source = self._chunks(ctx, epoch, ins, size, sent, hooks)
-        runner = SerialRunner(fn)
-        if pooled and not probing:
-            runner = ctx.runner(self, fn, workers, self.python_multiprocessing, 2 * workers)
-        elif probing:
-            costly = 0
-            for inputs in source:               # inline while the ops stay cheap
-                start = time.perf_counter()
-                results = fn(inputs)
-                cheap = (time.perf_counter() - start) / len(inputs) < self.INLINE_BELOW_S
-                costly = 0 if cheap else costly + 1
+        try:
+            runner = SerialRunner(fn)
+            if pooled and not probing:
+                runner = ctx.runner(self, fn, workers, self.python_multiprocessing, 2 * workers)
+            elif probing:
+                costly = 0
+                for inputs in source:               # inline while the ops stay cheap
+                    start = time.perf_counter()
+                    results = fn(inputs)
+                    cheap = (time.perf_counter() - start) / len(inputs) < self.INLINE_BELOW_S
+                    costly = 0 if cheap else costly + 1
+                    yield from self._merged(results, sent, ins, outs, spec.uid, hooks)
+                    if costly == self.COSTLY_CHUNKS:   # costly chunks in a row (not a warm-up, not a hiccup):
+                        # worth a hand-off to the workers from here on
+                        size[0] = chunk
+                        runner = ctx.runner(self, fn, workers, self.python_multiprocessing, 2 * workers)
+                        break
+                    if cheap:
+                        size[0] = min(2 * size[0], self.CHUNK_INLINE)
+            for results in runner.imap(source):
                 yield from self._merged(results, sent, ins, outs, spec.uid, hooks)
-                if costly == self.COSTLY_CHUNKS:   # costly chunks in a row (not a warm-up, not a hiccup):
-                    # worth a hand-off to the workers from here on
-                    size[0] = chunk
-                    runner = ctx.runner(self, fn, workers, self.python_multiprocessing, 2 * workers)
-                    break
-                if cheap:
-                    size[0] = min(2 * size[0], self.CHUNK_INLINE)
-        for results in runner.imap(source):
-            yield from self._merged(results, sent, ins, outs, spec.uid, hooks)
+        except Exception as e:
+            if f"recordio: in map #{spec.uid}," in "".join(getattr(e, "__notes__", ())):   # one of its ops failed
+                e.add_note(f"recordio: map #{spec.uid} was given column(s) {ins} of that row")
+            raise
         if hooks is not None:
             hooks.epoch_end()
 
@@ -311,7 +235,7 @@ class ColumnMap:
             try:
                 out = op(*values)
             except Exception as e:
-                _note(e, self.uid, j, op, row, self.epoch)
+                note_failure(e, self.uid, j, op, row, self.epoch)
                 raise
             values = out if isinstance(out, tuple) else (out,)
         if len(values) != 1:
@@ -349,9 +273,9 @@ def _inputs(group, ins, start=0):
     row of the epoch first."""
     if len(ins) == 1:
         name = ins[0]
-        chunk = _Numbered([((to_op_input(it.cols[name]),), it.row, it.epoch) for it in group])
+        chunk = Numbered([((to_op_input(it.cols[name]),), it.row, it.epoch) for it in group])
     else:
-        chunk = _Numbered([(tuple([to_op_input(it.cols[c]) for c in ins]), it.row, it.epoch) for it in group])
+        chunk = Numbered([(tuple([to_op_input(it.cols[c]) for c in ins]), it.row, it.epoch) for it in group])
     chunk.start = start
     return chunk
 

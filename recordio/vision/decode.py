@@ -27,6 +27,7 @@ __all__ = ["Decode", "EncodedImage", "RandomCropDecodeResize", "decode_region", 
 
 _FLAGS = cv2.IMREAD_COLOR_RGB | cv2.IMREAD_IGNORE_ORIENTATION
 _REDUCED = {2: cv2.IMREAD_REDUCED_COLOR_2, 4: cv2.IMREAD_REDUCED_COLOR_4, 8: cv2.IMREAD_REDUCED_COLOR_8}
+_PNG = b"\x89PNG\r\n\x1a\n"
 _SOF = {0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF}
 
 
@@ -49,9 +50,17 @@ def as_buffer(op, data):
 
 
 def _undecodable(op, buf):
-    head = bytes(buf[:8])
-    return FormatError(f"{op}: cannot decode image{_where()}: expected JPEG or PNG bytes, found "
-                       f"{len(buf)} bytes starting {head!r}")
+    head, tail = bytes(buf[:8]), bytes(buf[-8:])
+    if head[:3] == b"\xff\xd8\xff":                     # a JPEG's start: cut short, or damaged inside
+        found = (f"a JPEG of {len(buf)} bytes that does not decode ("
+                 + ("damaged inside" if tail.endswith(b"\xff\xd9") else "no end-of-image marker FF D9: cut short?")
+                 + ")")
+    elif head == _PNG:
+        found = (f"a PNG of {len(buf)} bytes that does not decode ("
+                 + ("damaged inside" if tail == b"IEND\xaeB`\x82" else "no IEND chunk at its end: cut short?") + ")")
+    else:
+        found = f"{len(buf)} bytes starting {head!r}"
+    return FormatError(f"{op}: cannot decode image{_where()}: expected a whole JPEG or PNG, found {found}")
 
 
 def _jpeg_size(buf):
@@ -72,7 +81,7 @@ def _jpeg_size(buf):
 
 def image_size(buf):
     """(height, width) from a JPEG or PNG header without decoding pixels; None for other formats."""
-    if len(buf) > 24 and bytes(buf[:8]) == b"\x89PNG\r\n\x1a\n":
+    if len(buf) > 24 and bytes(buf[:8]) == _PNG:
         w, h = struct.unpack(">II", bytes(buf[16:24]))
         return h, w
     if len(buf) > 4 and buf[0] == 0xFF and buf[1] == 0xD8:
