@@ -135,6 +135,21 @@ def test_an_error_names_the_same_row_on_both_paths(tmp_path, monkeypatch):
         assert exc.recordio_row == 13 and any("row 13" in note for note in exc.__notes__)
 
 
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_an_error_names_the_rows_file_and_its_place_there(tmp_path, shuffle):
+    from recordio import FileWriter
+    path = str(tmp_path / "two.mindrecord")
+    with FileWriter(path, shard_num=2) as writer:                    # 10 rows a file
+        writer.add_schema({"s": {"type": "string"}}, "strings")
+        writer.write_raw_data([{"s": str(i) if i != 13 else "x13"} for i in range(20)])
+    ds = MindDataset(path + "0", shuffle=shuffle).map(operations=TypeCast(np.int32), input_columns="s")
+    with pytest.raises(ValueError) as info:
+        list(ds.create_tuple_iterator(num_epochs=1, output_numpy=True))
+    notes = info.value.__notes__
+    assert f"recordio: source row 13 is row 3 of {path}1" in notes, notes
+    assert "recordio: map #0 was given column(s) ['s'] of that row" in notes, notes
+
+
 def test_resume_inside_an_epoch(dataset, monkeypatch):
     def build():
         return _cast_all(MindDataset(dataset, shuffle=True, columns_list=["ints32", "i64"]),

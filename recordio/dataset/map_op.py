@@ -236,6 +236,7 @@ class ColumnMap:
                 out = op(*values)
             except Exception as e:
                 note_failure(e, self.uid, j, op, row, self.epoch)
+                e.add_note(f"recordio: map #{self.uid} was given column(s) {[self.name]} of that row")
                 raise
             values = out if isinstance(out, tuple) else (out,)
         if len(values) != 1:

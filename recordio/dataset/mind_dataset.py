@@ -188,6 +188,15 @@ class MindDataset(SampledSource):
     def _num_rows(self):
         return len(self._counting_reader())
 
+    def row_origin(self, row):
+        """``row`` of the dataset as row k of its data file (or a padded row)."""
+        start = 0
+        for path, count in zip(self.reader.files, self.file_counts()):
+            if row < start + count:
+                return f"row {row - start} of {path}"
+            start += count
+        return f"a padded row (num_padded={self.num_padded})" if self.num_padded else None
+
     def file_counts(self):
         """Rows of each data file, in order (what the FILES and INFILE shuffles and MindSpore's orders read)."""
         return list(self._counting_reader().file_row_counts)

@@ -54,6 +54,7 @@ class PipelineProducer:
                 yield ("end", epoch, None)
             yield ("done", None, None)
         except Exception as e:  # noqa: BLE001 - re-raised by the consumer, as from the thread
+            _name_origin(e, root)
             yield ("error", None, e)
         finally:
             ctx.close()
@@ -126,3 +127,17 @@ class PipelineProducer:
             self.thread.join(timeout=30)
         if self.thread is None or not self.thread.is_alive():
             self._messages.close()
+
+
+def _name_origin(e, root):
+    """An op's error on a row (``e.recordio_row``) also names where the row comes from (its file)."""
+    row = getattr(e, "recordio_row", None)
+    if row is None or getattr(e, "recordio_origin", False):
+        return
+    try:
+        origin = root.row_origin(int(row))
+    except Exception:  # noqa: BLE001 - the error being raised matters more than this note
+        origin = None
+    if origin is not None:
+        e.add_note(f"recordio: source row {int(row)} is {origin}")
+        e.recordio_origin = True
