@@ -188,7 +188,7 @@ class MindDataset(SampledSource):
     def _num_rows(self):
         return len(self._counting_reader())
 
-    def row_origin(self, row):
+    def _row_origin(self, row):
         """``row`` of the dataset as row k of its data file (or a padded row)."""
         start = 0
         for path, count in zip(self.reader.files, self.file_counts()):

@@ -137,10 +137,10 @@ class Dataset(Running):
         """True when resume can restart the source at a position (no buffering, one source)."""
         return all(c._positional() for c in self.children)
 
-    def row_origin(self, row):
+    def _row_origin(self, row):
         """Where source row ``row`` (the row an op's error names) comes from, as a phrase ("row 3 of
         FILE"); None where this node cannot tell (a zip or concat of sources, a generator)."""
-        return self.children[0].row_origin(row) if len(self.children) == 1 else None
+        return self.children[0]._row_origin(row) if len(self.children) == 1 else None
 
     def _block_rows(self):
         """Source rows behind each output, when every output is made of a fixed number of them (a

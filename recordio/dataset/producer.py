@@ -135,7 +135,7 @@ def _name_origin(e, root):
     if row is None or getattr(e, "recordio_origin", False):
         return
     try:
-        origin = root.row_origin(int(row))
+        origin = root._row_origin(int(row))
     except Exception:  # noqa: BLE001 - the error being raised matters more than this note
         origin = None
     if origin is not None:
