@@ -60,6 +60,10 @@ def test_a_cut_short_image_is_named_as_such(jpegs):
                                                                                  rf"PNG, found a {kind} of \d+ bytes "
                                                                                  rf"that does not decode .*cut short"):
             vision.Decode()(data)
+        with row_scope(1, 0, 7), op_scope(1), pytest.raises(FormatError, match=rf"row 7\): expected a whole JPEG or "
+                                                                                 rf"PNG, found a {kind} .*cut short.*"
+                                                                                 rf"Pillow: "):
+            vision.Decode(to_pil=True)(data)                 # the PIL path says the same, with Pillow's words
 
 
 def test_decode_rejects_non_bytes():

@@ -1,11 +1,15 @@
-"""Parameter validation shared by the vision ops (MindSpore's rules, raised at construction), and the
-pixels the compiled parts' self-checks run on."""
+"""Parameter validation shared by the vision ops (MindSpore's rules, raised at construction), the error
+for image bytes that do not decode, and the pixels the compiled parts' self-checks run on."""
 
 import numbers
 
 import numpy as np
 
+from recordio.errors import FormatError
+from recordio.keys import current_row
+
 FLOAT32_MAX = float(np.finfo(np.float32).max)
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 def check_number(name, value, low=None, high=None, *, integer=False, low_open=False):
@@ -82,3 +86,27 @@ def check_pixels(shape, seed=0):
         x *= np.uint64(factor)
     x ^= x >> np.uint64(31)
     return np.resize((x >> np.uint64(56)).astype(np.uint8), n).reshape(shape)
+
+
+def row_phrase():
+    """`` (row N)`` of the row the calling thread's ops run on, for an error; empty outside a pipeline."""
+    row = current_row()
+    return "" if row is None or row[1] < 0 else f" (row {row[2]})"
+
+
+def undecodable(op, buf, detail=""):
+    """The :class:`~recordio.errors.FormatError` for image bytes ``buf`` that ``op`` could not decode:
+    a JPEG or PNG that is cut short or damaged is named as one; ``detail``: the decoder's own words."""
+    head, tail = bytes(buf[:8]), bytes(buf[-8:])
+    said = f"; {detail}" if detail else ""
+    if head[:3] == b"\xff\xd8\xff":                     # a JPEG's start: cut short, or damaged inside
+        found = (f"a JPEG of {len(buf)} bytes that does not decode ("
+                 + ("damaged inside" if tail.endswith(b"\xff\xd9") else "no end-of-image marker FF D9: cut short?")
+                 + f"{said})")
+    elif head == PNG_SIGNATURE:
+        found = (f"a PNG of {len(buf)} bytes that does not decode ("
+                 + ("damaged inside" if tail == b"IEND\xaeB`\x82" else "no IEND chunk at its end: cut short?")
+                 + f"{said})")
+    else:
+        found = f"{len(buf)} bytes starting {head!r}{f' ({detail})' if detail else ''}"
+    return FormatError(f"{op}: cannot decode image{row_phrase()}: expected a whole JPEG or PNG, found {found}")

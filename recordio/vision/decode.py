@@ -17,9 +17,7 @@ import numpy as np
 from recordio import compiled       # optional C extension (setup.py): decodes only a crop's region
 _jpeg = compiled.load("recordio.vision._jpeg")              # None (warned once) where it was not built
 
-from recordio.errors import FormatError
-from recordio.keys import current_row
-from recordio.vision._checks import check_pixels
+from recordio.vision._checks import PNG_SIGNATURE, check_pixels, row_phrase, undecodable
 from recordio.vision._geometry import (Inter, RandomAreaCrop, resize, resize_part, resizes_parts, source_span,
                                        window_of)
 
@@ -27,13 +25,7 @@ __all__ = ["Decode", "EncodedImage", "RandomCropDecodeResize", "decode_region", 
 
 _FLAGS = cv2.IMREAD_COLOR_RGB | cv2.IMREAD_IGNORE_ORIENTATION
 _REDUCED = {2: cv2.IMREAD_REDUCED_COLOR_2, 4: cv2.IMREAD_REDUCED_COLOR_4, 8: cv2.IMREAD_REDUCED_COLOR_8}
-_PNG = b"\x89PNG\r\n\x1a\n"
 _SOF = {0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF}
-
-
-def _where():
-    row = current_row()
-    return "" if row is None or row[1] < 0 else f" (row {row[2]})"
 
 
 def as_buffer(op, data):
@@ -45,22 +37,8 @@ def as_buffer(op, data):
         return np.frombuffer(data.tobytes(), np.uint8)      # the whole item: trailing NULs kept
     if isinstance(data, np.ndarray) and data.dtype == np.uint8 and data.ndim == 1:
         return data
-    raise TypeError(f"{op}: expected encoded image bytes{_where()}, found "
+    raise TypeError(f"{op}: expected encoded image bytes{row_phrase()}, found "
                     f"{type(data).__name__}{getattr(data, 'shape', '')}")
-
-
-def _undecodable(op, buf):
-    head, tail = bytes(buf[:8]), bytes(buf[-8:])
-    if head[:3] == b"\xff\xd8\xff":                     # a JPEG's start: cut short, or damaged inside
-        found = (f"a JPEG of {len(buf)} bytes that does not decode ("
-                 + ("damaged inside" if tail.endswith(b"\xff\xd9") else "no end-of-image marker FF D9: cut short?")
-                 + ")")
-    elif head == _PNG:
-        found = (f"a PNG of {len(buf)} bytes that does not decode ("
-                 + ("damaged inside" if tail == b"IEND\xaeB`\x82" else "no IEND chunk at its end: cut short?") + ")")
-    else:
-        found = f"{len(buf)} bytes starting {head!r}"
-    return FormatError(f"{op}: cannot decode image{_where()}: expected a whole JPEG or PNG, found {found}")
 
 
 def _jpeg_size(buf):
@@ -81,7 +59,7 @@ def _jpeg_size(buf):
 
 def image_size(buf):
     """(height, width) from a JPEG or PNG header without decoding pixels; None for other formats."""
-    if len(buf) > 24 and bytes(buf[:8]) == _PNG:
+    if len(buf) > 24 and bytes(buf[:8]) == PNG_SIGNATURE:
         w, h = struct.unpack(">II", bytes(buf[16:24]))
         return h, w
     if len(buf) > 4 and buf[0] == 0xFF and buf[1] == 0xD8:
@@ -92,7 +70,7 @@ def image_size(buf):
 def decode(op, buf, flags=_FLAGS):
     img = cv2.imdecode(buf, flags) if len(buf) else None
     if img is None:
-        raise _undecodable(op, buf)
+        raise undecodable(op, buf)
     return img
 
 

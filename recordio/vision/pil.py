@@ -17,10 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from recordio.errors import FormatError
 from recordio.extras import requires
 from recordio.keys import current_keys
-from recordio.vision._checks import check_prob
+from recordio.vision._checks import check_prob, undecodable
 from recordio.vision._geometry import Inter
 
 __all__ = ["Grayscale", "RandomGrayscale", "ToPIL", "ToTensor", "as_array", "center_crop", "center_crop_box", "decode",
@@ -48,7 +47,7 @@ def decode(buf, op="Decode"):
     try:
         return Image.open(io.BytesIO(bytes(buf))).convert("RGB")
     except (OSError, ValueError, SyntaxError) as exc:
-        raise FormatError(f"{op}: failed to decode the image with Pillow ({len(buf)} bytes): {exc}") from None
+        raise undecodable(op, buf, f"Pillow: {exc}") from None
 
 
 def pil_filter(interpolation, op="Resize"):
