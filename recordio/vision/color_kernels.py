@@ -7,7 +7,6 @@ computed in float32, clamped to [0, 255] and not rounded. uint8 fast paths use l
 with that same float32 sequence, so they are exact, not approximations.
 """
 
-
 import cv2
 import numpy as np
 
