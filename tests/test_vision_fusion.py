@@ -254,3 +254,46 @@ def test_decode_resize_centre_crop_resizes_only_the_window(shape, encoding):
         got, want = _run(fused, data, 0), _run(fuse_decode(ops), data, 0)
         assert got.shape == want.shape and got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
+
+
+LEVEL_ARITHMETIC = {
+    "rescale-normalize": lambda: [vision.Rescale(1.0 / 255, 0.0), vision.Normalize(MEAN, STD), vision.HWC2CHW()],
+    "normalize": lambda: [vision.Normalize([123.675, 116.28, 103.53], [58.395, 57.12, 57.375]), vision.HWC2CHW()],
+    "totensor-normalize": lambda: [vision.ToTensor(), vision.Normalize(MEAN, STD, is_hwc=False)],
+    "rescale": lambda: [vision.Rescale(0.5, -3.0), vision.HWC2CHW()],
+}
+
+
+@pytest.mark.parametrize("run", sorted(LEVEL_ARITHMETIC))
+def test_level_runs_compute_their_arithmetic_with_the_tables_bits(run):
+    """A level run whose ops are a multiply, add, subtract and divide in that order is computed by the
+    kernels instead of looked up: the same float32 bits (signed zeros too) as the ops as written, on every
+    level, with and without a colour op before it, flipped or not."""
+    if color_kernels.compiled_kernels() is None:
+        pytest.skip("the C kernels are not built")
+    for head in ([], [vision.RandomHorizontalFlip(), vision.RandomColorAdjust(0.4, 0.4, 0.4)]):
+        ops = head + LEVEL_ARITHMETIC[run]()
+        fused = fuse_ops(ops)
+        level_run = next(op for op in fused if isinstance(op, fusion._LevelRun) or hasattr(op, "run"))
+        assert getattr(level_run, "run", level_run).program() is not None
+        for row in range(12):
+            img = _photo((17, 41, 3), row)
+            img[0, :, :] = np.arange(41 * 3).reshape(41, 3) * 255 // 122        # a ramp of levels
+            got, want = _run(fused, img, row), _run(ops, img, row)
+            assert got.shape == want.shape
+            np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+def test_level_run_out_of_order_or_unchecked_arithmetic_is_not_used(monkeypatch):
+    """Normalize then Rescale is not a multiply-add-subtract-divide: no arithmetic, the tables (same values);
+    arithmetic that does not give the tables' bits on every level is refused."""
+    if color_kernels.compiled_kernels() is None:
+        pytest.skip("the C kernels are not built")
+    ops = [vision.Normalize(MEAN, STD), vision.Rescale(0.5, 1.0), vision.HWC2CHW()]
+    fused = fuse_ops(ops)
+    assert fused[0].program() is None
+    img = _photo((9, 16, 3))
+    np.testing.assert_array_equal(_run(fused, img, 0), _run(ops, img, 0))
+    real = fusion._arithmetic
+    monkeypatch.setattr(fusion, "_arithmetic", lambda ops: real(ops) * np.float32(1.0000001))
+    assert fuse_ops(LEVEL_ARITHMETIC["rescale-normalize"]())[0].program() is None

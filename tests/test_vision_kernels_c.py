@@ -217,3 +217,34 @@ def test_random_color_adjust_same_values_without_c_kernels(numpy_only):
     img = np.random.default_rng(5).integers(0, 256, (16, 16, 3), dtype=np.uint8)
     out = ck.adjust_all(img, np.array([1.5, 1.0, 1.0, 0.0]), (0, 1, 2, 3))
     np.testing.assert_array_equal(out, np.clip(np.rint(img.astype(F32) * F32(1.5)), 0, 255).astype(np.uint8))
+
+
+@needs_c
+def test_level_arithmetic_is_what_the_avx2_loops_write(simd):
+    """With a level run's arithmetic (float32 <4,3>: multiply, add, subtract, divide per channel) the AVX2
+    loops compute the values instead of looking them up, so a program that disagrees with the tables shows
+    in what they write (the scalar loops look up); a program that agrees gives the tables' bits, in every
+    order of the adjustments, flipped or not."""
+    k = ck._kernels
+    levels = np.arange(256, dtype=F32)
+    program = np.array([[1 / 255.0] * 3, [-0.0] * 3, [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]], F32)
+    tables = np.ascontiguousarray(np.stack([((levels * program[0, c]) + program[1, c] - program[2, c])
+                                            / program[3, c] for c in range(3)]).astype(F32))
+    img = np.random.default_rng(3).integers(0, 256, (19, 37, 3), dtype=np.uint8)
+    for view in (img, img[:, ::-1]):
+        for order in [(), (2,), (0, 1, 2), (2, 0, 1), (1, 2, 0)]:
+            factors = (1.3, 0.7, 1.6, 0.0)
+            got = ck.adjust_levels(view, factors, order, (True,) * 4, tables, True, program)
+            want = ck.adjust_levels(view, factors, order, (True,) * 4, tables, True)
+            np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+    wrong, out = program.copy(), np.empty((3, 19, 37), F32)
+    wrong[3] *= 2
+    k.lookup(img, tables, out, True, wrong)
+    looked_up = np.stack([tables[c][img[:, :, c]] for c in range(3)])
+    if simd == "simd" and k.use_simd(True):
+        assert not np.array_equal(out[:, :, :32], looked_up[:, :, :32])      # the AVX2 loop computed them
+        np.testing.assert_array_equal(out[:, :, 32:], looked_up[:, :, 32:])  # the row's rest: looked up
+    else:
+        np.testing.assert_array_equal(out, looked_up)
+    with pytest.raises(ValueError, match="program"):
+        k.lookup(img, tables, out, True, np.zeros(11, F32))

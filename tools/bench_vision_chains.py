@@ -16,6 +16,12 @@ Ratios are taken in the same run: recordio / each contender, and recordio / the 
 A first row says how much ``os.cpu_count()`` independent processes get over one at that time (on a shared
 machine, the ceiling of every all-cores figure of the run).
 Runs alternate between contenders; each measurement keeps the best of ``--repeat``.
+
+**Paired** (``python -m recordio.tools.bench_vision_chains --paired TREE_A TREE_B``): recordio's own script
+on one chain from two source trees (each with its C parts built in place, e.g. a worktree of the commit
+before a change), alternating A, B in fresh processes for ``--pairs`` pairs; the median of the per-pair
+ratios B / A. On a shared machine whose speed drifts within minutes, a 5-10% change shows here and not in
+a best-of-N of separate runs.
 """
 
 import json
@@ -59,8 +65,9 @@ def write_data(folder, n):
     return path
 
 
-def measure(python, name, data, chain, workers, batch, images):
-    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+def measure(python, name, data, chain, workers, batch, images, repo=None):
+    """One run of ``name``'s script (``repo``: the source tree recordio is imported from; default this one)."""
+    repo = repo or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", GLOG_v="3", PYTHONPATH=repo,
                OMP_NUM_THREADS=str(workers))
     path = data if name in ("recordio", "mindspore", "decode limit") else data[:-len(".mindrecord")]
@@ -180,3 +187,51 @@ def run(args, images=None, repeats=None):
     repeats = repeats or getattr(args, "repeat", 3)
     best, failed = measurements(args, images, repeats)
     return chain_rows(best, failed)
+
+
+def paired(trees, chain="train", workers=1, pairs=8, images=512, workdir=None):
+    """{"a", "b": per-run images/s, "ratios": B / A per pair} of recordio's script from two trees, alternating."""
+    found = {"a": [], "b": [], "cpu_ratios": [], "wall_ratios": []}
+    with tempfile.TemporaryDirectory(prefix="recordio-bench-paired-") as tmp:
+        data = write_data(workdir or tmp, images)
+        for k in range(pairs):
+            order = ("a", "b") if k % 2 == 0 else ("b", "a")            # neither always goes first
+            runs = {side: measure(sys.executable, "recordio", data, chain, workers, BATCH, images,
+                                  trees["ab".index(side)]) for side in order}
+            for side in "ab":
+                found[side].append(runs[side])
+            found["cpu_ratios"].append(runs["b"]["cpu_images_per_s"] / runs["a"]["cpu_images_per_s"])
+            found["wall_ratios"].append(runs["b"]["images_per_s"] / runs["a"]["images_per_s"])
+    return found
+
+
+def main(argv=None):
+    import argparse
+    parser = argparse.ArgumentParser(description="recordio's chain from two source trees, paired (see the docstring)")
+    parser.add_argument("--paired", nargs=2, metavar=("TREE_A", "TREE_B"), required=True,
+                        help="two source trees (checkouts with their C parts built in place)")
+    parser.add_argument("--chain", choices=CHAINS, default="train")
+    parser.add_argument("--workers", type=int, default=1, help="map workers (default 1: per core)")
+    parser.add_argument("--pairs", type=int, default=8)
+    parser.add_argument("--images", type=int, default=512)
+    parser.add_argument("--json", help="write the runs and ratios here")
+    args = parser.parse_args(argv)
+    trees = [os.path.abspath(tree) for tree in args.paired]
+    for tree in trees:
+        if not os.path.isdir(os.path.join(tree, "recordio")):
+            parser.error(f"{tree}: not a source tree (no recordio/ in it)")
+    found = paired(trees, args.chain, args.workers, args.pairs, args.images)
+    print(f"{args.chain}, {args.workers} worker(s), {args.pairs} pairs; B = {trees[1]}, A = {trees[0]}")
+    for key, what in (("cpu_ratios", "per CPU second"), ("wall_ratios", "wall")):
+        ratios = found[key]
+        print(f"  B / A {what}: median {float(np.median(ratios)):.3f} (min {min(ratios):.3f}, max {max(ratios):.3f})")
+    for side in "ab":
+        rates = [run["cpu_images_per_s"] for run in found[side]]
+        print(f"  {side.upper()}: median {float(np.median(rates)):.0f} CPU images/s")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(dict(found, trees=trees, chain=args.chain, workers=args.workers), f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -149,6 +149,22 @@ static PyObject *adjust_from(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* A level run's arithmetic (struct levels: twelve float32, the operands of its multiply, add, subtract and
+ * divide per channel), or None: into k, lv->k pointing at it (NULL for None). 0, or -1 with an exception. */
+static int get_program(PyObject *obj, float *k, struct levels *lv)
+{
+    Py_buffer view;
+    lv->k = NULL;
+    if (obj == NULL || obj == Py_None)
+        return 0;
+    if (get_table(obj, &view, 12 * (Py_ssize_t)sizeof(float), "program") < 0)
+        return -1;
+    memcpy(k, view.buf, 12 * sizeof(float));
+    PyBuffer_Release(&view);
+    lv->k = k;
+    return 0;
+}
+
 /* The adjustments, then the level run into lv (the uint8 result only in a scratch block); 0 or -1 when
  * the scratch block could not be allocated. */
 static int adjust_into_levels(struct source src, const char *kinds, Py_ssize_t steps, const float *f,
@@ -171,7 +187,9 @@ static int adjust_into_levels(struct source src, const char *kinds, Py_ssize_t s
  * image (uint8 <H,W,3>, any strides) with the adjustments applied (as adjust_from), in one call. */
 static PyObject *adjust_levels(PyObject *self, PyObject *args)
 {
-    PyObject *src_obj, *out_obj, *tables_obj;
+    PyObject *src_obj, *out_obj, *tables_obj, *program_obj = NULL;
+    float prog[12];
+    struct levels lv;
     const char *kinds;
     Py_ssize_t steps;
     float f[4];
@@ -179,17 +197,17 @@ static PyObject *adjust_levels(PyObject *self, PyObject *args)
     struct image im;
     struct source src;
     Py_buffer tables, out;
-    if (!PyArg_ParseTuple(args, "OOy#ffffOp", &src_obj, &out_obj, &kinds, &steps, &f[0], &f[1], &f[2], &f[3],
-                          &tables_obj, &chw))
+    if (!PyArg_ParseTuple(args, "OOy#ffffOp|O", &src_obj, &out_obj, &kinds, &steps, &f[0], &f[1], &f[2], &f[3],
+                          &tables_obj, &chw, &program_obj))
         return NULL;
-    if (check_kinds(kinds, steps) < 0 || get_rgb(src_obj, &im, &src) < 0)
+    if (check_kinds(kinds, steps) < 0 || get_program(program_obj, prog, &lv) < 0 || get_rgb(src_obj, &im, &src) < 0)
         return NULL;
     if (get_table(tables_obj, &tables, 3 * 256 * (Py_ssize_t)sizeof(float), "tables") < 0) {
         PyBuffer_Release(&im.view);
         return NULL;
     }
     if (get_floats(out_obj, &out, im.h * im.w * 3) == 0) {
-        struct levels lv = {(const float *)tables.buf, (float *)out.buf, im.w, im.h * im.w, chw};
+        lv.t = (const float *)tables.buf, lv.out = (float *)out.buf, lv.w = im.w, lv.plane = im.h * im.w, lv.chw = chw;
         Py_BEGIN_ALLOW_THREADS
         failed = adjust_into_levels(src, kinds, steps, f, &lv);
         Py_END_ALLOW_THREADS
@@ -207,20 +225,22 @@ static PyObject *adjust_levels(PyObject *self, PyObject *args)
 /* lookup(image, tables, out, chw): out[c, y, x] (chw) or out[y, x, c] = tables[c][image[y, x, c]]. */
 static PyObject *lookup(PyObject *self, PyObject *args)
 {
-    PyObject *src_obj, *tables_obj, *out_obj;
+    PyObject *src_obj, *tables_obj, *out_obj, *program_obj = NULL;
     int chw;
     struct image im;
+    float prog[12];
+    struct levels lv;
     Py_buffer tables, out;
-    if (!PyArg_ParseTuple(args, "OOOp", &src_obj, &tables_obj, &out_obj, &chw))
+    if (!PyArg_ParseTuple(args, "OOOp|O", &src_obj, &tables_obj, &out_obj, &chw, &program_obj))
         return NULL;
-    if (get_image(src_obj, &im) < 0)
+    if (get_program(program_obj, prog, &lv) < 0 || get_image(src_obj, &im) < 0)
         return NULL;
     if (get_table(tables_obj, &tables, im.c * 256 * (Py_ssize_t)sizeof(float), "tables") < 0) {
         PyBuffer_Release(&im.view);
         return NULL;
     }
     if (get_floats(out_obj, &out, im.h * im.w * im.c) == 0) {
-        struct levels lv = {(const float *)tables.buf, (float *)out.buf, im.w, im.h * im.w, chw};
+        lv.t = (const float *)tables.buf, lv.out = (float *)out.buf, lv.w = im.w, lv.plane = im.h * im.w, lv.chw = chw;
         Py_BEGIN_ALLOW_THREADS
         for (Py_ssize_t y = 0; y < im.h; y++)
             levels_row(&lv, (const uint8_t *)im.view.buf + y * im.sy, im.sx, im.sc, im.c, y);
@@ -322,11 +342,13 @@ static PyMethodDef methods[] = {
      "adjust_from(image, out, kinds, b, c, s, h): out = the uint8 <H,W,3> image (any strides) with the "
      "adjustments applied, as adjust."},
     {"adjust_levels", adjust_levels, METH_VARARGS,
-     "adjust_levels(image, out, kinds, b, c, s, h, tables, chw): out = lookup(adjust_from(image, ...), "
-     "tables, chw) in one call, without the uint8 image in between."},
+     "adjust_levels(image, out, kinds, b, c, s, h, tables, chw[, program]): out = lookup(adjust_from(image, ...), "
+     "tables, chw[, program]) in one call, without the uint8 image in between."},
     {"lookup", lookup, METH_VARARGS,
-     "lookup(image, tables, out, chw): out[c, y, x] (chw) or out[y, x, c] = tables[c][image[y, x, c]] "
-     "(float32; the image uint8 <H,W,C>, C <= 4, any strides)."},
+     "lookup(image, tables, out, chw[, program]): out[c, y, x] (chw) or out[y, x, c] = tables[c][image[y, x, c]] "
+     "(float32; the image uint8 <H,W,C>, C <= 4, any strides). program: float32 <4,3>, the operands of a multiply, "
+     "an add, a subtract and a divide per channel that give the tables' values in that order, computed instead of "
+     "looked up where that is faster (three channels, <C,H,W>); the caller checks that they give the same values."},
     {"resize", resize, METH_VARARGS,
      "resize(image, out, dh, dw, oy, ox): out = the window at (oy, ox) of the (dh, dw) INTER_LINEAR resize of "
      "the uint8 <H,W,C> image (channels and pixels adjacent), byte for byte as cv2.resize."},

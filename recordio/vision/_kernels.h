@@ -43,12 +43,17 @@ static inline const uint8_t *row_of(const struct source *src, Py_ssize_t y)
 }
 
 /* Where a level run writes: float32 <C,H,W> (chw) or <H,W,C>, C-contiguous, of an image w pixels wide
- * and plane = h * w pixels; t holds C tables of 256 floats, one per channel. */
+ * and plane = h * w pixels; t holds C tables of 256 floats, one per channel. Optionally (k not NULL, three
+ * channels) the run as arithmetic, the same values computed instead of looked up: level x of channel c is
+ * ((((float)x * k[c]) + k[3 + c]) - k[6 + c]) / k[9 + c], four float32 operations in that order (an op the
+ * run lacks has an operand that changes nothing: * 1, + -0, - 0, / 1). The caller has checked that this
+ * gives the tables' values on every level (fusion.py). */
 struct levels {
     const float *t;
     float *out;
     Py_ssize_t w, plane;
     int chw;
+    const float *k;
 };
 
 /* Row y of the level run: out = t[c][level] for the w pixels at p (pixel stride sx, channel stride sc). */

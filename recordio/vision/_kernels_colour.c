@@ -198,19 +198,24 @@ static void saturation_pass_row(const struct source *src, Py_ssize_t y, uint8_t 
         levels_from(lv, row, 3, 1, 3, y, done);
 }
 
-/* The level run of lv on the source read through table (identity: no table), as one pass. */
+/* The level run of lv on the source read through table (identity: no table), as one pass. With a table,
+ * the table composed with the run's, looked up one value at a time (measured faster than the AVX2 loop's
+ * gathers, or than the pending steps' float32 operations followed by the run's arithmetic). */
 static void levels_through(const struct source *src, const uint8_t *table, int identity, const struct levels *lv)
 {
     float composed[3 * 256];
     struct levels through = *lv;
-    if (!identity) { /* the table, then the run: one table per channel */
-        for (int c = 0; c < 3; c++)
-            for (int x = 0; x < 256; x++)
-                composed[256 * c + x] = lv->t[256 * c + table[x]];
-        through.t = composed;
+    if (identity) {
+        for (Py_ssize_t y = 0; y < src->h; y++)
+            levels_row(lv, row_of(src, y), src->sx, 1, 3, y);
+        return;
     }
+    for (int c = 0; c < 3; c++)
+        for (int x = 0; x < 256; x++)
+            composed[256 * c + x] = lv->t[256 * c + table[x]];
+    through.t = composed;
     for (Py_ssize_t y = 0; y < src->h; y++)
-        levels_row(&through, row_of(src, y), src->sx, 1, 3, y);
+        levels_from(&through, row_of(src, y), src->sx, 1, 3, y, 0);
 }
 
 /* out (rows of 3 * w bytes) = the source with the steps in kinds applied, in order: brightness (0),

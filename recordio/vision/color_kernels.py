@@ -294,15 +294,17 @@ def adjust_all(img, factors, order, enabled=(True, True, True, True)):
     return out
 
 
-def adjust_levels(img, factors, order, enabled, tables, chw):
+def adjust_levels(img, factors, order, enabled, tables, chw, program=None):
     """``adjust_all`` of a uint8 RGB image that ``has_c_kernels`` takes, then a level run's table pass
     (``tables``: (3, 256) float32, one per channel) to float32 <3,H,W> (``chw``) or <H,W,3>, in one C call:
     the adjusted uint8 image is never written out (a last saturation/hue pass hands each row to the
-    tables, pending brightness/contrast tables are composed with them), the values are the same."""
+    tables, pending brightness/contrast tables are composed with them), the values are the same.
+    ``program``: the run's float32 operations that give the tables' values (the fused level run's ``program()``),
+    computed instead of looked up where that is faster."""
     h, w = img.shape[:2]
     out = output_array((3, h, w) if chw else (h, w, 3), F32)
     steps = bytes(k for k in order if enabled[k])
-    _kernels.adjust_levels(img, out, steps, *(float(f) for f in factors), tables, chw)
+    _kernels.adjust_levels(img, out, steps, *(float(f) for f in factors), tables, chw, program)
     return out
 
 

@@ -81,6 +81,43 @@ def _run_length(ops, j):
     return k - j, chw
 
 
+_MUL, _ADD, _SUB, _DIV = range(4)       # the compiled level arithmetic's operations, in its order (_kernels.h)
+_IDENTITY = (1.0, -0.0, 0.0, 1.0)       # operands that change no float32 value (x + -0 is x, signed zeros too)
+
+
+def _steps(op):
+    """The float32 operations of one op of a level run on three channels: [(operation, operands)]; None
+    where the op is not one of these."""
+    kind, f32 = type(op), np.float32
+    if kind is Rescale:
+        return [(_MUL, [f32(op.rescale)] * 3), (_ADD, [f32(op.shift)] * 3)]
+    if kind is Normalize:
+        mean, std = (np.broadcast_to(np.asarray(v, f32), (3,)) for v in (op.mean, op.std))
+        return [(_SUB, list(mean)), (_DIV, list(std))]
+    if kind is ToTensor:
+        return [(_MUL, [f32(1 / 255.0)] * 3)]
+    if kind is HWC2CHW:
+        return []
+    return None
+
+
+def _arithmetic(ops):
+    """A level run's ops as the compiled kernels' arithmetic: float32 <4,3>, the operands of a multiply, an
+    add, a subtract and a divide per channel, in that order; None where the run's operations are not in
+    that order (each at most once) or are not all known."""
+    steps = [_steps(op) for op in ops]
+    if None in steps:
+        return None
+    found = [step for op_steps in steps for step in op_steps]
+    codes = [code for code, _ in found]
+    if not found or codes != sorted(set(codes)):
+        return None
+    out = np.array([[v] * 3 for v in _IDENTITY], np.float32)
+    for code, operands in found:
+        out[code] = operands
+    return out
+
+
 class _LevelRun:
     """A run of per-level float ops (see the module docstring) as one table pass over a uint8 image."""
 
@@ -88,6 +125,32 @@ class _LevelRun:
         self.ops, self.chw = list(ops), chw
         self.__name__ = type(ops[0]).__name__         # as the pipeline names the op in its error notes
         self._tables = {}
+        self._program = False                         # not built yet
+
+    def program(self):
+        """The run on three channels as the compiled kernels' arithmetic (``_arithmetic``), which they compute
+        instead of looking the tables up (cheaper than table gathers): only where it gives the tables'
+        values, bit for bit, on every level, in numpy and in the kernels; None otherwise."""
+        if self._program is False:
+            self._program = self._checked_program()
+        return self._program
+
+    def _checked_program(self):
+        kernels = _compiled()
+        program = _arithmetic(self.ops) if kernels is not None and self.takes_channels(3) else None
+        if program is None:
+            return None
+        tables = self.tables(3)
+        with np.errstate(all="ignore"):               # an overflow or a NaN simply fails the comparison
+            levels = np.repeat(np.arange(256, dtype=np.float32)[None, :], 3, axis=0)
+            for operation, k in zip((np.multiply, np.add, np.subtract, np.divide), program):
+                levels = operation(levels, k[:, None])
+        probe = np.repeat(np.arange(256, dtype=np.uint8)[None, :, None], 3, axis=2)       # <1,256,3>
+        computed = np.empty((3, 1, 256), np.float32)
+        kernels.lookup(probe, tables, computed, True, program)
+        same = (np.array_equal(levels.view(np.uint32), tables.view(np.uint32))
+                and np.array_equal(computed[:, 0].view(np.uint32), tables.view(np.uint32)))
+        return program if same else None
 
     def tables(self, channels):
         """(channels, 256) float32: the run's ops applied to each level of each channel."""
@@ -127,7 +190,7 @@ class _LevelRun:
         out = output_array((c, h, w) if self.chw else (h, w, c), np.float32)
         kernels = _compiled()
         if kernels is not None:
-            kernels.lookup(arr, tables, out, self.chw)
+            kernels.lookup(arr, tables, out, self.chw, self.program() if c == 3 and self.chw else None)
         else:
             for k in range(c):
                 np.take(tables[k], arr[:, :, k], out=out[k] if self.chw else out[:, :, k])
@@ -152,7 +215,7 @@ class _ColourLevels:
             return self.run(self.colour(img))
         params = self.colour.draw(current_keys())
         return color_kernels.adjust_levels(img, params["factors"][0], params["order"][0], self.colour.enabled,
-                                           self.run.tables(3), self.run.chw)
+                                           self.run.tables(3), self.run.chw, self.run.program() if self.run.chw else None)
 
     def __repr__(self):
         return f"{self.colour!r} + {self.run!r}"
