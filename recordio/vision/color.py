@@ -52,15 +52,21 @@ class RandomColorAdjust:
         same values as the eight scalar calls.
         """
         if len(keys) == 1:                  # a host op: the same values from Python floats
-            u = keys.unit_floats([(k,) for k in range(4)] + [(4, k) for k in range(4)])
-            factors = [lo + (hi - lo) * v for (lo, hi), v in zip(self.ranges, u)]
-            order = sorted(range(4), key=u[4:].__getitem__)          # stable, as argsort(kind="stable")
+            factors, order = self.draw_one(keys)
             return {"factors": np.array([factors]), "order": np.array([order])}
         column = np.arange(4)[:, None]
         low, high = (np.array([r[i] for r in self.ranges])[:, None] for i in (0, 1))
         factors = keys.uniform(column, low, high).T
         order = np.argsort(keys.uniform(4, 0.0, 1.0, column).T, axis=1, kind="stable")
         return {"factors": factors, "order": order}
+
+    _DRAWS = [(k,) for k in range(4)] + [(4, k) for k in range(4)]
+
+    def draw_one(self, keys):
+        """``draw`` for one sample, as Python lists: (the four factors, the order of the adjustments)."""
+        u = keys.unit_floats(self._DRAWS)
+        factors = [lo + (hi - lo) * v for (lo, hi), v in zip(self.ranges, u)]
+        return factors, sorted(range(4), key=u[4:].__getitem__)       # stable, as argsort(kind="stable")
 
     def __call__(self, img):
         if pil.is_pil(img):                 # MindSpore's PIL path: Pillow's ImageEnhance, same draws

@@ -42,18 +42,18 @@ def as_buffer(op, data):
 
 
 def _jpeg_size(buf):
-    pos, n = 2, len(buf)
+    b = memoryview(buf)                   # ints on indexing (a numpy array's are numpy scalars: 3x slower)
+    pos, n = 2, len(b)
     while pos + 9 < n:
-        if buf[pos] != 0xFF:
+        if b[pos] != 0xFF:
             return None
-        marker = buf[pos + 1]
+        marker = b[pos + 1]
         if marker == 0xFF:
             pos += 1
             continue
         if marker in _SOF:
-            h, w = struct.unpack(">HH", bytes(buf[pos + 5:pos + 9]))
-            return h, w
-        pos += 2 + (buf[pos + 2] << 8 | buf[pos + 3])
+            return b[pos + 5] << 8 | b[pos + 6], b[pos + 7] << 8 | b[pos + 8]
+        pos += 2 + (b[pos + 2] << 8 | b[pos + 3])
     return None
 
 

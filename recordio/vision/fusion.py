@@ -209,13 +209,14 @@ class _ColourLevels:
     def __init__(self, colour, run):
         self.colour, self.run = colour, run
         self.__name__ = "RandomColorAdjust"
+        self._takes_rgb = run.takes_channels(3)
 
     def __call__(self, img):
-        if not (isinstance(img, np.ndarray) and color_kernels.has_c_kernels(img) and self.run.takes_channels(3)):
+        if not (self._takes_rgb and isinstance(img, np.ndarray) and color_kernels.has_c_kernels(img)):
             return self.run(self.colour(img))
-        params = self.colour.draw(current_keys())
-        return color_kernels.adjust_levels(img, params["factors"][0], params["order"][0], self.colour.enabled,
-                                           self.run.tables(3), self.run.chw, self.run.program() if self.run.chw else None)
+        factors, order = self.colour.draw_one(current_keys())
+        return color_kernels.adjust_levels(img, factors, order, self.colour.enabled, self.run.tables(3),
+                                           self.run.chw, self.run.program() if self.run.chw else None)
 
     def __repr__(self):
         return f"{self.colour!r} + {self.run!r}"
