@@ -44,3 +44,28 @@ def test_photos_are_seeded_jpegs_of_imagenet_size():
     for data in a:
         img = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
         assert 400 <= img.shape[0] <= 500 and 400 <= img.shape[1] <= 500 and img.std() > 10
+
+
+@pytest.mark.slow
+def test_paired_runs_alternate_two_trees_and_give_ratios(tmp_path, capsys):
+    """--paired A B: recordio's script from each tree (here two trees holding the installed package), in
+    alternating fresh processes; per-pair ratios B / A and a median."""
+    import json
+    import os
+
+    import recordio
+    trees = []
+    for side in "ab":
+        tree = tmp_path / side
+        tree.mkdir()
+        os.symlink(os.path.dirname(recordio.__file__), tree / "recordio")
+        trees.append(str(tree))
+    out = tmp_path / "paired.json"
+    bench_vision_chains.main(["--paired", *trees, "--chain", "eval", "--pairs", "2", "--images", "64",
+                              "--json", str(out)])
+    found = json.loads(out.read_text())
+    assert len(found["a"]) == len(found["b"]) == 2 and found["trees"] == trees
+    assert all(0.2 < r < 5 for r in found["cpu_ratios"] + found["wall_ratios"])
+    assert "B / A per CPU second: median" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        bench_vision_chains.main(["--paired", str(tmp_path), trees[0]])        # no recordio/ in it
