@@ -6,10 +6,10 @@ import argparse
 import pytest
 
 from recordio.tools import bench_resize
-from recordio.vision import _geometry
+from recordio.vision import resampling
 
 
-@pytest.mark.skipif(_geometry.compiled_resize() is None, reason="the C kernels are not built")
+@pytest.mark.skipif(resampling.compiled_resize() is None, reason="the C kernels are not built")
 def test_bench_resize_rows():
     rows = bench_resize.run(argparse.Namespace(calls=6, repeats=1, child=None))
     assert [r["name"] for r in rows] == [f"{case}, {kind}: compiled" for case in bench_resize.CASES

@@ -154,3 +154,19 @@ def test_fused_decode_falls_back_when_the_header_gives_no_size(jpegs):
             assert "cannot decode image" in str(exc)
         else:
             assert out.shape == (32, 32, 3)
+
+
+def test_a_deferred_decode_that_fails_says_it_ran_inside_the_next_op(jpegs, tmp_path):
+    """Decode → Resize → CenterCrop decodes inside Resize's slot (only the window CenterCrop keeps): the
+    map's note names operation 1 (Resize), and a note says the Decode before it runs there."""
+    from recordio import FileWriter, MindDataset
+    path = str(tmp_path / "bad.mindrecord")
+    with FileWriter(path, shard_num=1) as w:
+        w.add_schema({"image": {"type": "bytes"}}, "images")
+        w.write_raw_data([{"image": jpegs[0]}, {"image": jpegs[0][:300]}])
+    data = MindDataset(path, shuffle=False).map([vision.Decode(), vision.Resize(64), vision.CenterCrop(48)],
+                                                input_columns="image")
+    with pytest.raises(FormatError, match="Decode: cannot decode image.*cut short") as caught:
+        list(data.create_tuple_iterator(output_numpy=True))
+    notes = "\n".join(caught.value.__notes__)
+    assert "operation 1 (Resize), row 1" in notes and "the Decode before this op runs inside it" in notes

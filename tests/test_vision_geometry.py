@@ -6,7 +6,7 @@ import pytest
 
 from recordio import vision
 from recordio.keys import Keys, op_scope, row_scope
-from recordio.vision._geometry import resized_crop_box
+from recordio.vision.resampling import resized_crop_box
 
 IMG = np.random.default_rng(3).integers(0, 256, (30, 40, 3), dtype=np.uint8)
 

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from recordio import vision
-from recordio.vision import _geometry
-from recordio.vision._geometry import Inter, resize
+from recordio.vision import resampling
+from recordio.vision.resampling import Inter, resize
 
-kernels = _geometry.compiled_resize()
+kernels = resampling.compiled_resize()
 needs_c = pytest.mark.skipif(kernels is None, reason="the C kernels are not built")
 
 
@@ -51,7 +51,7 @@ def test_random_sizes_and_windows_give_cv2_bytes(loops):
     while checked < 400:
         sh, sw, h, w = (int(v) for v in rng.integers(1, 260, 4))
         c = int(rng.choice([1, 3, 3, 3, 4]))
-        if _geometry.opencv_halves(sw, w) and _geometry.opencv_halves(sh, h):
+        if resampling.opencv_halves(sw, w) and resampling.opencv_halves(sh, h):
             continue                             # OpenCV's INTER_AREA case: the Python side never asks
         padded = rng.integers(0, 256, (sh + 1, sw + 3, c), dtype=np.uint8)
         img = padded[1:, 2:-1]                   # rows longer than the image: a view, as decode boxes are
@@ -112,7 +112,7 @@ def test_resize_matches_cv2_for_every_layout_the_ops_pass():
         np.testing.assert_array_equal(resize(src, 61, 77, Inter.LINEAR, (3, 5, 50, 60)), want[3:53, 5:65])
     half = cv2.resize(img, (60, 45), interpolation=cv2.INTER_LINEAR)   # OpenCV averages 2x2 blocks here
     np.testing.assert_array_equal(resize(img, 45, 60, Inter.LINEAR), half)
-    assert _geometry.opencv_halves(120, 60) and not _geometry.opencv_halves(121, 60)
+    assert resampling.opencv_halves(120, 60) and not resampling.opencv_halves(121, 60)
 
 
 def test_resize_op_and_random_resized_crop_give_cv2_bytes():
@@ -127,18 +127,18 @@ def test_resize_op_and_random_resized_crop_give_cv2_bytes():
 @needs_c
 def test_a_resize_that_differs_from_opencv_turns_itself_off(monkeypatch):
     """If this OpenCV resized differently, the self-check fails, warns once, and cv2.resize does the work."""
-    _geometry.compiled_resize.cache_clear()
+    resampling.compiled_resize.cache_clear()
     real = cv2.resize
     monkeypatch.setattr(cv2, "resize", lambda *a, **k: real(*a, **k) ^ np.uint8(1))
     try:
         with pytest.warns(RuntimeWarning, match="differs from OpenCV"):
-            assert _geometry.compiled_resize() is None
+            assert resampling.compiled_resize() is None
         img = np.zeros((10, 12, 3), np.uint8)
         assert (resize(img, 7, 9, Inter.LINEAR) == 1).all()              # cv2's (here altered) bytes
     finally:
         monkeypatch.undo()
-        _geometry.compiled_resize.cache_clear()
-    assert _geometry.compiled_resize() is kernels
+        resampling.compiled_resize.cache_clear()
+    assert resampling.compiled_resize() is kernels
 
 
 @needs_c
@@ -151,11 +151,11 @@ def test_a_part_around_the_window_gives_the_whole_images_bytes(loops):
         img = rng.integers(0, 256, (H, W, 3), dtype=np.uint8)
         y, x = int(rng.integers(0, h)), int(rng.integers(0, w))
         window = (y, x, int(rng.integers(1, h - y + 1)), int(rng.integers(1, w - x + 1)))
-        (top, bottom), (left, right) = (_geometry.source_span(H, h, y, window[2]),
-                                        _geometry.source_span(W, w, x, window[3]))
+        (top, bottom), (left, right) = (resampling.source_span(H, h, y, window[2]),
+                                        resampling.source_span(W, w, x, window[3]))
         part = img[top:bottom + 1, left:right + 1]
-        got = _geometry.resize_part(part, (H, W, top, left), h, w, window)
-        if _geometry.opencv_halves(W, w) and _geometry.opencv_halves(H, h):
+        got = resampling.resize_part(part, (H, W, top, left), h, w, window)
+        if resampling.opencv_halves(W, w) and resampling.opencv_halves(H, h):
             assert got is None                       # OpenCV's INTER_AREA case: the caller resizes it all
             continue
         want = reference(img, h, w)[y:y + window[2], x:x + window[3]]

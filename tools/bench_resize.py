@@ -57,10 +57,10 @@ def child(contender, calls):
     import cv2
     import numpy as np
 
-    from recordio.vision import _geometry
+    from recordio.vision import resampling
 
     cv2.setNumThreads(1)
-    kernels = _geometry.compiled_resize()
+    kernels = resampling.compiled_resize()
     if contender == "compiled" and kernels is None:
         raise RuntimeError("the compiled resize is not built or turned itself off")
     times, digest = {}, hashlib.sha256()

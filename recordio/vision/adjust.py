@@ -15,7 +15,7 @@ import numpy as np
 
 from recordio.keys import current_keys
 from recordio.vision import pil
-from recordio.vision._checks import check_image, check_number, check_range
+from recordio.vision.checks import check_image, check_number, check_range
 
 __all__ = ["AutoContrast", "Equalize", "Invert", "RandomColor", "RandomPosterize", "RandomSolarize"]
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from recordio.keys import current_keys
 from recordio.vision import pil, pil_ops
-from recordio.vision._checks import check_factor, check_image, check_number, check_range
+from recordio.vision.checks import check_factor, check_image, check_number, check_range
 from recordio.vision.color_kernels import adjust_all, adjust_sharpness
 
 __all__ = ["Normalize", "RandomColorAdjust", "RandomSharpness", "Rescale"]

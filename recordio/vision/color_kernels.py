@@ -12,7 +12,7 @@ import numpy as np
 
 from recordio import compiled       # the optional C kernels (setup.py); same values, one pass each
 from recordio.batch_slots import output_array
-from recordio.vision._checks import check_pixels
+from recordio.vision.checks import check_pixels
 
 _kernels = compiled.load("recordio.vision._kernels")        # None (warned once) where it was not built
 

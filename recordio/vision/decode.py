@@ -15,11 +15,12 @@ import cv2
 import numpy as np
 
 from recordio import compiled       # optional C extension (setup.py): decodes only a crop's region
+from recordio.errors import FormatError
 _jpeg = compiled.load("recordio.vision._jpeg")              # None (warned once) where it was not built
 
-from recordio.vision._checks import PNG_SIGNATURE, check_pixels, row_phrase, undecodable
-from recordio.vision._geometry import (Inter, RandomAreaCrop, resize, resize_part, resizes_parts, source_span,
-                                       window_of)
+from recordio.vision.checks import PNG_SIGNATURE, check_pixels, row_phrase, undecodable
+from recordio.vision.resampling import (Inter, RandomAreaCrop, resize, resize_part, resizes_parts, source_span,
+                                        window_of)
 
 __all__ = ["Decode", "EncodedImage", "RandomCropDecodeResize", "decode_region", "image_size"]
 
@@ -41,8 +42,7 @@ def as_buffer(op, data):
                     f"{type(data).__name__}{getattr(data, 'shape', '')}")
 
 
-def _jpeg_size(buf):
-    b = memoryview(buf)                   # ints on indexing (a numpy array's are numpy scalars: 3x slower)
+def _jpeg_size(b):
     pos, n = 2, len(b)
     while pos + 9 < n:
         if b[pos] != 0xFF:
@@ -59,11 +59,12 @@ def _jpeg_size(buf):
 
 def image_size(buf):
     """(height, width) from a JPEG or PNG header without decoding pixels; None for other formats."""
-    if len(buf) > 24 and bytes(buf[:8]) == PNG_SIGNATURE:
-        w, h = struct.unpack(">II", bytes(buf[16:24]))
+    b = memoryview(buf)                   # ints on indexing (a numpy array's are numpy scalars: 3x slower)
+    if len(b) > 24 and b[:8] == PNG_SIGNATURE:
+        w, h = struct.unpack(">II", bytes(b[16:24]))
         return h, w
-    if len(buf) > 4 and buf[0] == 0xFF and buf[1] == 0xD8:
-        return _jpeg_size(buf)
+    if len(b) > 4 and b[0] == 0xFF and b[1] == 0xD8:
+        return _jpeg_size(b)
     return None
 
 
@@ -87,7 +88,18 @@ def decode_region(image, region, interpolation, op="Decode", centre=None, size=N
     """Decode ``image`` (EncodedImage) cropped and resized as ``region(h, w) -> (box, (oh, ow))`` asks;
     ``centre=(ch, cw)``: only the centre window of the result (CenterCrop's, the caller has checked it
     fits), the resize computing no other pixel where it can. ``size``: the image's (h, w) where the
-    caller has read it from the header already."""
+    caller has read it from the header already. ``op="Decode"``: a Decode deferred into the op after it
+    (``fusion.fuse_decode``), which an error's note says (the map names the op that runs it)."""
+    try:
+        return _decode_region(image, region, interpolation, op, centre, size)
+    except FormatError as e:
+        if op == "Decode":
+            e.add_note("recordio: the Decode before this op runs inside it (fused: only the pixels this op "
+                       "keeps are decoded)")
+        raise
+
+
+def _decode_region(image, region, interpolation, op, centre, size):
     buf = image.buffer
     size = size or image_size(buf)
     if size is None or 0 in size:                     # no usable JPEG/PNG header: full decode, plain path

@@ -32,7 +32,7 @@ from recordio.batch_slots import output_array
 from recordio.keys import current_keys
 from recordio.vision import color_kernels, pil, pil_fast
 from recordio.vision.color import Normalize, RandomColorAdjust, Rescale
-from recordio.vision._geometry import resize, shorter_side_size
+from recordio.vision.resampling import resize, shorter_side_size
 from recordio.vision.decode import Decode, EncodedImage, as_buffer, decode_region, image_size
 from recordio.vision.geometry import (HWC2CHW, CenterCrop, RandomHorizontalFlip, RandomResizedCrop,
                                       RandomVerticalFlip, Resize)

@@ -8,9 +8,9 @@ import cv2
 import numpy as np
 
 from recordio.keys import current_keys
-from recordio.vision._checks import check_image, check_number, check_prob, check_size, pair
-from recordio.vision._geometry import (Border, Inter, RandomAreaCrop, SliceMode, check_enum, resize,
-                                       shorter_side_size)
+from recordio.vision.checks import check_image, check_number, check_prob, check_size, pair
+from recordio.vision.resampling import (Border, Inter, RandomAreaCrop, SliceMode, check_enum, resize,
+                                        shorter_side_size)
 from recordio.vision import pil, pil_ops
 from recordio.vision.decode import EncodedImage, decode_region
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from recordio.keys import current_keys, sub_op
-from recordio.vision._checks import check_number, check_prob
+from recordio.vision.checks import check_number, check_prob
 
 __all__ = ["CutMixBatch", "ImageBatchFormat", "UniformAugment"]
 

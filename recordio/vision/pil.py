@@ -19,8 +19,8 @@ import numpy as np
 
 from recordio.extras import requires
 from recordio.keys import current_keys
-from recordio.vision._checks import check_prob, undecodable
-from recordio.vision._geometry import Inter
+from recordio.vision.checks import check_prob, undecodable
+from recordio.vision.resampling import Inter
 
 __all__ = ["Grayscale", "RandomGrayscale", "ToPIL", "ToTensor", "as_array", "center_crop", "center_crop_box", "decode",
            "is_pil", "pil_filter", "pillow", "resize", "resize_size", "to_pil"]

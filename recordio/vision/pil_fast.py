@@ -22,8 +22,8 @@ import numpy as np
 
 from recordio import compiled
 from recordio.vision import pil
-from recordio.vision._checks import check_pixels
-from recordio.vision._geometry import Inter
+from recordio.vision.checks import check_pixels
+from recordio.vision.resampling import Inter
 from recordio.vision.decode import Decode, as_buffer, image_size
 from recordio.vision.geometry import CenterCrop, Resize
 

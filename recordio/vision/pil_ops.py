@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from recordio.vision._geometry import Border
+from recordio.vision.resampling import Border
 
 __all__ = ["color_adjust", "crop", "flip", "pad", "sharpness"]
 

@@ -18,7 +18,7 @@ import numpy as np
 from recordio.keys import current_keys
 from recordio.common.casting import cast, to_numpy_dtype
 from recordio.vision import pil, pil_ops
-from recordio.vision._checks import check_number, check_prob, check_size, pair
+from recordio.vision.checks import check_number, check_prob, check_size, pair
 
 __all__ = ["FiveCrop", "LinearTransformation", "RandomErasing", "TenCrop", "ToType"]
 

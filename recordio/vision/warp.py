@@ -18,8 +18,8 @@ import numpy as np
 
 from recordio.keys import current_keys
 from recordio.vision import pil, pil_ops
-from recordio.vision._checks import check_image, check_number, check_prob, check_size
-from recordio.vision._geometry import Border, Inter, check_enum, resize, shorter_side_size
+from recordio.vision.checks import check_image, check_number, check_prob, check_size
+from recordio.vision.resampling import Border, Inter, check_enum, resize, shorter_side_size
 from recordio.vision.geometry import pad
 
 __all__ = ["Pad", "RandomAffine", "RandomPerspective", "RandomResize", "RandomRotation"]

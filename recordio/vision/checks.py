@@ -8,6 +8,9 @@ import numpy as np
 from recordio.errors import FormatError
 from recordio.keys import current_row
 
+__all__ = ["FLOAT32_MAX", "PNG_SIGNATURE", "check_factor", "check_image", "check_number", "check_pixels", "check_prob",
+           "check_range", "check_size", "pair", "row_phrase", "undecodable"]
+
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

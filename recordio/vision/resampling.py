@@ -13,7 +13,7 @@ import numpy as np
 
 from recordio import compiled
 from recordio.keys import current_keys
-from recordio.vision._checks import check_number, check_pixels, check_range, check_size, pair
+from recordio.vision.checks import check_number, check_pixels, check_range, check_size, pair
 
 __all__ = ["Border", "Inter", "RandomAreaCrop", "SliceMode", "check_enum", "compiled_resize", "opencv_halves",
            "resize", "resize_part", "resized_crop_box", "resizes_parts", "shorter_side_size", "source_span",
