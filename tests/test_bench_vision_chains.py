@@ -63,9 +63,14 @@ def test_paired_runs_alternate_two_trees_and_give_ratios(tmp_path, capsys):
     out = tmp_path / "paired.json"
     bench_vision_chains.main(["--paired", *trees, "--chain", "eval", "--pairs", "2", "--images", "64",
                               "--json", str(out)])
-    found = json.loads(out.read_text())
-    assert len(found["a"]) == len(found["b"]) == 2 and found["trees"] == trees
-    assert all(0.2 < r < 5 for r in found["cpu_ratios"] + found["wall_ratios"])
-    assert "B / A per CPU second: median" in capsys.readouterr().out
+    rows = {r["name"]: r for r in json.loads(out.read_text())["results"]}
+    what = "eval, 1 worker(s), 2 pairs"
+    for per in ("CPU second", "wall second"):
+        ratio = rows[f"{what}: B / A images per {per}, median of the pairs"]
+        assert ratio["unit"] == "x" and 0.2 < ratio["value"] < 5 and ratio["note"].startswith("min ")
+    a, b = rows[f"{what}: A (CPU images/s, median)"], rows[f"{what}: B (CPU images/s, median)"]
+    assert a["value"] > 0 and b["baseline_value"] == a["value"] and (a["note"], b["note"]) == tuple(trees)
+    assert "B / A images per CPU second" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         bench_vision_chains.main(["--paired", str(tmp_path), trees[0]])        # no recordio/ in it
+    assert "not a source tree" in capsys.readouterr().err

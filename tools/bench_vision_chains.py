@@ -205,32 +205,42 @@ def paired(trees, chain="train", workers=1, pairs=8, images=512, workdir=None):
     return found
 
 
-def main(argv=None):
-    import argparse
-    parser = argparse.ArgumentParser(description="recordio's chain from two source trees, paired (see the docstring)")
+def add_arguments(parser):
     parser.add_argument("--paired", nargs=2, metavar=("TREE_A", "TREE_B"), required=True,
                         help="two source trees (checkouts with their C parts built in place)")
     parser.add_argument("--chain", choices=CHAINS, default="train")
     parser.add_argument("--workers", type=int, default=1, help="map workers (default 1: per core)")
     parser.add_argument("--pairs", type=int, default=8)
     parser.add_argument("--images", type=int, default=512)
-    parser.add_argument("--json", help="write the runs and ratios here")
-    args = parser.parse_args(argv)
-    trees = [os.path.abspath(tree) for tree in args.paired]
-    for tree in trees:
+
+
+def check_trees(args):
+    for tree in args.paired:
         if not os.path.isdir(os.path.join(tree, "recordio")):
-            parser.error(f"{tree}: not a source tree (no recordio/ in it)")
+            raise ValueError(f"{tree}: not a source tree (no recordio/ in it)")
+
+
+def paired_rows(args):
+    """Rows of a paired run: the median per-pair ratios B / A, then each tree's median CPU images/s."""
+    from recordio.tools._common import bench_row
+    trees = [os.path.abspath(tree) for tree in args.paired]
     found = paired(trees, args.chain, args.workers, args.pairs, args.images)
-    print(f"{args.chain}, {args.workers} worker(s), {args.pairs} pairs; B = {trees[1]}, A = {trees[0]}")
-    for key, what in (("cpu_ratios", "per CPU second"), ("wall_ratios", "wall")):
+    what = f"{args.chain}, {args.workers} worker(s), {args.pairs} pairs"
+    rows = []
+    for key, per in (("cpu_ratios", "CPU second"), ("wall_ratios", "wall second")):
         ratios = found[key]
-        print(f"  B / A {what}: median {float(np.median(ratios)):.3f} (min {min(ratios):.3f}, max {max(ratios):.3f})")
-    for side in "ab":
-        rates = [run["cpu_images_per_s"] for run in found[side]]
-        print(f"  {side.upper()}: median {float(np.median(rates)):.0f} CPU images/s")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(dict(found, trees=trees, chain=args.chain, workers=args.workers), f, indent=1)
+        rows.append(bench_row(f"{what}: B / A images per {per}, median of the pairs", float(np.median(ratios)), "x",
+                              note=f"min {min(ratios):.3f}, max {max(ratios):.3f}"))
+    medians = {side: float(np.median([run["cpu_images_per_s"] for run in found[side]])) for side in "ab"}
+    rows.append(bench_row(f"{what}: A (CPU images/s, median)", medians["a"], "images/s", note=trees[0]))
+    rows.append(bench_row(f"{what}: B (CPU images/s, median)", medians["b"], "images/s", "A", medians["a"],
+                          note=trees[1]))
+    return rows
+
+
+def main(argv=None):
+    from recordio.tools._common import bench_main
+    return bench_main(__doc__, add_arguments, paired_rows, argv, check=check_trees)
 
 
 if __name__ == "__main__":
