@@ -199,8 +199,8 @@ static void saturation_pass_row(const struct source *src, Py_ssize_t y, uint8_t 
 }
 
 /* The level run of lv on the source read through table (identity: no table), as one pass. With a table,
- * the table composed with the run's, looked up one value at a time (measured faster than the AVX2 loop's
- * gathers, or than the pending steps' float32 operations followed by the run's arithmetic). */
+ * the table composed with the run's, looked up one value at a time (measured faster on AMD Zen 3 than the
+ * AVX2 loop's gathers, or than the pending steps' float32 operations followed by the run's arithmetic). */
 static void levels_through(const struct source *src, const uint8_t *table, int identity, const struct levels *lv)
 {
     float composed[3 * 256];
@@ -214,6 +214,7 @@ static void levels_through(const struct source *src, const uint8_t *table, int i
         for (int x = 0; x < 256; x++)
             composed[256 * c + x] = lv->t[256 * c + table[x]];
     through.t = composed;
+    through.k = NULL; /* the arithmetic maps a level, not a level through the table */
     for (Py_ssize_t y = 0; y < src->h; y++)
         levels_from(&through, row_of(src, y), src->sx, 1, 3, y, 0);
 }
