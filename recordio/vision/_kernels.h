@@ -91,16 +91,18 @@ Py_ssize_t simd_grey_run(const uint8_t *p, Py_ssize_t n, const struct pending *p
 
 /* The AVX2 loops of the bilinear resize (_kernels_resize.c), three adjacent channels, on n interleaved
  * elements (3 per pixel); each returns how many it did. simd_hresize_row: out[e] = p[ofs[e]] * a0 +
- * p[ofs[e] + 3] * a1 (alpha[e]: a0 low, a1 high; p readable 128 bytes past the last ofs); group g of
- * RESIZE_GROUP elements, where base[g] >= 0 (base NULL: none), has its samples in the 128 bytes at
- * p + base[g], the left and right sample of element i at bytes idx[64 g + 2 i] and idx[64 g + 2 i + 1]
- * of them (used with AVX-512 VBMI). simd_vresize_row: out[e] from the horizontal rows H0, H1 and the row
- * coefficients b0, b1. simd_wide: whether the AVX-512 loops run; simd_use_wide turns them off (tests). */
+ * p[ofs[e] + 3] * a1 (alpha[e]: a0 low, a1 high; p readable 128 bytes past the last ofs); where base is
+ * not NULL, group g of `group` elements (RESIZE_GROUP: the AVX-512 VBMI plan, 8: the AVX2 one; see
+ * plan_groups in _kernels_resize.c) has its samples in the bytes at p + base[g] (base[g] >= 0), placed
+ * as the 64 bytes idx[64 g ...] say. simd_vresize_row: out[e] from the horizontal rows H0, H1 and the
+ * row coefficients b0, b1. simd_wide: whether the AVX-512 loops run; simd_use_wide turns them off
+ * (tests); simd_on: whether the AVX2 loops run. */
 #define RESIZE_GROUP 32
 Py_ssize_t simd_hresize_row(const uint8_t *p, const int32_t *ofs, const int32_t *alpha, const int32_t *base,
-                            const uint8_t *idx, int32_t *out, Py_ssize_t n);
+                            const uint8_t *idx, int group, int32_t *out, Py_ssize_t n);
 Py_ssize_t simd_vresize_row(const int32_t *H0, const int32_t *H1, Py_ssize_t n, int16_t b0, int16_t b1, uint8_t *out);
 int simd_wide(void);
+int simd_on(void);
 int simd_use_wide(int on);
 
 /* What a resize reads: a part of h x w pixels (row stride sy, c adjacent channels) at base, whose pixel

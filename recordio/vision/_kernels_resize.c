@@ -46,6 +46,7 @@ struct work {
     int32_t *ofs, *alpha, *hrows[2], *base;
     uint8_t *row, *idx;
     Py_ssize_t row_of[2], c, n;
+    int group; /* elements per planned group (base, idx): RESIZE_GROUP, 8, or 0 for no plan */
 };
 
 static void work_free(struct work *wk)
@@ -76,32 +77,46 @@ static int work_alloc(struct work *wk, Py_ssize_t sw, Py_ssize_t c, Py_ssize_t o
     return 0;
 }
 
-/* Where the byte permutes of simd_hresize_row apply (three channels, AVX-512 VBMI): per group of
- * RESIZE_GROUP elements the first byte of the 128 that hold its samples, and each sample's place in them;
- * a group whose samples span more (a reduction by about 3.9 or more) keeps base -1 (gathers). A sample
- * multiplied by 0 (the right one at the right edge) is read at the left one's place. */
+/* Where the byte permutes of simd_hresize_row apply (three channels): per group of wk->group elements the
+ * first byte of the span that holds its samples, and each sample's place in it; a group whose samples
+ * span more keeps base -1 (loads). A sample multiplied by 0 (the right one at the right edge) is read at
+ * the left one's place.
+ * - AVX-512 VBMI: groups of RESIZE_GROUP elements within 128 bytes (up to a reduction by about 3.9); idx
+ *   holds the left and right sample of element i at bytes 64 g + 2 i and 64 g + 2 i + 1;
+ * - AVX2: groups of 8 elements within 32 bytes (up to a reduction by about 3.3); idx holds, at 64 g, the
+ *   byte shuffle that puts each element's samples in the low bytes of its two 16-bit lanes (a sample's
+ *   place modulo 16; 0x80 zeroes the high bytes), and at 64 g + 32 the blend mask that takes the
+ *   places 16 and up from the span's second half. */
 static int plan_groups(struct work *wk)
 {
-    const Py_ssize_t groups = wk->n / RESIZE_GROUP;
-    if (wk->c != 3 || !simd_wide() || groups == 0)
+    const int wide = simd_wide();
+    const Py_ssize_t group = wide ? RESIZE_GROUP : 8, span = wide ? 128 : 32, groups = wk->n / group;
+    if (wk->c != 3 || !simd_on() || groups == 0)
         return 0;
+    wk->group = (int)group;
     wk->base = malloc(sizeof(int32_t) * (size_t)groups);
-    wk->idx = malloc((size_t)(64 * groups));
+    wk->idx = calloc((size_t)groups, 64);
     if (!wk->base || !wk->idx)
         return -1;
     for (Py_ssize_t g = 0; g < groups; g++) {
-        const Py_ssize_t e0 = g * RESIZE_GROUP;
+        const Py_ssize_t e0 = g * group;
         int32_t lo = wk->ofs[e0], hi = 0;
-        for (Py_ssize_t i = 0; i < RESIZE_GROUP; i++) {
+        for (Py_ssize_t i = 0; i < group; i++) {
             const int32_t left = wk->ofs[e0 + i], right = wk->alpha[e0 + i] >> 16 ? left + 3 : left;
             lo = left < lo ? left : lo;
             hi = right > hi ? right : hi;
         }
-        wk->base[g] = hi - lo < 128 ? lo : -1;
-        for (Py_ssize_t i = 0; i < RESIZE_GROUP && wk->base[g] >= 0; i++) {
-            const int32_t left = wk->ofs[e0 + i], right = wk->alpha[e0 + i] >> 16 ? left + 3 : left;
-            wk->idx[64 * g + 2 * i] = (uint8_t)(left - lo);
-            wk->idx[64 * g + 2 * i + 1] = (uint8_t)(right - lo);
+        wk->base[g] = hi - lo < span ? lo : -1;
+        uint8_t *idx = wk->idx + 64 * g;
+        for (Py_ssize_t i = 0; i < group && wk->base[g] >= 0; i++) {
+            const int32_t left = wk->ofs[e0 + i] - lo, right = (wk->alpha[e0 + i] >> 16 ? wk->ofs[e0 + i] + 3 : wk->ofs[e0 + i]) - lo;
+            if (wide) {
+                idx[2 * i] = (uint8_t)left, idx[2 * i + 1] = (uint8_t)right;
+                continue;
+            }
+            idx[4 * i] = (uint8_t)(left & 15), idx[4 * i + 1] = 0x80;
+            idx[4 * i + 2] = (uint8_t)(right & 15), idx[4 * i + 3] = 0x80;
+            idx[32 + 4 * i] = left >= 16 ? 0xFF : 0, idx[32 + 4 * i + 2] = right >= 16 ? 0xFF : 0;
         }
     }
     return 0;
@@ -115,7 +130,7 @@ static void hresize_row(struct work *wk, const uint8_t *p, Py_ssize_t sw, int32_
     Py_ssize_t e = 0;
     if (c == 3) {
         memcpy(wk->row, p, (size_t)(3 * sw));
-        e = simd_hresize_row(wk->row, wk->ofs, wk->alpha, wk->base, wk->idx, H, wk->n);
+        e = simd_hresize_row(wk->row, wk->ofs, wk->alpha, wk->base, wk->idx, wk->group, H, wk->n);
     }
     const Py_ssize_t last = c * (sw - 1);
     for (; e < wk->n; e++) {

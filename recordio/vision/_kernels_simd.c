@@ -307,14 +307,36 @@ static WIDE Py_ssize_t hresize_wide(const uint8_t *p, const int32_t *ofs, const 
     return e;
 }
 
-/* The horizontal pass of a row: groups by byte permutes where the CPU has them and base[g] >= 0 (see
- * _kernels_resize.c), else gathers; returns the number of elements done. */
+/* A group of 8 elements whose samples lie in the 32 bytes at p + base (the AVX2 plan): each half of the span
+ * copied to both lanes, one byte shuffle of each, a blend by the sample's half, one multiply-add. */
+static AVX2 inline void hresize8_span(const uint8_t *p, int32_t base, const uint8_t *idx, const int32_t *alpha,
+                                      int32_t *out)
+{
+    const __m256i v = _mm256_loadu_si256((const __m256i *)(p + base));
+    const __m256i ctl = _mm256_loadu_si256((const __m256i *)idx);
+    const __m256i first = _mm256_shuffle_epi8(_mm256_permute2x128_si256(v, v, 0x00), ctl);
+    const __m256i second = _mm256_shuffle_epi8(_mm256_permute2x128_si256(v, v, 0x11), ctl);
+    const __m256i pairs = _mm256_blendv_epi8(first, second, _mm256_loadu_si256((const __m256i *)(idx + 32)));
+    _mm256_storeu_si256((__m256i *)out, _mm256_madd_epi16(pairs, _mm256_loadu_si256((const __m256i *)alpha)));
+}
+
+/* The horizontal pass of a row: groups by byte permutes where the plan (base, group) has them, else eight
+ * loads per 8 elements; returns the number of elements done. */
 AVX2 Py_ssize_t simd_hresize_row(const uint8_t *p, const int32_t *ofs, const int32_t *alpha, const int32_t *base,
-                                 const uint8_t *idx, int32_t *out, Py_ssize_t n)
+                                 const uint8_t *idx, int group, int32_t *out, Py_ssize_t n)
 {
     if (!enabled)
         return 0;
-    Py_ssize_t e = wide && base != NULL ? hresize_wide(p, ofs, alpha, base, idx, out, n) : 0;
+    Py_ssize_t e = 0;
+    if (base != NULL && group == RESIZE_GROUP && wide)
+        e = hresize_wide(p, ofs, alpha, base, idx, out, n);
+    else if (base != NULL && group == 8)
+        for (Py_ssize_t g = 0; e + 8 <= n; e += 8, g++) {
+            if (base[g] >= 0)
+                hresize8_span(p, base[g], idx + 64 * g, alpha + e, out + e);
+            else
+                hresize8(p, ofs + e, alpha + e, out + e);
+        }
     for (; e + 8 <= n; e += 8)
         hresize8(p, ofs + e, alpha + e, out + e);
     return e;
@@ -323,6 +345,11 @@ AVX2 Py_ssize_t simd_hresize_row(const uint8_t *p, const int32_t *ofs, const int
 int simd_wide(void)
 {
     return wide;
+}
+
+int simd_on(void)
+{
+    return enabled;
 }
 
 /* (H >> 4) of 16 elements as int16 (at most 255 * 2049 >> 4: no saturation), in order. */
@@ -383,7 +410,7 @@ Py_ssize_t simd_grey_run(const uint8_t *p, Py_ssize_t n, const struct pending *p
 }
 
 Py_ssize_t simd_hresize_row(const uint8_t *p, const int32_t *ofs, const int32_t *alpha, const int32_t *base,
-                            const uint8_t *idx, int32_t *out, Py_ssize_t n)
+                            const uint8_t *idx, int group, int32_t *out, Py_ssize_t n)
 {
     return 0;
 }
@@ -395,6 +422,11 @@ int simd_use_wide(int on)
 }
 
 int simd_wide(void)
+{
+    return 0;
+}
+
+int simd_on(void)
 {
     return 0;
 }
