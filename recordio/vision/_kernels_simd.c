@@ -263,8 +263,8 @@ AVX2 Py_ssize_t simd_grey_run(const uint8_t *p, Py_ssize_t n, const struct pendi
 
 /* Per output element e: the 32 bits at p + ofs[e] hold the pair's samples in bytes 0 and 3 (the next
  * pixel's same channel); eight loads, one shuffle to two int16 lanes, one multiply-add with alpha[e]. (Eight
- * scalar loads and inserts, not a 32-bit gather: measured ~15% faster on AMD Zen 3, where gathers are
- * microcoded; tools/bench_resize.py.) */
+ * scalar loads and inserts, not a 32-bit gather: measured faster on AMD Zen 3, where gathers are
+ * microcoded.) */
 static AVX2 inline void hresize8(const uint8_t *p, const int32_t *ofs, const int32_t *alpha, int32_t *out)
 {
     const __m256i pick = _mm256_setr_epi8(0, -1, 3, -1, 4, -1, 7, -1, 8, -1, 11, -1, 12, -1, 15, -1,
