@@ -84,6 +84,21 @@ def wait(driver, test, seconds=30):
     return WebDriverWait(driver, seconds, poll_frequency=0.1).until(lambda d: test(d))
 
 
+def arrive(driver, navigate):
+    """Runs ``navigate`` (a ``get`` or a click that leaves the page) and waits until the next document
+    has replaced the current one and finished loading: chromedriver can return from ``get`` (and a
+    click returns at once) while the old document is still shown or the new one is still parsing,
+    which on a busy machine left a test looking at a page without its rows."""
+    driver.execute_script("document.documentElement.dataset.left = '1'")
+    navigate()
+    wait(driver, lambda d: d.execute_script(
+        "return document.readyState === 'complete' && document.documentElement.dataset.left === undefined"))
+
+
+def visit(driver, url):
+    arrive(driver, lambda: driver.get(url))
+
+
 def text(driver, css):
     return driver.find_element(By.CSS_SELECTOR, css).text
 
@@ -95,7 +110,7 @@ def facet_link(driver, field, value):
 
 
 def test_the_overview_loads_and_verifies(browser, site):
-    browser.get(site.url + "/")
+    visit(browser, site.url + "/")
     assert text(browser, "#total-rows") == "60"
     fields = [row.find_element(By.TAG_NAME, "td").text for row in browser.find_elements(By.CSS_SELECTOR, "#schema tbody tr")]
     assert fields == list(recordio.FileReader(site.app.state.source.path).schema)
@@ -109,9 +124,8 @@ def test_the_overview_loads_and_verifies(browser, site):
 
 @pytest.mark.parametrize("view", ["", "?view=grid"])
 def test_thumbnails_decode(browser, site, view):
-    browser.get(site.url + "/rows" + view)
-    images = browser.find_elements(By.CSS_SELECTOR, "img.thumb")
-    assert len(images) == 50
+    visit(browser, site.url + "/rows" + view)
+    assert len(browser.find_elements(By.CSS_SELECTOR, "img.thumb")) == 50
     wait(browser, lambda d: d.execute_script("return [...document.images].every(i => i.complete)"))
     widths = browser.execute_script("return [...document.querySelectorAll('img.thumb')].map(i => i.naturalWidth)")
     assert all(w > 0 for w in widths), widths
@@ -120,12 +134,12 @@ def test_thumbnails_decode(browser, site, view):
 @pytest.mark.parametrize("field, op, value", [("label", "=", "3"), ("split", "=", "val"), ("label", ">=", "5"),
                                               ("label", "in", "1,2")])
 def test_a_filter_gives_the_count_recordio_count_gives(browser, site, dataset, capsys, field, op, value):
-    browser.get(site.url + "/rows")
+    visit(browser, site.url + "/rows")
     Select(browser.find_element(By.ID, "filter-field")).select_by_visible_text(field)
     Select(browser.find_element(By.ID, "filter-op")).select_by_visible_text(op)
     browser.find_element(By.ID, "filter-value").send_keys(value)
-    browser.find_element(By.ID, "filter-add").click()
-    wait(browser, lambda d: "where=" in d.current_url)
+    arrive(browser, browser.find_element(By.ID, "filter-add").click)
+    assert "where=" in browser.current_url
     shown = int(text(browser, "#match-count"))
     if op == "=":
         assert main(["count", dataset, "--where", f"{field}={value}"]) == 0
@@ -138,39 +152,39 @@ def test_a_filter_gives_the_count_recordio_count_gives(browser, site, dataset, c
 
 
 def test_a_facet_click_filters(browser, site):
-    browser.get(site.url + "/rows")
+    visit(browser, site.url + "/rows")
     link = facet_link(browser, "label", "4")
     count = int(link.find_element(By.XPATH, "..").text.split()[-1])
-    link.click()
-    wait(browser, lambda d: "where=label%3D4" in d.current_url)
+    arrive(browser, link.click)
+    assert "where=label%3D4" in browser.current_url
     assert int(text(browser, "#match-count")) == count == sum(r["label"] == 4 for r in ROWS)
     labels = {e.text for e in browser.find_elements(By.CSS_SELECTOR, "#rows td[data-field=label]")}
     assert labels == {"4"}
-    facet_link(browser, "split", "val").click()
-    wait(browser, lambda d: "where=split%3Dval" in d.current_url)
+    arrive(browser, facet_link(browser, "split", "val").click)
+    assert "where=split%3Dval" in browser.current_url
     assert int(text(browser, "#match-count")) == sum(r["label"] == 4 and r["split"] == "val" for r in ROWS)
 
 
 def test_the_row_url_shows_that_row_and_keeps_the_filter(browser, site):
-    browser.get(site.url + "/row/41?where=" + quote("label=6"))
+    visit(browser, site.url + "/row/41?where=" + quote("label=6"))
     assert text(browser, "#row-title") == "Row 41"
     cells = {tr.find_element(By.TAG_NAME, "th").text: tr.find_element(By.TAG_NAME, "td")
              for tr in browser.find_elements(By.CSS_SELECTOR, "#row tr")}
     assert cells["name"].text == "row 41" and cells["label"].text == str(ROWS[41]["label"])
     assert browser.find_element(By.ID, "next").get_attribute("href").endswith("/row/42?where=label%3D6")
-    browser.find_element(By.ID, "back").click()
-    wait(browser, lambda d: "/rows?" in d.current_url)
+    arrive(browser, browser.find_element(By.ID, "back").click)
+    assert "/rows?" in browser.current_url
     assert int(text(browser, "#match-count")) == sum(r["label"] == 6 for r in ROWS)
-    browser.get(site.url + "/rows")
+    visit(browser, site.url + "/rows")
     browser.find_element(By.ID, "jump-row").send_keys("17")
-    browser.find_element(By.ID, "jump-go").click()
-    wait(browser, lambda d: d.current_url.endswith("/row/17"))
+    arrive(browser, browser.find_element(By.ID, "jump-go").click)
+    assert browser.current_url.endswith("/row/17")
     assert text(browser, "#row-title") == "Row 17"
 
 
 @pytest.mark.parametrize("url", ["/rows", "/row/3", "/rows?view=grid", "/rows?where=" + quote("split=<b>test</b>")])
 def test_a_script_string_never_runs(browser, site, url):
-    browser.get(site.url + url)
+    visit(browser, site.url + url)
     wait(browser, lambda d: d.execute_script("return document.readyState") == "complete"
          and not d.find_elements(By.CSS_SELECTOR, "#facets[data-src]"))
     assert browser.execute_script("return window.__pwned === undefined && window.__svg === undefined")
@@ -187,16 +201,16 @@ def test_a_remote_dataset_pages(browser, tmp_path):
     with RangeServer(folder) as http:
         site = Served(http.url + "/data.mindrecord0", cache_dir=str(tmp_path / "cache"))
         try:
-            browser.get(site.url + "/rows?limit=20")
+            visit(browser, site.url + "/rows?limit=20")
             assert text(browser, "#match-count") == "60"
-            browser.find_element(By.ID, "next").click()
-            wait(browser, lambda d: "offset=20" in d.current_url)
+            arrive(browser, browser.find_element(By.ID, "next").click)
+            assert "offset=20" in browser.current_url
             assert [int(e.text) for e in browser.find_elements(By.CSS_SELECTOR, "a.row-link")] == list(range(20, 40))
             wait(browser, lambda d: d.execute_script("return [...document.images].every(i => i.complete)"))
             assert all(w > 0 for w in browser.execute_script(
                 "return [...document.querySelectorAll('img.thumb')].map(i => i.naturalWidth)"))
-            facet_link(browser, "label", "2").click()
-            wait(browser, lambda d: "where=label%3D2" in d.current_url)
+            arrive(browser, facet_link(browser, "label", "2").click)
+            assert "where=label%3D2" in browser.current_url
             assert int(text(browser, "#match-count")) == sum(r["label"] == 2 for r in ROWS)
         finally:
             site.close()
