@@ -4,9 +4,11 @@
 
 Each tree is a checkout with its C parts built in place (``python setup.py build_ext --inplace``); this
 loads ``recordio/vision/_kernels`` and ``_jpeg`` of both under names of their own, then alternates the two
-trees' calls on the same inputs, ``--calls`` calls a block, and keeps each one's best block of
-``--rounds``. Why one process: on a shared machine (CPU steal time) two runs minutes apart differ by 20%
-or more, more than most kernel changes; calls interleaved within one process meet the same conditions.
+trees' calls on the same inputs one by one, ``--rounds`` x ``--calls`` each, and keeps each one's fastest
+call. Why one process and single calls: on a shared machine (CPU steal time) two runs minutes apart
+differ by 20% or more, more than most kernel changes, and even blocks of calls a moment apart differ by
+10%; single calls interleaved within one process meet the same conditions, and the fastest of many is
+the one nothing interrupted.
 The cases are the train chain's (``tools/vision_photos.py`` photos): the JPEG region decode of
 RandomCropDecodeResize's boxes, their bilinear resize to 224x224, and the colour steps of
 RandomColorAdjust in each order into the fused Rescale/Normalize/HWC2CHW run (``adjust_levels``).
@@ -111,19 +113,20 @@ def cases(images=8):
 
 
 def paired(trees, rounds=30, calls=40, images=8):
-    """[(case, best seconds per call of A, of B, same output)], the two trees' calls alternating."""
+    """[(case, seconds per call of A, of B, same output)]: each tree's fastest single call of
+    ``rounds * calls``, the two trees' calls alternating one by one."""
     kernels = [load_kernels(tree, f"recordio_bench_{side}") for tree, side in zip(trees, "ab")]
     found = []
+    clock = time.perf_counter
     for name, make in cases(images):
         calls_ab = [make(k) for k in kernels]
         same = calls_ab[0]() == calls_ab[1]()
         best = [float("inf"), float("inf")]
-        for r in range(rounds):
-            for side in ((0, 1) if r % 2 == 0 else (1, 0)):          # neither always goes first
-                start = time.perf_counter()
-                for _ in range(calls):
-                    calls_ab[side]()
-                best[side] = min(best[side], (time.perf_counter() - start) / calls)
+        for n in range(rounds * calls):
+            for side in ((0, 1) if n % 2 == 0 else (1, 0)):          # neither always goes first
+                start = clock()
+                calls_ab[side]()
+                best[side] = min(best[side], clock() - start)
         found.append((name, best[0], best[1], same))
     return found
 
@@ -131,8 +134,8 @@ def paired(trees, rounds=30, calls=40, images=8):
 def add_arguments(parser):
     parser.add_argument("--paired", nargs=2, metavar=("TREE_A", "TREE_B"), required=True,
                         help="two source trees (checkouts with their C parts built in place)")
-    parser.add_argument("--rounds", type=int, default=30, help="blocks per tree and case (the best counts)")
-    parser.add_argument("--calls", type=int, default=40, help="calls per block")
+    parser.add_argument("--rounds", type=int, default=30, help="rounds of --calls calls per tree and case")
+    parser.add_argument("--calls", type=int, default=40, help="calls per round (each timed alone)")
     parser.add_argument("--images", type=int, default=8, help="photos (train boxes) of the decode and resize cases")
 
 
@@ -154,7 +157,7 @@ def rows(args):
     trees = [os.path.abspath(tree) for tree in args.paired]
     out = []
     for name, a, b, same in paired(trees, args.rounds, args.calls, args.images):
-        note = f"best of {args.rounds} blocks of {args.calls} calls" + ("" if same else "; different bytes")
+        note = f"fastest of {args.rounds * args.calls} calls" + ("" if same else "; different bytes")
         out.append(bench_row(name, b * 1e6, "us/call", "A", a * 1e6, lower_is_better=True, note=note))
     return out
 
