@@ -212,6 +212,42 @@ def test_fused_train_chain_in_a_pipeline_equals_the_unfused_ops(tmp_path, monkey
         np.testing.assert_array_equal(a, b)
 
 
+class _Applied:
+    """A slot a fused neighbour applied: the pipeline and Compose must skip it (calling it fails)."""
+
+    passes_input = True
+
+    def __call__(self, value):
+        raise AssertionError("a slot that passes its input on was called")
+
+
+def _draw(value):
+    """A random op: adds a draw of its own op id (so it tells whether its index was kept)."""
+    from recordio.keys import current_keys
+    return value + current_keys().uniform(0)[0]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_slots_that_pass_their_input_on_are_skipped_and_keep_the_indices(tmp_path, workers):
+    """A ``passes_input`` slot is not called, in a map or in Compose, and the ops after it draw as
+    they would after an op that returns its input (their op ids are their indices)."""
+    from recordio import FileWriter, MindDataset
+    path = str(tmp_path / "x.mindrecord")
+    with FileWriter(path, overwrite=True) as w:
+        w.add_schema({"x": {"type": "float64"}}, "x")
+        w.write_raw_data([{"x": float(i)} for i in range(8)])
+
+    def rows(ops):
+        ds = MindDataset(path, shuffle=False).map(ops, input_columns="x", num_parallel_workers=workers)
+        return [float(row["x"]) for row in ds.create_dict_iterator(num_epochs=1, output_numpy=True)]
+
+    identity = [lambda v: v, _draw, lambda v: v, _draw]
+    want = rows(identity)
+    assert rows([_Applied(), _draw, _Applied(), _draw]) == want
+    assert rows([Compose([_Applied(), _draw, _Applied(), _draw])]) == rows([Compose(identity)])
+    assert want != rows([_draw, _draw]) and len(set(want)) == 8           # the indices matter
+
+
 @pytest.mark.parametrize("shape", [(300, 410, 3), (200, 180, 3), (100, 90, 3)])
 @pytest.mark.parametrize("pil_form", [False, True])
 def test_eval_chain_fused_equals_unfused(shape, pil_form):

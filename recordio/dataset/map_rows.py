@@ -11,22 +11,28 @@ from recordio.batch_slots import row_slot
 from recordio.dataset.values import from_pil
 from recordio.keys import derive_uid, op_scope, row_scope
 
-__all__ = ["Numbered", "apply_keyless", "apply_ops", "note_failure", "op_name", "run_chunk"]
+__all__ = ["Numbered", "apply_keyless", "apply_ops", "live_ops", "note_failure", "op_name", "run_chunk"]
 
 
 def op_name(op):
     return getattr(op, "__name__", type(op).__name__)
 
 
-def apply_ops(ops, uid, seed, values, row, epoch, uids=None):
-    """Run ``ops`` in sequence on one row's input values under the row's keys (``uids``: the ops'
-    ids, ``derive_uid(uid, j)``, when the caller has them)."""
+def live_ops(ops, uid, keyed=True):
+    """``[(j, op, op id)]`` of the ops a row runs: an op's index in the map, the op, and its id
+    ``derive_uid(uid, j)`` (None unless ``keyed``). A slot that declares ``passes_input = True`` (an op
+    that a fused neighbour applied: it returns its input and draws nothing) is left out, so a row pays no
+    call or key scope for it; every other op keeps its index, hence its id and its draws."""
+    return [(j, op, derive_uid(uid, j) if keyed else None) for j, op in enumerate(ops)
+            if getattr(op, "passes_input", False) is not True]
+
+
+def apply_ops(steps, uid, seed, values, row, epoch):
+    """Run ``steps`` (:func:`live_ops`) in sequence on one row's input values under the row's keys."""
     first_row = int(row) if not hasattr(row, "__len__") else int(row[0])
-    if uids is None:
-        uids = [derive_uid(uid, j) for j in range(len(ops))]
     with row_scope(seed, epoch, first_row):
-        for j, op in enumerate(ops):
-            with op_scope(uids[j]):
+        for j, op, op_uid in steps:
+            with op_scope(op_uid):
                 try:
                     out = op(*values)
                 except Exception as e:
@@ -42,31 +48,32 @@ def apply_ops(ops, uid, seed, values, row, epoch, uids=None):
 
 def run_chunk(ops, uid, seed, chunk, slots=None):
     """A worker's job: a list of ``(input values, row, epoch)``. Ops that declare ``uses_keys = False``
-    (they draw no randomness) run without the row's key scopes. With ``slots`` (a batch of a fixed size
-    follows the map; ``chunk`` a :class:`Numbered`), each row's ops are given its batch slot
-    (:mod:`recordio.batch_slots`)."""
-    keyless = all(getattr(op, "uses_keys", True) is False for op in ops)
-    uids = None if keyless else [derive_uid(uid, j) for j in range(len(ops))]
+    (they draw no randomness) run without the row's key scopes; slots that pass their input on are
+    skipped (:func:`live_ops`). With ``slots`` (a batch of a fixed size follows the map; ``chunk`` a
+    :class:`Numbered`), each row's ops are given its batch slot (:mod:`recordio.batch_slots`)."""
+    keyless = all(getattr(op, "uses_keys", True) is False for _, op, _ in live_ops(ops, uid, keyed=False))
+    steps = live_ops(ops, uid, keyed=not keyless)
     if slots is not None:
         outs = []
         for k, (values, row, epoch) in enumerate(chunk):
             with row_slot(slots, epoch, chunk.start + k):
-                outs.append(apply_keyless(ops, uid, values, row, epoch) if keyless
-                            else apply_ops(ops, uid, seed, values, row, epoch, uids))
+                outs.append(apply_keyless(steps, uid, values, row, epoch) if keyless
+                            else apply_ops(steps, uid, seed, values, row, epoch))
         return outs
     if keyless:
-        if len(ops) == 1:               # apply_keyless of one op, inlined (a map per column: TypeCast)
-            op, outs = ops[0], []
+        if len(steps) == 1:             # apply_keyless of one op, inlined (a map per column: TypeCast)
+            j, op, _ = steps[0]
+            outs = []
             for values, row, epoch in chunk:
                 try:
                     out = op(*values)
                 except Exception as e:
-                    note_failure(e, uid, 0, op, row, epoch)
+                    note_failure(e, uid, j, op, row, epoch)
                     raise
                 outs.append(out if isinstance(out, tuple) else (out,))
             return outs
-        return [apply_keyless(ops, uid, values, row, epoch) for values, row, epoch in chunk]
-    return [apply_ops(ops, uid, seed, values, row, epoch, uids) for values, row, epoch in chunk]
+        return [apply_keyless(steps, uid, values, row, epoch) for values, row, epoch in chunk]
+    return [apply_ops(steps, uid, seed, values, row, epoch) for values, row, epoch in chunk]
 
 
 class Numbered(list):
@@ -75,8 +82,8 @@ class Numbered(list):
     start = 0
 
 
-def apply_keyless(ops, uid, values, row, epoch):
-    for j, op in enumerate(ops):
+def apply_keyless(steps, uid, values, row, epoch):
+    for j, op, _ in steps:
         try:
             out = op(*values)
         except Exception as e:

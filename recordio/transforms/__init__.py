@@ -54,6 +54,8 @@ class Compose:
 
     def __call__(self, *args):
         for i, op in enumerate(self._ops):
+            if getattr(op, "passes_input", False) is True:    # a slot a fused neighbour applied
+                continue
             with sub_op(i):
                 result = op(*args)
             args = result if isinstance(result, tuple) else (result,)

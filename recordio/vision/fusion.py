@@ -293,7 +293,11 @@ class _CroppedResize:
 
 
 class _Passed:
-    """The slot of an op that a fused neighbour already applied: passes its input on."""
+    """The slot of an op that a fused neighbour already applied: passes its input on. ``passes_input``
+    tells the pipeline and ``Compose`` so: they skip the slot (no call, no key scope); the other ops keep
+    their indices."""
+
+    passes_input = True
 
     def __init__(self, op):
         self.op = op
