@@ -7,8 +7,9 @@ loads ``recordio/vision/_kernels`` and ``_jpeg`` of both under names of their ow
 trees' calls on the same inputs one by one, ``--rounds`` x ``--calls`` each, and keeps each one's fastest
 call. Why one process and single calls: on a shared machine (CPU steal time) two runs minutes apart
 differ by 20% or more, more than most kernel changes, and even blocks of calls a moment apart differ by
-10%; single calls interleaved within one process meet the same conditions, and the fastest of many is
-the one nothing interrupted.
+10% or more; single calls interleaved within one process meet the same conditions, and the fastest of
+many is the one nothing interrupted.
+
 The cases are the train chain's (``tools/vision_photos.py`` photos): the JPEG region decode of
 RandomCropDecodeResize's boxes, their bilinear resize to 224x224, and the colour steps of
 RandomColorAdjust in each order into the fused Rescale/Normalize/HWC2CHW run (``adjust_levels``).
@@ -61,9 +62,8 @@ def unit_normalize():
 
 def cases(images=8):
     """[(name, make(kernels) -> a call with no arguments that returns its output)] on the same inputs."""
-    import numpy as np
-
     import cv2
+    import numpy as np
 
     from recordio.keys import op_scope, row_scope
     from recordio.tools import vision_photos

@@ -51,8 +51,10 @@ def run_chunk(ops, uid, seed, chunk, slots=None):
     (they draw no randomness) run without the row's key scopes; slots that pass their input on are
     skipped (:func:`live_ops`). With ``slots`` (a batch of a fixed size follows the map; ``chunk`` a
     :class:`Numbered`), each row's ops are given its batch slot (:mod:`recordio.batch_slots`)."""
-    keyless = all(getattr(op, "uses_keys", True) is False for _, op, _ in live_ops(ops, uid, keyed=False))
-    steps = live_ops(ops, uid, keyed=not keyless)
+    steps = live_ops(ops, uid, keyed=False)
+    keyless = all(getattr(op, "uses_keys", True) is False for _, op, _ in steps)
+    if not keyless:
+        steps = live_ops(ops, uid)
     if slots is not None:
         outs = []
         for k, (values, row, epoch) in enumerate(chunk):
