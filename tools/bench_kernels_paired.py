@@ -61,7 +61,8 @@ def unit_normalize():
 
 
 def cases(images=8):
-    """[(name, make(kernels) -> a call with no arguments that returns its output)] on the same inputs."""
+    """[(name, make(kernels) -> (call, output))] on the same inputs: ``call()`` is what is timed (into
+    buffers of that tree's own), ``output()`` calls it and returns what it wrote, as bytes."""
     import cv2
     import numpy as np
 
@@ -80,29 +81,35 @@ def cases(images=8):
     crops = [np.ascontiguousarray(img[y:y + h, x:x + w]) for img, (y, x, h, w) in zip(pixels, boxes)]
     tables, program = unit_normalize()
     photo = cv2.resize(crops[0], (224, 224), interpolation=cv2.INTER_LINEAR)
-    out224 = np.empty((224, 224, 3), np.uint8)
-    planes = np.empty((3, 224, 224), np.float32)
 
     def decode(k):
         def call():
             return [k["_jpeg"].decode_box(data, *box) for data, box in zip(jpegs, boxes)]
-        return call
+        return call, call
 
     def resize(k):
+        outs = [np.empty((224, 224, 3), np.uint8) for _ in crops]
+
         def call():
-            found = []
-            for img in crops:
-                k["_kernels"].resize(img, out224, 224, 224, 0, 0)
-                found.append(out224.tobytes())
-            return found
-        return call
+            for img, out in zip(crops, outs):
+                k["_kernels"].resize(img, out, 224, 224, 0, 0)
+
+        def output():
+            call()
+            return [out.tobytes() for out in outs]
+        return call, output
 
     def colour(order):
         def make(k):
+            planes = np.empty((3, 224, 224), np.float32)
+
             def call():
                 k["_kernels"].adjust_levels(photo, planes, bytes(order), *FACTORS, tables, True, program)
+
+            def output():
+                call()
                 return planes.tobytes()
-            return call
+            return call, output
         return make
 
     found = [(f"decode_box: {images} train boxes", decode), (f"resize: {images} train boxes -> 224x224", resize)]
@@ -119,8 +126,9 @@ def paired(trees, rounds=30, calls=40, images=8):
     found = []
     clock = time.perf_counter
     for name, make in cases(images):
-        calls_ab = [make(k) for k in kernels]
-        same = calls_ab[0]() == calls_ab[1]()
+        made = [make(k) for k in kernels]
+        calls_ab = [call for call, _ in made]
+        same = made[0][1]() == made[1][1]()
         best = [float("inf"), float("inf")]
         for n in range(rounds * calls):
             for side in ((0, 1) if n % 2 == 0 else (1, 0)):          # neither always goes first
