@@ -15,6 +15,8 @@ compares a built wheel with the source tree).
 * ``recordio.vision._kernels``: one-pass colour kernels (needs a C compiler);
 * ``recordio.vision._jpeg``: decoding only the region a crop keeps (also needs libjpeg-turbo's
   headers, e.g. Debian's ``libjpeg62-turbo-dev``);
+* ``recordio.vision._chain``: the train chain's crop, resize, flip, colour and level run in one call
+  (the region decoder and the colour kernels together; the same needs as ``_jpeg``);
 * ``recordio.vision._pilfast``: the PIL eval chain (``Decode(to_pil=True)`` -> ``Resize`` ->
   ``CenterCrop``) with Pillow's bytes, without Pillow (the same needs as ``_jpeg``).
 
@@ -31,6 +33,9 @@ PACKAGE_ROOTS = {"recordio": "recordio", "recordio.converters": "converters", "r
 
 FLAGS = ["-O3", "-ffp-contract=off", "-fno-trapping-math", "-fno-math-errno"]
 REQUIRE_CODEC = os.environ.get("RECORDIO_REQUIRE_CODEC") == "1"
+# The pixel loops and their argument checks, in the colour kernels and in the crop chain that calls them.
+KERNELS = ["recordio/vision/_kernels_args.c", "recordio/vision/_kernels_colour.c", "recordio/vision/_kernels_levels.c",
+           "recordio/vision/_kernels_resize.c", "recordio/vision/_kernels_simd.c"]
 
 
 
@@ -52,13 +57,14 @@ setup(packages=packages(), package_dir=PACKAGE_ROOTS,
                                                       "recordio/mindrecord/_codec_permute.c"],
               depends=["recordio/mindrecord/_codec.h"], extra_compile_args=["-O3"], optional=not REQUIRE_CODEC),
     Extension("recordio._keys", sources=["recordio/_keys.c"], extra_compile_args=["-O2"], optional=not REQUIRE_CODEC),
-    Extension("recordio.vision._kernels", sources=["recordio/vision/_kernels.c", "recordio/vision/_kernels_colour.c",
-                                                    "recordio/vision/_kernels_levels.c", "recordio/vision/_kernels_resize.c",
-                                                    "recordio/vision/_kernels_simd.c"],
+    Extension("recordio.vision._kernels", sources=["recordio/vision/_kernels.c", *KERNELS],
               depends=["recordio/vision/_kernels.h"], extra_compile_args=FLAGS,
               optional=True),
-    Extension("recordio.vision._jpeg", sources=["recordio/vision/_jpeg.c"], libraries=["jpeg"],
-              extra_compile_args=["-O2"], optional=True),
+    Extension("recordio.vision._jpeg", sources=["recordio/vision/_jpeg.c", "recordio/vision/_jpeg_region.c"],
+              depends=["recordio/vision/_jpeg_region.h"], libraries=["jpeg"], extra_compile_args=["-O2"], optional=True),
+    Extension("recordio.vision._chain", sources=["recordio/vision/_chain.c", "recordio/vision/_jpeg_region.c", *KERNELS],
+              depends=["recordio/vision/_kernels.h", "recordio/vision/_jpeg_region.h"], libraries=["jpeg"],
+              extra_compile_args=FLAGS, optional=True),
     Extension("recordio.vision._pilfast", sources=["recordio/vision/_pilfast.c", "recordio/vision/_pilfast_resample.c"],
               depends=["recordio/vision/_pilfast.h"], libraries=["jpeg"], extra_compile_args=FLAGS, optional=True),
 ])

@@ -69,6 +69,19 @@ def USE():
     data = cv2.imencode(".jpg", img)[1].tobytes()
     return list(vision.RandomCropDecodeResize(24, scale=(0.2, 0.3))(data).shape)
 ''',
+    "recordio.vision._chain": r'''
+def USE():
+    import cv2, numpy as np
+    from recordio import transforms, vision
+    from recordio.keys import row_scope
+    img = cv2.resize(np.random.default_rng(0).integers(0, 256, (8, 8, 3), dtype=np.uint8), (96, 80))
+    data = cv2.imencode(".jpg", img)[1].tobytes()
+    chain = transforms.Compose([vision.RandomCropDecodeResize(24, scale=(0.2, 0.3)), vision.RandomHorizontalFlip(),
+                                vision.RandomColorAdjust(0.4, 0.4, 0.4), vision.Rescale(1 / 255, 0),
+                                vision.Normalize([0.5] * 3, [0.25] * 3), vision.HWC2CHW()])
+    with row_scope(1, 0, 2):
+        return chain(data).astype(np.float64).sum().round(3)
+''',
     "recordio.vision._pilfast": r'''
 def USE():
     import io, numpy as np

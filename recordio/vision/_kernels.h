@@ -17,6 +17,26 @@
 #define VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define VECTOR_CLONES
+/* The entry points' arguments (_kernels_args.c): each fills its view or struct, or returns -1 with an
+ * exception set (and nothing held). get_pixels: a writable C-contiguous buffer of whole RGB pixels;
+ * get_table: a C-contiguous buffer of exactly size bytes; get_image: a uint8 <H,W,C> image, 1 to 4
+ * channels, any strides (a flipped view has a negative one); get_rgb: such an image with 3 adjacent
+ * channels, as a source; get_floats: a writable C-contiguous buffer of exactly values float32;
+ * check_kinds: adjustment kinds all within 0..3; get_program: a level run's arithmetic (twelve float32)
+ * into k with lv->k pointing at it, or lv->k NULL for None. */
+struct image {
+    Py_buffer view;
+    Py_ssize_t h, w, c, sy, sx, sc;
+};
+
+int get_pixels(PyObject *obj, Py_buffer *view);
+int get_table(PyObject *obj, Py_buffer *view, Py_ssize_t size, const char *what);
+int get_image(PyObject *obj, struct image *im);
+int get_rgb(PyObject *obj, struct image *im, struct source *src);
+int get_floats(PyObject *obj, Py_buffer *out, Py_ssize_t values);
+int check_kinds(const char *kinds, Py_ssize_t steps);
+int get_program(PyObject *obj, float *k, struct levels *lv);
+
 #endif
 
 /* Round half to even and saturate, as numpy's rint + clip and OpenCV's saturate_cast. Adding and
@@ -66,6 +86,11 @@ void levels_row(const struct levels *lv, const uint8_t *p, Py_ssize_t sx, Py_ssi
  * hue step is in kinds). */
 void adjust_steps(struct source src, uint8_t *out, const char *kinds, Py_ssize_t steps, const float *f,
                   const struct levels *lv);
+
+/* adjust_steps into lv with a scratch block of its own where a pixel pass needs one; 0, or -1 when that
+ * block could not be allocated. */
+int adjust_into_levels(struct source src, const char *kinds, Py_ssize_t steps, const float *f,
+                       const struct levels *lv);
 
 /* The brightness/contrast steps pending on the way into a pixel pass (see adjust_steps): level x becomes
  * round_u8((float)x * a[k] + offset[k]) for k = 0 .. n - 1 in turn (brightness: offset 0, which changes
@@ -122,5 +147,25 @@ int resize_linear(const struct resize_source *src, uint8_t *out, Py_ssize_t osy,
 /* levels_row from column x0 on (p still points at the row's first pixel). */
 void levels_from(const struct levels *lv, const uint8_t *p, Py_ssize_t sx, Py_ssize_t sc, Py_ssize_t c,
                  Py_ssize_t y, Py_ssize_t x0);
+
+/* The entry points' arguments (_kernels_args.c): each fills its view or struct, or returns -1 with an
+ * exception set (and nothing held). get_pixels: a writable C-contiguous buffer of whole RGB pixels;
+ * get_table: a C-contiguous buffer of exactly size bytes; get_image: a uint8 <H,W,C> image, 1 to 4
+ * channels, any strides (a flipped view has a negative one); get_rgb: such an image with 3 adjacent
+ * channels, as a source; get_floats: a writable C-contiguous buffer of exactly values float32;
+ * check_kinds: adjustment kinds all within 0..3; get_program: a level run's arithmetic (twelve float32)
+ * into k with lv->k pointing at it, or lv->k NULL for None. */
+struct image {
+    Py_buffer view;
+    Py_ssize_t h, w, c, sy, sx, sc;
+};
+
+int get_pixels(PyObject *obj, Py_buffer *view);
+int get_table(PyObject *obj, Py_buffer *view, Py_ssize_t size, const char *what);
+int get_image(PyObject *obj, struct image *im);
+int get_rgb(PyObject *obj, struct image *im, struct source *src);
+int get_floats(PyObject *obj, Py_buffer *out, Py_ssize_t values);
+int check_kinds(const char *kinds, Py_ssize_t steps);
+int get_program(PyObject *obj, float *k, struct levels *lv);
 
 #endif

@@ -8,6 +8,7 @@
 #include "_kernels.h"
 #include <float.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define CHUNK 256
@@ -283,4 +284,22 @@ void adjust_steps(struct source src, uint8_t *out, const char *kinds, Py_ssize_t
     else
         for (Py_ssize_t y = 0; y < src.h; y++)
             lut_row(row_of(&src, y), src.sx, out + 3 * y * src.w, src.w, table, identity);
+}
+
+/* The adjustments, then the level run into lv (the uint8 result only in a scratch block); 0 or -1 when
+ * the scratch block could not be allocated. */
+int adjust_into_levels(struct source src, const char *kinds, Py_ssize_t steps, const float *f,
+                       const struct levels *lv)
+{
+    uint8_t *scratch = NULL;
+    if (src.h == 0 || src.w == 0)
+        return 0;
+    if (memchr(kinds, 2, (size_t)steps) || memchr(kinds, 3, (size_t)steps)) { /* a pixel pass writes rows */
+        scratch = malloc((size_t)(src.h * src.w * 3));
+        if (scratch == NULL)
+            return -1;
+    }
+    adjust_steps(src, scratch, kinds, steps, f, lv);
+    free(scratch);
+    return 0;
 }

@@ -19,10 +19,11 @@ from recordio.errors import FormatError
 _jpeg = compiled.load("recordio.vision._jpeg")              # None (warned once) where it was not built
 
 from recordio.vision.checks import PNG_SIGNATURE, check_pixels, row_phrase, undecodable
-from recordio.vision.resampling import (Inter, RandomAreaCrop, resize, resize_part, resizes_parts, source_span,
-                                        window_of)
+from recordio.vision.resampling import (Inter, RandomAreaCrop, resize, resize_part, resizes_exactly, resizes_parts,
+                                        source_span, window_of)
 
-__all__ = ["Decode", "EncodedImage", "RandomCropDecodeResize", "decode_region", "image_size"]
+__all__ = ["Decode", "EncodedImage", "RandomCropDecodeResize", "decode_drawn", "decode_region", "decodes_at_full_scale",
+           "image_size"]
 
 _FLAGS = cv2.IMREAD_COLOR_RGB | cv2.IMREAD_IGNORE_ORIENTATION
 _REDUCED = {2: cv2.IMREAD_REDUCED_COLOR_2, 4: cv2.IMREAD_REDUCED_COLOR_4, 8: cv2.IMREAD_REDUCED_COLOR_8}
@@ -90,22 +91,50 @@ def decode_region(image, region, interpolation, op="Decode", centre=None, size=N
     fits), the resize computing no other pixel where it can. ``size``: the image's (h, w) where the
     caller has read it from the header already. ``op="Decode"``: a Decode deferred into the op after it
     (``fusion.fuse_decode``), which an error's note says (the map names the op that runs it)."""
-    try:
-        return _decode_region(image, region, interpolation, op, centre, size)
-    except FormatError as e:
-        if op == "Decode":
-            e.add_note("recordio: the Decode before this op runs inside it (fused: only the pixels this op "
-                       "keeps are decoded)")
-        raise
+    with _noted(op):
+        buf = image.buffer
+        size = size or image_size(buf)
+        if size is None or 0 in size:                 # no usable JPEG/PNG header: full decode, plain path
+            size = decode(op, buf).shape[:2]
+        box, out = region(*size)
+        return _decode_drawn(buf, size, box, out, interpolation, op, centre)
 
 
-def _decode_region(image, region, interpolation, op, centre, size):
+def decode_drawn(image, size, box, out, interpolation, op="Decode"):
+    """:func:`decode_region` with the region already drawn: ``box`` (y, x, h, w) of the (h, w) ``size`` image,
+    resized to ``out`` (oh, ow)."""
+    with _noted(op):
+        return _decode_drawn(image.buffer, size, box, out, interpolation, op, None)
+
+
+def decodes_at_full_scale(image, size, box, out, interpolation):
+    """Whether the region decoder decodes ``box`` of this JPEG at full scale and the compiled bilinear resize
+    gives its ``out`` (oh, ow) resize, as :func:`decode_drawn` does (the region decoder may still decline
+    the file: progressive, corrupt, ...): then a compiled call may do both (``recordio.vision.crop_chain``)."""
     buf = image.buffer
-    size = size or image_size(buf)
-    if size is None or 0 in size:                     # no usable JPEG/PNG header: full decode, plain path
-        img = decode(op, buf)
-        size = img.shape[:2]
-    (y, x, h, w), (oh, ow) = region(*size)
+    return (interpolation is Inter.LINEAR and buf[0] == 0xFF and 0 not in size
+            and _reduction(buf, box[2], box[3], *out) == 1 and resizes_exactly(box[2:], out)
+            and _region_decoder_is_exact(1))
+
+
+class _noted:
+    """Adds the note that says a deferred Decode runs inside the op that raised (``op="Decode"``)."""
+
+    def __init__(self, op):
+        self.op = op
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, error, tb):
+        if isinstance(error, FormatError) and self.op == "Decode":
+            error.add_note("recordio: the Decode before this op runs inside it (fused: only the pixels this op "
+                           "keeps are decoded)")
+        return False
+
+
+def _decode_drawn(buf, size, box, out, interpolation, op, centre):
+    (y, x, h, w), (oh, ow) = box, out
     window = None if centre is None else ((oh - centre[0]) // 2, (ow - centre[1]) // 2, *centre)
     scale = _reduction(buf, h, w, oh, ow)
     if scale == 1 and window is not None and (y, x, h, w) == (0, 0, *size) and resizes_parts(interpolation):

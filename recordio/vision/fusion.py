@@ -18,7 +18,10 @@
   window;
 * a ``RandomHorizontalFlip``/``RandomVerticalFlip`` or a ``CenterCrop`` right before such a run or a
   compiled ``RandomColorAdjust`` hands on a view (:class:`_ViewFlip`, :class:`_ViewCrop`): the next op's
-  pass reads it flipped or cropped, instead of a flip or crop pass and a copy.
+  pass reads it flipped or cropped, instead of a flip or crop pass and a copy;
+* ``RandomCropDecodeResize`` (or a deferred Decode and ``RandomResizedCrop``), an optional flip view and such
+  a colour op or level run (the train chain) hand on a plan instead of pixels, and the last of them does the
+  decoding, resizing, flipping and colour work in one compiled call (:mod:`recordio.vision.crop_chain`).
 
 Anything else (a float image, a channel count the ops refuse, ...) runs the ops as written, so the
 values and the errors are those of the unfused ops. The op list keeps its length: the slots of ops
@@ -30,10 +33,12 @@ import numpy as np
 
 from recordio.batch_slots import output_array
 from recordio.keys import current_keys
-from recordio.vision import color_kernels, pil, pil_fast
+from recordio.vision import color_kernels, crop_chain, pil, pil_fast
+from recordio.vision.crop_chain import CropPlan, PlannedCrop
 from recordio.vision.color import Normalize, RandomColorAdjust, Rescale
 from recordio.vision.resampling import resize, shorter_side_size
-from recordio.vision.decode import Decode, EncodedImage, as_buffer, decode_region, image_size
+from recordio.vision.decode import (Decode, EncodedImage, RandomCropDecodeResize, as_buffer, decode_region,
+                                    image_size)
 from recordio.vision.geometry import (HWC2CHW, CenterCrop, RandomHorizontalFlip, RandomResizedCrop,
                                       RandomVerticalFlip, Resize)
 from recordio.vision.pil import ToTensor
@@ -182,6 +187,9 @@ class _LevelRun:
         return img if self.takes_channels(img.shape[2]) else None
 
     def __call__(self, img):
+        if type(img) is CropPlan:                     # the crop chain in one call (crop_chain)
+            found = img.levels(b"", (1.0, 1.0, 1.0, 0.0), self.tables(3), self.chw, self.program() if self.chw else None)
+            return found if found is not None else self(img.pixels())
         arr = self._fusable(img)
         if arr is None:
             return self._as_written(img)
@@ -212,11 +220,17 @@ class _ColourLevels:
         self._takes_rgb = run.takes_channels(3)
 
     def __call__(self, img):
-        if not (self._takes_rgb and isinstance(img, np.ndarray) and color_kernels.has_c_kernels(img)):
+        plan = type(img) is CropPlan                  # the crop chain in one call (crop_chain)
+        if not (plan or self._takes_rgb and isinstance(img, np.ndarray) and color_kernels.has_c_kernels(img)):
             return self.run(self.colour(img))
         factors, order = self.colour.draw_one(current_keys())
+        program = self.run.program() if self.run.chw else None
+        if plan:
+            found = img.levels(bytes(k for k in order if self.colour.enabled[k]), factors, self.run.tables(3),
+                               self.run.chw, program)
+            return found if found is not None else self(img.pixels())
         return color_kernels.adjust_levels(img, factors, order, self.colour.enabled, self.run.tables(3),
-                                           self.run.chw, self.run.program() if self.run.chw else None)
+                                           self.run.chw, program)
 
     def __repr__(self):
         return f"{self.colour!r} + {self.run!r}"
@@ -231,10 +245,14 @@ class _ViewFlip:
         self.__name__ = type(op).__name__
 
     def __call__(self, img):
-        if not (isinstance(img, np.ndarray) and img.dtype == np.uint8 and img.ndim == 3 and img.shape[2] <= 4):
+        plan = type(img) is CropPlan
+        if not (plan or isinstance(img, np.ndarray) and img.dtype == np.uint8 and img.ndim == 3 and img.shape[2] <= 4):
             return self.op(img)
         flip = current_keys().unit_floats([(0,)])[0] < self.op.prob        # the op's bernoulli(0, prob), one row
         if not flip:
+            return img
+        if plan:
+            img.flip(self.op.axis)
             return img
         return img[:, ::-1] if self.op.axis == 1 else img[::-1]     # np.flip's view, without its argument checks
 
@@ -346,6 +364,20 @@ def _reads_views(op):
             or (type(op) is RandomColorAdjust and _compiled() is not None))
 
 
+def _fuse_crop_chain(ops):
+    if not crop_chain.available() or _compiled() is None:
+        return
+    for j in range(len(ops) - 1):
+        kind = type(ops[j])
+        takes_bytes = kind is RandomCropDecodeResize
+        if not (takes_bytes or kind is RandomResizedCrop and j > 0 and type(ops[j - 1]) is _DeferredDecode):
+            continue
+        k = j + 2 if type(ops[j + 1]) is _ViewFlip else j + 1
+        if k < len(ops) and (type(ops[k]) is _ColourLevels and ops[k].run.takes_channels(3)
+                             or type(ops[k]) is _LevelRun and ops[k].takes_channels(3)):
+            ops[j] = PlannedCrop(ops[j], takes_bytes)
+
+
 def fuse_ops(operations):
     """The op list with the fusions above applied (same length, same op at each index otherwise)."""
     ops = fuse_decode(operations)
@@ -358,4 +390,5 @@ def fuse_ops(operations):
             ops[j] = _ViewFlip(ops[j])
         elif type(ops[j]) is CenterCrop and _reads_views(ops[j + 1]):
             ops[j] = _ViewCrop(ops[j])
+    _fuse_crop_chain(ops)
     return ops

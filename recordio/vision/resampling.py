@@ -16,7 +16,8 @@ from recordio.keys import current_keys
 from recordio.vision.checks import check_number, check_pixels, check_range, check_size, pair
 
 __all__ = ["Border", "Inter", "RandomAreaCrop", "SliceMode", "check_enum", "compiled_resize", "opencv_halves",
-           "resize", "resize_part", "resized_crop_box", "resizes_parts", "shorter_side_size", "source_span",
+           "resize", "resize_part", "resized_crop_box", "resizes_exactly", "resizes_parts", "shorter_side_size",
+           "source_span",
            "window_of"]
 
 
@@ -118,6 +119,13 @@ def _takes(img, h, w, whole=None):
         return False
     H, W = whole or img.shape[:2]
     return not (opencv_halves(W, w) and opencv_halves(H, h))
+
+
+def resizes_exactly(size, out):
+    """Whether the compiled bilinear resize gives cv2.resize's bytes for a uint8 image of ``size`` (h, w)
+    with adjacent pixels and channels resized to ``out`` (oh, ow), as :func:`resize` would call it."""
+    (H, W), (h, w) = size, out
+    return compiled_resize() is not None and not (opencv_halves(W, w) and opencv_halves(H, h))
 
 
 def opencv_halves(src, dst):
