@@ -14,6 +14,7 @@ from recordio.vision.fusion import fuse_ops
 pytestmark = pytest.mark.skipif(not crop_chain.available(), reason="the compiled crop chain is not built")
 
 UNIT_MEAN, UNIT_STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
+MEAN, STD = [123.675, 116.28, 103.53], [58.395, 57.12, 57.375]
 TAIL = [vision.Rescale(1 / 255, 0), vision.Normalize(UNIT_MEAN, UNIT_STD), vision.HWC2CHW()]
 CHAINS = {
     "train": lambda: [vision.RandomCropDecodeResize(48, scale=(0.08, 1.0)), vision.RandomHorizontalFlip(),
@@ -25,6 +26,11 @@ CHAINS = {
     "no flip, channels last": lambda: [vision.RandomCropDecodeResize(44), vision.RandomColorAdjust(0.5, 0.5, 0.5),
                                        vision.Rescale(1 / 255, 0), vision.Normalize(UNIT_MEAN, UNIT_STD)],
     "no colour": lambda: [vision.RandomCropDecodeResize(52), vision.RandomHorizontalFlip(), *TAIL],
+    "eval": lambda: [vision.Decode(), vision.Resize(40), vision.CenterCrop(32), vision.Normalize(MEAN, STD),
+                     vision.HWC2CHW()],
+    "eval, flip, (h, w) sizes": lambda: [vision.Decode(), vision.Resize((45, 61)), vision.CenterCrop((30, 44)),
+                                         vision.RandomHorizontalFlip(), vision.RandomColorAdjust(0.3, 0.3, 0.3),
+                                         *TAIL],
 }
 
 
@@ -50,11 +56,15 @@ def _run(ops, data, row):
     return value
 
 
+def _plans(ops):
+    return any(isinstance(op, crop_chain.PlannedCrop) or getattr(op, "plans", False) is True for op in ops)
+
+
 def _without_chain(make, monkeypatch):
     with monkeypatch.context() as m:
         m.setattr(crop_chain, "available", lambda: False)
         ops = fuse_ops(make())
-    assert not any(isinstance(op, crop_chain.PlannedCrop) for op in ops)
+    assert not _plans(ops)
     return ops
 
 
@@ -65,7 +75,7 @@ def _same(a, b):
 @pytest.mark.parametrize("chain", sorted(CHAINS))
 def test_the_chain_in_one_call_equals_the_ops_one_by_one(chain, monkeypatch):
     fused = fuse_ops(CHAINS[chain]())
-    assert any(isinstance(op, crop_chain.PlannedCrop) for op in fused)
+    assert _plans(fused)
     plain = _without_chain(CHAINS[chain], monkeypatch)
     calls = []
     real = crop_chain._chain
@@ -84,7 +94,7 @@ def test_the_chain_in_one_call_equals_the_ops_one_by_one(chain, monkeypatch):
         got, want = _run(fused, data, row), _run(plain, data, row)
         assert _same(got, want), (chain, row)
     assert len(calls) >= 12                           # most boxes are decoded at full scale: one call each
-    flips = {args[7] for args in calls}
+    flips = {args[8] for args in calls}
     assert flips <= {0, 1, 2} and (chain != "train" or flips == {0, 1})
 
 
@@ -130,13 +140,14 @@ def test_draws_stay_with_their_ops():
         box = make()[0].region(97, 83)
     with row_scope(7, 0, 5), op_scope(0):
         plan = fused[0](data)
-    assert isinstance(plan, crop_chain.CropPlan) and (plan.box, plan.out) == box
+    assert isinstance(plan, crop_chain.CropPlan) and (plan.box, plan.resized) == box
+    assert plan.whole == (*box[0][2:], 0, 0) and plan.window == (0, 0, *box[1])
 
 
 def test_compose_runs_the_chain_in_one_call(monkeypatch):
     data = _jpeg((90, 110, 3), 5)
     composed = Compose(CHAINS["train"]())
-    assert any(isinstance(op, crop_chain.PlannedCrop) for op in composed._ops)
+    assert _plans(composed._ops)
     with row_scope(7, 0, 1):
         got = composed(data)
     monkeypatch.setattr(fusion, "fuse_ops", list)
@@ -147,9 +158,11 @@ def test_compose_runs_the_chain_in_one_call(monkeypatch):
 
 def test_what_is_not_planned():
     offloaded_tail = [vision.RandomCropDecodeResize(32), vision.RandomHorizontalFlip()]
-    assert not any(isinstance(op, crop_chain.PlannedCrop) for op in fuse_ops(offloaded_tail))
+    assert not _plans(fuse_ops(offloaded_tail))
     other_between = [vision.RandomCropDecodeResize(32), vision.RandomRotation(10), *TAIL]
-    assert not any(isinstance(op, crop_chain.PlannedCrop) for op in fuse_ops(other_between))
+    assert not _plans(fuse_ops(other_between))
+    eval_on_arrays = [vision.Resize(40), vision.CenterCrop(32), *TAIL]      # no Decode before: arrays come in
+    assert not _plans(fuse_ops(eval_on_arrays))
     nearest = [vision.RandomCropDecodeResize(32, interpolation=vision.Inter.NEAREST), *TAIL]
     plan = _run(fuse_ops(nearest), _jpeg((90, 90, 3), 1), 0)
     assert isinstance(plan, np.ndarray) and plan.shape == (3, 32, 32)
@@ -159,11 +172,25 @@ def test_the_call_checks_its_arguments():
     data = _jpeg((40, 40, 3), 1)
     out = np.empty((3, 8, 8), np.float32)
     tables = np.zeros((3, 256), np.float32)
+    call = crop_chain._chain.crop_levels
+
+    def box(top, left, h, w, whole=None, resized=(8, 8), window=(0, 0, 8, 8), kinds=b"", image=data, flips=0):
+        return call(image, top, left, h, w, whole or (h, w, 0, 0), resized, window, flips, out, kinds, 1, 1, 1, 0,
+                    tables, True)
+
     with pytest.raises(ValueError, match="crop_levels"):
-        crop_chain._chain.crop_levels(data, 0, 0, 0, 8, 8, 8, 0, out, b"", 1, 1, 1, 0, tables, True)
+        box(0, 0, 0, 8)                               # an empty box
+    with pytest.raises(ValueError, match="crop_levels"):
+        box(0, 0, 8, 8, whole=(8, 8, 1, 0))           # the box does not fit its image
+    with pytest.raises(ValueError, match="crop_levels"):
+        box(0, 0, 8, 8, resized=(8, 8), window=(1, 0, 8, 8))    # the window leaves the resize
+    with pytest.raises(ValueError, match="crop_levels"):
+        box(0, 0, 8, 8, flips=4)
     with pytest.raises(ValueError, match="output"):
-        crop_chain._chain.crop_levels(data, 0, 0, 8, 8, 9, 8, 0, out, b"", 1, 1, 1, 0, tables, True)
+        box(0, 0, 8, 8, resized=(9, 8), window=(0, 0, 9, 8))   # out holds 8 x 8
     with pytest.raises(ValueError, match="adjustment"):
-        crop_chain._chain.crop_levels(data, 0, 0, 8, 8, 8, 8, 0, out, b"\x07", 1, 1, 1, 0, tables, True)
-    assert crop_chain._chain.crop_levels(data, 30, 30, 20, 20, 8, 8, 0, out, b"", 1, 1, 1, 0, tables, True) is False
-    assert crop_chain._chain.crop_levels(data[:100], 0, 0, 8, 8, 8, 8, 0, out, b"", 1, 1, 1, 0, tables, True) is False
+        box(0, 0, 8, 8, kinds=b"\x07")
+    assert box(30, 30, 20, 20) is False               # outside the JPEG: declined
+    assert box(0, 0, 8, 8, image=data[:100]) is False     # cut short: declined
+    assert box(0, 0, 8, 8, whole=(40, 40, 0, 0), resized=(20, 20), window=(0, 0, 8, 8)) is False  # reads past the box
+    assert box(0, 0, 40, 40, whole=(40, 40, 0, 0), resized=(20, 20), window=(0, 0, 8, 8)) is True

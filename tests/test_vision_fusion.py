@@ -6,7 +6,7 @@ import pytest
 from recordio import vision
 from recordio.keys import op_scope, row_scope
 from recordio.transforms import Compose
-from recordio.vision import color_kernels, fusion
+from recordio.vision import color_kernels, fusion, level_runs
 from recordio.vision.fusion import fuse_ops
 
 MEAN, STD = [123.675, 116.28, 103.53], [58.395, 57.12, 57.375]
@@ -64,7 +64,7 @@ def test_compose_fuses_and_matches_the_unfused_chain():
     img = np.random.default_rng(1).integers(0, 256, (40, 30, 3), dtype=np.uint8)
     ops = [vision.RandomHorizontalFlip(1.0), vision.Normalize(MEAN, STD), vision.HWC2CHW()]
     compose = Compose(ops)
-    assert type(compose._ops[0]).__name__ == "_ViewFlip" and type(compose._ops[1]).__name__ == "_LevelRun"
+    assert type(compose._ops[0]).__name__ == "_ViewFlip" and type(compose._ops[1]).__name__ == "LevelRun"
     np.testing.assert_array_equal(compose(img), unfused(ops, img))
 
 
@@ -107,8 +107,8 @@ def test_level_runs_equal_the_unfused_ops(run, head, compiled, monkeypatch):
     fused = fuse_ops(ops)
     kinds = [type(op).__name__ for op in fused]
     into_colour = head == "flip-color" and compiled            # the compiled colour op writes the run itself
-    assert len(fused) == len(ops) and kinds[len(before)] == ("_Passed" if into_colour else "_LevelRun")
-    assert (kinds[1] == "_ColourLevels") == into_colour
+    assert len(fused) == len(ops) and kinds[len(before)] == ("_Passed" if into_colour else "LevelRun")
+    assert (kinds[1] == "ColourLevels") == into_colour
     for row in range(8):                                 # prob 0.5: both flip outcomes are seen
         img = _photo((29, 23, 3), row)
         got, want = _run(fused, img, row), _run(ops, img, row)
@@ -137,7 +137,7 @@ def test_colour_then_level_run_takes_other_inputs_as_written(kind):
 
 def test_colour_then_level_run_refusing_channels_raises_the_ops_error():
     ops = fuse_ops([vision.RandomColorAdjust(0.4), vision.Normalize([1.0, 2.0], [3.0, 4.0]), vision.HWC2CHW()])
-    assert type(ops[0]).__name__ == ("_ColourLevels" if color_kernels.compiled_kernels() else "RandomColorAdjust")
+    assert type(ops[0]).__name__ == ("ColourLevels" if color_kernels.compiled_kernels() else "RandomColorAdjust")
     with pytest.raises(ValueError, match="Normalize"):
         _run(ops, _photo((4, 4, 3)), 0)
 
@@ -262,7 +262,7 @@ def test_eval_chain_fused_equals_unfused(shape, pil_form):
     else:
         ops = [vision.Resize(128), vision.CenterCrop((112, 120)), vision.Normalize(MEAN, STD), vision.HWC2CHW()]
     fused = fuse_ops(ops)
-    assert [type(op).__name__ for op in fused][:3] == ["_CroppedResize", "_Passed", "_LevelRun"]
+    assert [type(op).__name__ for op in fused][:3] == ["_CroppedResize", "_Passed", "LevelRun"]
     img = vision.Decode(to_pil=pil_form)(data)
     got, want = _run(fused, img, 0), _run(ops, img, 0)
     assert got.shape == want.shape and got.dtype == want.dtype
@@ -310,7 +310,7 @@ def test_level_runs_compute_their_arithmetic_with_the_tables_bits(run):
     for head in ([], [vision.RandomHorizontalFlip(), vision.RandomColorAdjust(0.4, 0.4, 0.4)]):
         ops = head + LEVEL_ARITHMETIC[run]()
         fused = fuse_ops(ops)
-        level_run = next(op for op in fused if isinstance(op, fusion._LevelRun) or hasattr(op, "run"))
+        level_run = next(op for op in fused if isinstance(op, level_runs.LevelRun) or hasattr(op, "run"))
         assert getattr(level_run, "run", level_run).program() is not None
         for row in range(12):
             img = _photo((17, 41, 3), row)
@@ -330,6 +330,6 @@ def test_level_run_out_of_order_or_unchecked_arithmetic_is_not_used(monkeypatch)
     assert fused[0].program() is None
     img = _photo((9, 16, 3))
     np.testing.assert_array_equal(_run(fused, img, 0), _run(ops, img, 0))
-    real = fusion._arithmetic
-    monkeypatch.setattr(fusion, "_arithmetic", lambda ops: real(ops) * np.float32(1.0000001))
+    real = level_runs.arithmetic
+    monkeypatch.setattr(level_runs, "arithmetic", lambda ops: real(ops) * np.float32(1.0000001))
     assert fuse_ops(LEVEL_ARITHMETIC["rescale-normalize"]())[0].program() is None

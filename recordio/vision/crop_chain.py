@@ -22,16 +22,18 @@ crop op would have given (:meth:`CropPlan.pixels`), and the flip is applied to t
 values and the same errors, the error noted as the crop op's.
 """
 
+from functools import partial
+
 import numpy as np
 
 from recordio import compiled
 from recordio.batch_slots import output_array
 from recordio.vision.decode import (EncodedImage, as_buffer, decode_drawn, decode_region, decodes_at_full_scale,
-                                    image_size)
+                                    image_size, window_source)
 
 _chain = compiled.load("recordio.vision._chain")              # None (warned once) where it was not built
 
-__all__ = ["CropPlan", "PlannedCrop", "available"]
+__all__ = ["CropPlan", "PlannedCrop", "available", "window_plan"]
 
 
 def available():
@@ -40,14 +42,17 @@ def available():
 
 
 class CropPlan:
-    """A drawn crop of encoded bytes, not yet decoded: the image's ``size``, the ``box`` (y, x, h, w) and the
-    output size ``out`` (oh, ow), and the flips marked since (bit 0 horizontal, bit 1 vertical)."""
+    """Encoded bytes and the pixel work a chain of ops asks of them, not yet done: the ``box`` (top, left, h, w)
+    of the JPEG to decode, the image it is a part of and its origin there (``whole``: H, W, y0, x0), that
+    image's resize (``resized``: dh, dw) and the ``window`` of it kept (wy, wx, oh, ow), and the flips marked
+    since (bit 0 horizontal, bit 1 vertical). ``unfused()`` gives the pixels the ops would have given before
+    the flips (their own path, for a file the compiled call declines); ``op`` names the op that decodes."""
 
-    __slots__ = ("image", "size", "box", "out", "interpolation", "op", "flips")
+    __slots__ = ("image", "box", "whole", "resized", "window", "unfused", "op", "flips")
 
-    def __init__(self, image, size, box, out, interpolation, op):
-        self.image, self.size, self.box, self.out = image, size, box, out
-        self.interpolation, self.op, self.flips = interpolation, op, 0
+    def __init__(self, image, box, whole, resized, window, unfused, op):
+        self.image, self.box, self.whole, self.resized, self.window = image, box, whole, resized, window
+        self.unfused, self.op, self.flips = unfused, op, 0
 
     def flip(self, axis):
         """Marks a flip along ``axis`` (1: horizontal, 0: vertical); two flips of an axis undo each other."""
@@ -55,29 +60,40 @@ class CropPlan:
 
     def levels(self, kinds, factors, tables, chw, program):
         """The float32 output of the colour steps ``kinds`` (bytes of 0..3, as ``adjust_levels``) with
-        ``factors`` and the level run (``tables``, ``chw``, ``program``) of the flipped, resized crop;
-        None where the compiled call declines the file."""
-        (y, x, h, w), (oh, ow) = self.box, self.out
+        ``factors`` and the level run (``tables``, ``chw``, ``program``) of the flipped window; None where the
+        compiled call declines the file."""
+        top, left, h, w = self.box
+        oh, ow = self.window[2:]
         out = output_array((3, oh, ow) if chw else (oh, ow, 3), np.float32)
         b, c, s, hue = factors
-        if _chain.crop_levels(self.image.buffer, y, x, h, w, oh, ow, self.flips, out, kinds, b, c, s, hue, tables,
-                              chw, program):
+        if _chain.crop_levels(self.image.buffer, top, left, h, w, self.whole, self.resized, self.window, self.flips,
+                              out, kinds, b, c, s, hue, tables, chw, program):
             return out
         return None
 
     def pixels(self):
-        """The uint8 <oh,ow,3> image the crop op and the flips would have given (the unfused path)."""
+        """The uint8 <oh,ow,3> image the ops would have given, flips included (the unfused path)."""
         try:
-            img = decode_drawn(self.image, self.size, self.box, self.out, self.interpolation, self.op)
+            img = self.unfused()
         except Exception as e:
             e.add_note(f"recordio: raised by the {self.op} earlier in this map, whose decode runs inside this op "
-                       "(fused: one compiled call crops, resizes, flips and adjusts the image)")
+                       "(fused: one compiled call decodes, resizes, flips, adjusts and normalises the image)")
             raise
         if self.flips & 1:
             img = img[:, ::-1]
         if self.flips & 2:
             img = img[::-1]
         return img
+
+
+def window_plan(image, size, out, window, interpolation, unfused):
+    """A :class:`CropPlan` of the ``window`` (y, x, wh, ww) of the whole image resized to ``out`` (the eval
+    chain's Resize -> CenterCrop after a deferred Decode), where the compiled call can do it; else None.
+    ``unfused()``: the window's pixels as the ops give them."""
+    box = window_source(image, size, out, window, interpolation)
+    if box is None:
+        return None
+    return CropPlan(image, box, (*size, box[0], box[1]), out, window, unfused, "Decode")
 
 
 class PlannedCrop:
@@ -101,9 +117,10 @@ class PlannedCrop:
         if size is None or 0 in size:                 # no usable header: the op's own path decodes to find out
             return decode_region(image, self.op.region, self.op.interpolation, self._op_name)
         box, out = self.op.region(*size)
+        unfused = partial(decode_drawn, image, size, box, out, self.op.interpolation, self._op_name)
         if decodes_at_full_scale(image, size, box, out, self.op.interpolation):
-            return CropPlan(image, size, box, out, self.op.interpolation, self._op_name)
-        return decode_drawn(image, size, box, out, self.op.interpolation, self._op_name)
+            return CropPlan(image, box, (box[2], box[3], 0, 0), out, (0, 0, *out), unfused, self._op_name)
+        return unfused()
 
     def __repr__(self):
         return f"<{self.op!r}, planned for one compiled call>"

@@ -23,7 +23,7 @@ from recordio.vision.resampling import (Inter, RandomAreaCrop, resize, resize_pa
                                         source_span, window_of)
 
 __all__ = ["Decode", "EncodedImage", "RandomCropDecodeResize", "decode_drawn", "decode_region", "decodes_at_full_scale",
-           "image_size"]
+           "image_size", "window_source"]
 
 _FLAGS = cv2.IMREAD_COLOR_RGB | cv2.IMREAD_IGNORE_ORIENTATION
 _REDUCED = {2: cv2.IMREAD_REDUCED_COLOR_2, 4: cv2.IMREAD_REDUCED_COLOR_4, 8: cv2.IMREAD_REDUCED_COLOR_8}
@@ -156,10 +156,29 @@ def _decode_drawn(buf, size, box, out, interpolation, op, centre):
 def _decode_window(buf, size, out, window):
     """The window of the whole image's resize to ``out``, decoding only the rows and columns it reads;
     None where the region decoder or the compiled resize does not apply."""
+    top, left, h, w = _window_source(size, out, window)
+    part = _decode_box(buf, top, left, h, w)
+    return None if part is None else resize_part(part, (*size, top, left), *out, window)
+
+
+def _window_source(size, out, window):
+    """The box (top, left, h, w) of an image of ``size`` that the ``window`` (y, x, wh, ww) of its bilinear
+    resize to ``out`` reads."""
     (H, W), (oh, ow), (y, x, wh, ww) = size, out, window
     (top, bottom), (left, right) = source_span(H, oh, y, wh), source_span(W, ow, x, ww)
-    part = _decode_box(buf, top, left, bottom - top + 1, right - left + 1)
-    return None if part is None else resize_part(part, (H, W, top, left), oh, ow, window)
+    return top, left, bottom - top + 1, right - left + 1
+
+
+def window_source(image, size, out, window, interpolation):
+    """Where :func:`decode_region` of the whole image resized to ``out`` with the centre ``window`` (y, x, wh, ww)
+    decodes only the box of the JPEG that the window reads, at full scale, and resizes it with the compiled
+    resize: that box (top, left, h, w); None otherwise (the region decoder may still decline the file). Then a
+    compiled call may do both (``recordio.vision.crop_chain``)."""
+    buf = image.buffer
+    if not (resizes_parts(interpolation) and buf[0] == 0xFF and 0 not in size
+            and _reduction(buf, *size, *out) == 1 and resizes_exactly(size, out) and _region_decoder_is_exact(1)):
+        return None
+    return _window_source(size, out, window)
 
 
 def _decode_box(buf, y, x, h, w):
