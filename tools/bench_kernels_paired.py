@@ -12,7 +12,9 @@ many is the one nothing interrupted.
 
 The cases are the train chain's (``tools/vision_photos.py`` photos): the JPEG region decode of
 RandomCropDecodeResize's boxes, their bilinear resize to 224x224, and the colour steps of
-RandomColorAdjust in each order into the fused Rescale/Normalize/HWC2CHW run (``adjust_levels``).
+RandomColorAdjust in each order into the fused Rescale/Normalize/HWC2CHW run (``adjust_levels``); then
+the whole pixel work of a train image: one ``_chain.crop_levels`` call where the tree has the crop chain,
+else the three calls (region decode, resize, colour and level run) that the ops made before it.
 
 Each row is B's time per call with A's beside it; the ratio is A / B (> 1: B is faster). Every case also
 compares the two trees' outputs: a row's note says ``different bytes`` where they differ. This times
@@ -32,13 +34,16 @@ FACTORS = (1.2, 0.8, 1.3, 0.0)
 
 
 def load_kernels(tree, tag):
-    """{"_kernels": module, "_jpeg": module} of ``tree``'s built extensions, loaded as ``tag._kernels``
-    (an extension module's init function goes by the last part of its name only)."""
+    """{"_kernels": module, "_jpeg": module[, "_chain": module]} of ``tree``'s built extensions, loaded as
+    ``tag._kernels`` (an extension module's init function goes by the last part of its name only); ``_chain``
+    where the tree has it (trees before it had the train chain as separate calls)."""
     suffix = sysconfig.get_config_var("EXT_SUFFIX")
     found = {}
-    for name in ("_kernels", "_jpeg"):
+    for name in ("_kernels", "_jpeg", "_chain"):
         path = os.path.join(tree, "recordio", "vision", name + suffix)
         if not os.path.exists(path):
+            if name == "_chain":
+                continue
             raise ValueError(f"{tree}: {path} is not built (python setup.py build_ext --inplace there)")
         loader = importlib.machinery.ExtensionFileLoader(f"{tag}.{name}", path)
         module = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
@@ -112,10 +117,35 @@ def cases(images=8):
             return call, output
         return make
 
+    def chain(k):
+        planes = [np.empty((3, 224, 224), np.float32) for _ in jpegs]
+        resized = np.empty((224, 224, 3), np.uint8)
+        kinds = bytes((0, 1, 2))
+
+        def one_call():
+            for data, (y, x, h, w), out in zip(jpegs, boxes, planes):
+                k["_chain"].crop_levels(data, y, x, h, w, (h, w, 0, 0), (224, 224), (0, 0, 224, 224), 0, out, kinds,
+                                        *FACTORS, tables, True, program)
+
+        def three_calls():
+            for data, (y, x, h, w), out in zip(jpegs, boxes, planes):
+                block, rows, cols, y0, x0 = k["_jpeg"].decode_box(data, y, x, h, w)
+                box = np.frombuffer(block, np.uint8).reshape(rows, cols, 3)[y - y0:y - y0 + h, x - x0:x - x0 + w]
+                k["_kernels"].resize(box, resized, 224, 224, 0, 0)
+                k["_kernels"].adjust_levels(resized, out, kinds, *FACTORS, tables, True, program)
+
+        call = one_call if "_chain" in k else three_calls
+
+        def output():
+            call()
+            return [out.tobytes() for out in planes]
+        return call, output
+
     found = [(f"decode_box: {images} train boxes", decode), (f"resize: {images} train boxes -> 224x224", resize)]
     for order in ORDERS:
         steps = "".join(STEP_NAMES[k] for k in order) or "none"
         found.append((f"adjust_levels: colour steps {steps} + Rescale/Normalize/HWC2CHW, 224x224", colour(order)))
+    found.append((f"train images: decode, resize, colour BCS, level run, {images} boxes (one call with _chain)", chain))
     return found
 
 
