@@ -69,8 +69,8 @@ PARTS = {part.module: part for part in (
          needs="a C compiler and libjpeg-turbo's headers (e.g. Debian's libjpeg62-turbo-dev)"),
     Part("recordio.vision._chain", "the train chain in one C call",
          "the train chain (RandomCropDecodeResize -> flip -> RandomColorAdjust -> Rescale/Normalize/HWC2CHW) runs op by "
-         "op: a region decode, a resize and a colour call per image with Python between them (about 8% more time "
-         "per image)",
+         "op: a region decode, a resize and a colour call per image with Python between them (paired runs of the "
+         "train chain: 1-10% more time per image)",
          needs="a C compiler and libjpeg-turbo's headers (e.g. Debian's libjpeg62-turbo-dev)"),
     Part("recordio.vision._pilfast", "the PIL eval chain in C",
          "Decode(to_pil=True) -> Resize -> CenterCrop runs in Pillow: the whole image decoded and resized "
