@@ -118,8 +118,8 @@ static PyObject *crop_levels(PyObject *self, PyObject *args)
         lv.t = (const float *)tables.buf, lv.out = (float *)out.buf, lv.w = rs.ow, lv.plane = rs.oh * rs.ow;
         lv.chw = chw;
         Py_BEGIN_ALLOW_THREADS
-        done = run((const unsigned char *)data.buf, (size_t)data.len, top, left, height, width, &rs, flips, kinds, steps,
-                   f, &lv);
+        done = run((const unsigned char *)data.buf, (size_t)data.len, top, left, height, width, &rs, flips, kinds,
+                   steps, f, &lv);
         Py_END_ALLOW_THREADS
         PyBuffer_Release(&out);
         if (done < 0)

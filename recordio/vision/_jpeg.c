@@ -7,9 +7,10 @@
  * ceil(H * M / 8) x ceil(W * M / 8) pixels, and the box is in those coordinates): the IDCT, the
  * upsampling and the colour conversion run on the scaled blocks only.
  *
- * The decoded block covers the box plus a margin (_jpeg_region.c says which and why). pixels is RGB, rows x cols x 3, whose (0, 0) is pixel (y0, x0) of the image. None when the image is not one
- * this path handles exactly (progressive, arithmetic-coded, not YCbCr or grey, 12-bit), or on any
- * decoding error: the caller then decodes the whole image as before. tests/test_vision_decode_region.py
+ * The decoded block covers the box plus a margin (_jpeg_region.c says which and why). pixels is RGB,
+ * rows x cols x 3, whose (0, 0) is pixel (y0, x0) of the image. None when the image is not one this path
+ * handles exactly (progressive, arithmetic-coded, not YCbCr or grey, 12-bit), or on any decoding error:
+ * the caller then decodes the whole image as before. tests/test_vision_decode_region.py
  * checks that the box equals the same box of a full decode.
  */
 #define PY_SSIZE_T_CLEAN

@@ -4,8 +4,8 @@
   (:func:`fuse_decode`);
 * a run of per-level float ops on a uint8 image — ``Rescale``, ``Normalize`` (on the layout the run
   is in at that point), ``HWC2CHW``, and ``ToTensor`` (float32) first — is one table pass
-  (:class:`~recordio.vision.level_runs.LevelRun`): every op of the run maps each channel's uint8 level to a float32 value
-  independently of the other pixels, so the run maps level ``v`` of channel ``c`` to
+  (:class:`~recordio.vision.level_runs.LevelRun`): every op of the run maps each channel's uint8 level
+  to a float32 value independently of the other pixels, so the run maps level ``v`` of channel ``c`` to
   ``tables[c][v]``, the tables being the run's own ops applied to the 256 levels (the same float32
   operations, hence the same values). The pass writes channels-first directly when the run ends there;
 * a compiled ``RandomColorAdjust`` right before such a run writes the run's output itself
@@ -136,11 +136,14 @@ class _CroppedResize:
             if size is not None and 0 not in size and self._covers(*size):
                 unfused = partial(decode_region, img, self.resize.region, self.resize.interpolation, "Decode",
                                   self.crop.size, size)
-                oh, ow = shorter_side_size(*size, self.resize.size)
-                ch, cw = self.crop.size
-                plan = self.plans and crop_chain.window_plan(img, size, (oh, ow), ((oh - ch) // 2, (ow - cw) // 2, ch, cw),
-                                                             self.resize.interpolation, unfused)
-                return plan or unfused()
+                if self.plans:
+                    oh, ow = shorter_side_size(*size, self.resize.size)
+                    ch, cw = self.crop.size
+                    plan = crop_chain.window_plan(img, size, (oh, ow), ((oh - ch) // 2, (ow - cw) // 2, ch, cw),
+                                                  self.resize.interpolation, unfused)
+                    if plan is not None:
+                        return plan
+                return unfused()
         elif (isinstance(img, np.ndarray) and img.dtype == np.uint8 and img.ndim == 3 and 1 <= img.shape[2] <= 4
               and 0 not in img.shape and self._covers(*img.shape[:2])):
             oh, ow = shorter_side_size(*img.shape[:2], self.resize.size)

@@ -140,7 +140,8 @@ class LevelRun:
 
     def __call__(self, img):
         if type(img) is CropPlan:                     # the crop chain in one call (crop_chain)
-            found = img.levels(b"", (1.0, 1.0, 1.0, 0.0), self.tables(3), self.chw, self.program() if self.chw else None)
+            program = self.program() if self.chw else None
+            found = img.levels(b"", (1.0, 1.0, 1.0, 0.0), self.tables(3), self.chw, program)
             return found if found is not None else self(img.pixels())
         arr = self._fusable(img)
         if arr is None:
