@@ -19,7 +19,7 @@ def tree(root, name, chain=False):
     built in place holds them."""
     folder = root / name / "recordio" / "vision"
     folder.mkdir(parents=True)
-    for module in (color_kernels.compiled_kernels(), decode._jpeg) + ((crop_chain._chain,) if chain else ()):
+    for module in (color_kernels.compiled_kernels(), decode._jpeg) + ((crop_chain.compiled_chain(),) if chain else ()):
         shutil.copy(module.__file__, folder / os.path.basename(module.__file__))
     return str(root / name)
 

@@ -78,7 +78,7 @@ def test_the_chain_in_one_call_equals_the_ops_one_by_one(chain, monkeypatch):
     assert _plans(fused)
     plain = _without_chain(CHAINS[chain], monkeypatch)
     calls = []
-    real = crop_chain._chain
+    real = crop_chain.compiled_chain()
 
     class Counting:
         def crop_levels(self, *args):
@@ -172,7 +172,7 @@ def test_the_call_checks_its_arguments():
     data = _jpeg((40, 40, 3), 1)
     out = np.empty((3, 8, 8), np.float32)
     tables = np.zeros((3, 256), np.float32)
-    call = crop_chain._chain.crop_levels
+    call = crop_chain.compiled_chain().crop_levels
 
     def box(top, left, h, w, whole=None, resized=(8, 8), window=(0, 0, 8, 8), kinds=b"", image=data, flips=0):
         return call(image, top, left, h, w, whole or (h, w, 0, 0), resized, window, flips, out, kinds, 1, 1, 1, 0,

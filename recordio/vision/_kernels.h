@@ -17,26 +17,6 @@
 #define VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define VECTOR_CLONES
-/* The entry points' arguments (_kernels_args.c): each fills its view or struct, or returns -1 with an
- * exception set (and nothing held). get_pixels: a writable C-contiguous buffer of whole RGB pixels;
- * get_table: a C-contiguous buffer of exactly size bytes; get_image: a uint8 <H,W,C> image, 1 to 4
- * channels, any strides (a flipped view has a negative one); get_rgb: such an image with 3 adjacent
- * channels, as a source; get_floats: a writable C-contiguous buffer of exactly values float32;
- * check_kinds: adjustment kinds all within 0..3; get_program: a level run's arithmetic (twelve float32)
- * into k with lv->k pointing at it, or lv->k NULL for None. */
-struct image {
-    Py_buffer view;
-    Py_ssize_t h, w, c, sy, sx, sc;
-};
-
-int get_pixels(PyObject *obj, Py_buffer *view);
-int get_table(PyObject *obj, Py_buffer *view, Py_ssize_t size, const char *what);
-int get_image(PyObject *obj, struct image *im);
-int get_rgb(PyObject *obj, struct image *im, struct source *src);
-int get_floats(PyObject *obj, Py_buffer *out, Py_ssize_t values);
-int check_kinds(const char *kinds, Py_ssize_t steps);
-int get_program(PyObject *obj, float *k, struct levels *lv);
-
 #endif
 
 /* Round half to even and saturate, as numpy's rint + clip and OpenCV's saturate_cast. Adding and

@@ -33,12 +33,17 @@ from recordio.vision.decode import (EncodedImage, as_buffer, decode_drawn, decod
 
 _chain = compiled.load("recordio.vision._chain")              # None (warned once) where it was not built
 
-__all__ = ["CropPlan", "PlannedCrop", "available", "window_plan"]
+__all__ = ["CropPlan", "PlannedCrop", "available", "compiled_chain", "window_plan"]
+
+
+def compiled_chain():
+    """The compiled crop chain (``recordio.vision._chain``), or None where it was not built."""
+    return _chain
 
 
 def available():
     """Whether the compiled crop chain is built."""
-    return _chain is not None
+    return compiled_chain() is not None
 
 
 class CropPlan:

@@ -111,10 +111,7 @@ def decodes_at_full_scale(image, size, box, out, interpolation):
     """Whether the region decoder decodes ``box`` of this JPEG at full scale and the compiled bilinear resize
     gives its ``out`` (oh, ow) resize, as :func:`decode_drawn` does (the region decoder may still decline
     the file: progressive, corrupt, ...): then a compiled call may do both (``recordio.vision.crop_chain``)."""
-    buf = image.buffer
-    return (interpolation is Inter.LINEAR and buf[0] == 0xFF and 0 not in size
-            and _reduction(buf, box[2], box[3], *out) == 1 and resizes_exactly(box[2:], out)
-            and _region_decoder_is_exact(1))
+    return 0 not in size and _full_scale_compiled(image.buffer, box[2:], out, interpolation)
 
 
 class _noted:
@@ -174,11 +171,16 @@ def window_source(image, size, out, window, interpolation):
     decodes only the box of the JPEG that the window reads, at full scale, and resizes it with the compiled
     resize: that box (top, left, h, w); None otherwise (the region decoder may still decline the file). Then a
     compiled call may do both (``recordio.vision.crop_chain``)."""
-    buf = image.buffer
-    if not (resizes_parts(interpolation) and buf[0] == 0xFF and 0 not in size
-            and _reduction(buf, *size, *out) == 1 and resizes_exactly(size, out) and _region_decoder_is_exact(1)):
+    if 0 in size or not _full_scale_compiled(image.buffer, size, out, interpolation):
         return None
     return _window_source(size, out, window)
+
+
+def _full_scale_compiled(buf, source, out, interpolation):
+    """Whether ``_decode_drawn`` decodes a ``source`` (h, w) region of this JPEG at full scale with the region
+    decoder and resizes it to ``out`` with the compiled bilinear resize."""
+    return (resizes_parts(interpolation) and buf[0] == 0xFF and _reduction(buf, *source, *out) == 1
+            and resizes_exactly(source, out) and _region_decoder_is_exact(1))
 
 
 def _decode_box(buf, y, x, h, w):
