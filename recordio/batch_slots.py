@@ -3,8 +3,9 @@
 When a ``batch`` of a fixed size directly follows a ``map`` (run in the pipeline's thread or in worker
 threads), the batch hands the map a :class:`BatchSlots`: row ``k`` of an epoch (the map's ``k``-th
 output) owns slot ``k % size`` of block ``k // size``, one ``np.empty((size, *shape))`` made when its
-first slot is asked for. An op that writes a fresh float32 image (the fused level runs of
-:mod:`recordio.vision.fusion`) asks :func:`output_array` for its output and gets its row's slot, so
+first slot is asked for. An op that writes a fresh image (the fused float32 level runs of
+:mod:`recordio.vision.fusion`; the compiled uint8 resize when it is the row's last op, as in the host part of
+a chain whose tail is offloaded) asks :func:`output_array` for its output and gets its row's slot, so
 the batch of rows ``[n * size, (n + 1) * size)`` is that block, whole: :func:`block_of` finds it and
 ``batch`` returns it instead of copying the images into a new array (``np.stack``: a copy of every
 image, as much memory traffic as the level run itself).
@@ -29,7 +30,7 @@ import weakref
 
 import numpy as np
 
-__all__ = ["BatchSlots", "block_of", "output_array", "row_slot"]
+__all__ = ["BatchSlots", "block_of", "last_op", "output_array", "row_slot"]
 
 _local = threading.local()
 _made: "weakref.WeakValueDictionary[int, np.ndarray]" = weakref.WeakValueDictionary()   # id -> a block made here
@@ -145,7 +146,8 @@ class BatchSlots:
 
 class row_slot:
     """``with row_slot(slots, epoch, seq):`` — :func:`output_array` calls in the block give row ``seq``'s
-    slot (``slots`` None: nothing changes). Used by a map's worker for each row."""
+    slot (``slots`` None: nothing changes). Used by a map's worker for each row, which calls
+    :func:`last_op` before the row's last op."""
 
     __slots__ = ("value", "saved")
 
@@ -153,18 +155,29 @@ class row_slot:
         self.value = None if slots is None else (slots, epoch, seq)
 
     def __enter__(self):
-        self.saved = getattr(_local, "slot", None)
-        _local.slot = self.value
+        self.saved = getattr(_local, "slot", None), getattr(_local, "last", False)
+        _local.slot, _local.last = self.value, False
 
     def __exit__(self, *exc):
-        _local.slot = self.saved
+        _local.slot, _local.last = self.saved
 
 
-def output_array(shape, dtype=np.float32):
+def last_op(last=True):
+    """Says that the op about to run is the current row's last (its output is the row's value); with
+    ``last=False``, that the ops about to run are not (the members of a composite op: Compose, RandomOrder,
+    whose next member reads what one gives)."""
+    _local.last = last
+
+
+def output_array(shape, dtype=np.float32, last_only=False):
     """A new uninitialised array for an op's output: the current row's batch slot where it has one,
-    else ``np.empty``."""
+    else ``np.empty``. ``last_only``: the slot only when the op is the row's last (:func:`last_op`).
+
+    The first op of a row that asks gets the slot (and a new block takes its shape and dtype), so an op
+    whose output is often an intermediate (a uint8 resize, before a float32 level run that asks too)
+    asks with ``last_only``: where it is not last, the op after it keeps the slot."""
     current = getattr(_local, "slot", None)
-    if current is not None:
+    if current is not None and (not last_only or _local.last):
         slots, epoch, seq = current
         found = slots.take(epoch, seq, shape, np.dtype(dtype))
         if found is not None:

@@ -185,3 +185,77 @@ def test_blocks_are_private_memory():
             break
     else:
         pytest.fail("the block's map was not found")
+
+
+def jpegs(n=16, seed=5):
+    cv2 = pytest.importorskip("cv2")
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        img = cv2.GaussianBlur(rng.integers(0, 256, (60, 80, 3), dtype=np.uint8), (7, 7), 2)
+        out.append(np.frombuffer(cv2.imencode(".jpg", img, [cv2.IMWRITE_JPEG_QUALITY, 90])[1], np.uint8))
+    return out
+
+
+def batches(rows, chain, batch=4):
+    data = ds.GeneratorDataset([(r,) for r in rows], ["image"], shuffle=False)
+    data = data.map(chain, input_columns="image").batch(batch)
+    return [row["image"] for row in data.create_dict_iterator(num_epochs=1, output_numpy=True)]
+
+
+def test_a_uint8_resize_that_ends_the_row_writes_into_the_batch():
+    """The host part of a chain whose tail is offloaded (RandomCropDecodeResize, or Decode -> Resize) ends in
+    a uint8 resize: it writes into the row's slot, the batch is the block, with the values stacking gives."""
+    if vision.resampling.compiled_resize() is None:
+        pytest.skip("the compiled resize is not built")
+    rows = jpegs()
+    for chain in ([vision.RandomCropDecodeResize((40, 48), scale=(0.3, 1.0))],           # decoded at full scale
+                  [vision.RandomCropDecodeResize((12, 14), scale=(0.5, 1.0))],           # at 1/2 or 1/4 scale
+                  [vision.Decode(), vision.Resize((24, 28))],
+                  [vision.Resize((24, 28))]):
+        source = [vision.Decode()(r) for r in rows] if len(chain) == 1 and type(chain[0]) is vision.Resize else rows
+        got = batches(source, chain)
+        want = batches(source, chain + [lambda x: x.copy()])
+        assert [b.dtype for b in got] == [np.uint8] * 4 and all(made(b) for b in got), chain
+        assert not any(made(b) for b in want)
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
+
+
+def test_a_uint8_resize_before_a_level_run_leaves_the_slot_to_it():
+    """Only the row's last op takes a uint8 slot: a resize before a level run (not fused with it) leaves the
+    slot to the level run, whose float32 batch is the block; a resize followed by an op that hands it on
+    unchanged is stacked (the resize was not last), with the same values."""
+    if vision.resampling.compiled_resize() is None:
+        pytest.skip("the compiled resize is not built")
+    imgs = images(16, 6)
+    floats = batches(imgs, [vision.Resize((16, 18)), vision.Rescale(1 / 255, 0.0), vision.Normalize(MEAN, STD),
+                            vision.HWC2CHW()])
+    assert all(b.dtype == np.float32 and b.shape == (4, 3, 16, 18) and made(b) for b in floats)
+    from recordio.transforms import Compose, RandomOrder
+    composed = batches(imgs, [Compose([vision.Resize((16, 18)), vision.Rescale(1 / 255, 0.0),
+                                       vision.Normalize(MEAN, STD), vision.HWC2CHW()])])
+    assert all(made(b) and b.dtype == np.float32 for b in composed)        # the Compose's members: not last
+    for c, f in zip(composed, floats):
+        np.testing.assert_array_equal(c, f)
+    ordered = batches(imgs, [RandomOrder([vision.Resize((16, 18)), vision.RandomColorAdjust(0.4, 0.4, 0.4)])])
+    want = batches(imgs, [RandomOrder([vision.Resize((16, 18)), vision.RandomColorAdjust(0.4, 0.4, 0.4)]),
+                          lambda x: x.copy()])
+    for o, w in zip(ordered, want):
+        np.testing.assert_array_equal(o, w)
+    passed = batches(imgs, [vision.Resize((16, 18)), lambda x: x])
+    ends = batches(imgs, [vision.Resize((16, 18))])
+    assert not any(made(b) for b in passed) and all(made(b) for b in ends)
+    for p, e in zip(passed, ends):
+        np.testing.assert_array_equal(p, e)
+
+
+def test_a_colour_adjust_that_ends_the_row_writes_into_the_batch():
+    imgs = images(16, 7)
+    chain = [vision.RandomHorizontalFlip(), vision.RandomColorAdjust(0.4, 0.4, 0.4)]
+    got, want = batches(imgs, chain), batches(imgs, chain + [lambda x: x.copy()])
+    if not vision.color_kernels.has_c_kernels(imgs[0]):
+        pytest.skip("the compiled colour kernels are not built")
+    assert all(made(b) for b in got)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)

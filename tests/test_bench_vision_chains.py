@@ -20,9 +20,13 @@ def test_chains_run_and_give_ratio_rows(tmp_path, monkeypatch):
         assert names[f"{chain} per core: recordio (CPU images/s)"]["value"] > 0
         assert names[f"{chain} as scripts run it (8 workers, batch 4)"]["value"] > 0
         assert "CPUs each got" in names[f"{chain} as scripts run it (8 workers, batch 4)"]["note"]
-    for chain in ("train", "eval"):
+    for chain in ("train", "eval", "train_host", "eval_host"):
         limit = names[f"{chain} per core: recordio vs decode limit"]
         assert limit["baseline_value"] > 0 and 0 < limit["ratio"] < 10 and limit["target"] == ">= 0.7"
+    for chain in ("train_host", "eval_host"):         # the host parts of offloaded chains: per core, all cores
+        assert names[f"{chain} per core: recordio (CPU images/s)"]["value"] > 0
+        assert f"{chain} all {__import__('os').cpu_count()} cores: recordio" in names
+        assert f"{chain} as scripts run it (8 workers, batch 4)" not in names
 
 
 def test_scripts_rows_say_the_cpus_each_contender_got():

@@ -7,7 +7,9 @@ from the first batch to the last (the pipeline already built). ``DATA`` is the M
 recordio and MindSpore and the JPEG blob (``.blob`` + ``.offsets.npy``, the same JPEGs) for the others. Chains: ``train`` (RandomCropDecodeResize
 (224, scale=(0.08, 1)), flip, RandomColorAdjust(0.4, 0.4, 0.4), Rescale, Normalize, HWC2CHW), ``eval``
 (Decode, Resize(256), CenterCrop(224), Normalize, HWC2CHW), ``eval_pil`` (MindSpore's PIL form:
-Decode(to_pil=True), Resize, CenterCrop, ToTensor, Normalize(is_hwc=False)).
+Decode(to_pil=True), Resize, CenterCrop, ToTensor, Normalize(is_hwc=False)); ``train_host`` and ``eval_host``
+(what the train and eval chains leave on the host when their tail is offloaded: RandomCropDecodeResize alone;
+Decode, Resize, CenterCrop), uint8 out, for recordio, MindSpore and the decode limit.
 """
 
 TIMER = r"""
@@ -34,6 +36,9 @@ CHAINS = {
                      vision.HWC2CHW()],
     "eval_pil": lambda: [vision.Decode(to_pil=True), vision.Resize(256), vision.CenterCrop(224), vision.ToTensor(),
                          vision.Normalize(UNIT_MEAN, UNIT_STD, is_hwc=False)],
+    # what stays on the host when the tail is offloaded (map(..., offload=True)): uint8 <224,224,3> batches
+    "train_host": lambda: [vision.RandomCropDecodeResize(224, scale=(0.08, 1.0))],
+    "eval_host": lambda: [vision.Decode(), vision.Resize(256), vision.CenterCrop(224)],
 }
 data = ds.MindDataset(data_path, columns_list=["image", "label"], shuffle=False, num_parallel_workers=workers)
 data = data.map(CHAINS[chain](), input_columns="image", num_parallel_workers=workers)
@@ -153,7 +158,7 @@ crop = RandomCropDecodeResize(224, scale=(0.08, 1.0))
 
 def box(i, data):
     h, w = image_size(np.frombuffer(data, np.uint8))
-    if chain == "train":
+    if chain.startswith("train"):
         with row_scope(0, 0, i), op_scope(1):
             return crop.region(h, w)[0]
     side = int(224 * min(h, w) / 256)

@@ -7,7 +7,7 @@ Op ``j`` of map ``uid`` runs under ``row_scope(seed, epoch, row)`` and ``op_scop
 
 import sys
 
-from recordio.batch_slots import row_slot
+from recordio.batch_slots import last_op, row_slot
 from recordio.dataset.values import from_pil
 from recordio.keys import derive_uid, op_scope, row_scope
 
@@ -27,11 +27,14 @@ def live_ops(ops, uid, keyed=True):
             if getattr(op, "passes_input", False) is not True]
 
 
-def apply_ops(steps, uid, seed, values, row, epoch):
-    """Run ``steps`` (:func:`live_ops`) in sequence on one row's input values under the row's keys."""
+def apply_ops(steps, uid, seed, values, row, epoch, last=-1):
+    """Run ``steps`` (:func:`live_ops`) in sequence on one row's input values under the row's keys;
+    before the op of index ``last`` (the row's last, where it writes into a batch slot), :func:`last_op`."""
     first_row = int(row) if not hasattr(row, "__len__") else int(row[0])
     with row_scope(seed, epoch, first_row):
         for j, op, op_uid in steps:
+            if j == last:
+                last_op()
             with op_scope(op_uid):
                 try:
                     out = op(*values)
@@ -50,17 +53,18 @@ def run_chunk(ops, uid, seed, chunk, slots=None):
     """A worker's job: a list of ``(input values, row, epoch)``. Ops that declare ``uses_keys = False``
     (they draw no randomness) run without the row's key scopes; slots that pass their input on are
     skipped (:func:`live_ops`). With ``slots`` (a batch of a fixed size follows the map; ``chunk`` a
-    :class:`Numbered`), each row's ops are given its batch slot (:mod:`recordio.batch_slots`)."""
+    :class:`Numbered`), each row's ops are given its batch slot (:mod:`recordio.batch_slots`), the last
+    live op marked as such."""
     steps = live_ops(ops, uid, keyed=False)
     keyless = all(getattr(op, "uses_keys", True) is False for _, op, _ in steps)
     if not keyless:
         steps = live_ops(ops, uid)
     if slots is not None:
-        outs = []
+        outs, last = [], steps[-1][0] if steps else -1
         for k, (values, row, epoch) in enumerate(chunk):
             with row_slot(slots, epoch, chunk.start + k):
-                outs.append(apply_keyless(steps, uid, values, row, epoch) if keyless
-                            else apply_ops(steps, uid, seed, values, row, epoch))
+                outs.append(apply_keyless(steps, uid, values, row, epoch, last) if keyless
+                            else apply_ops(steps, uid, seed, values, row, epoch, last))
         return outs
     if keyless:
         if len(steps) == 1:             # apply_keyless of one op, inlined (a map per column: TypeCast)
@@ -84,8 +88,10 @@ class Numbered(list):
     start = 0
 
 
-def apply_keyless(steps, uid, values, row, epoch):
+def apply_keyless(steps, uid, values, row, epoch, last=-1):
     for j, op, _ in steps:
+        if j == last:
+            last_op()
         try:
             out = op(*values)
         except Exception as e:

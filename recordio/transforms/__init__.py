@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from recordio.batch_slots import last_op
 from recordio.keys import sub_op
 from recordio.common.casting import INT64_RANGE, cast, to_numpy_dtype  # noqa: F401 (public here)
 from recordio.transforms.random_ops import RandomApply, RandomChoice, RandomOrder
@@ -53,6 +54,7 @@ class Compose:
             self._ops = fuse_ops(self.transforms)
 
     def __call__(self, *args):
+        last_op(False)                  # a member's output is not the row's (only the last's may be)
         for i, op in enumerate(self._ops):
             if getattr(op, "passes_input", False) is True:    # a slot a fused neighbour applied
                 continue

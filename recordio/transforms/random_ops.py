@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from recordio.batch_slots import last_op
 from recordio.errors import check_range, type_check
 from recordio.keys import current_keys, sub_op
 
@@ -31,6 +32,8 @@ def check_transforms(transforms: Sequence[Callable]) -> list[Callable]:
 
 
 def _run(ops: Sequence[Callable], indices: Sequence[int], args: tuple):
+    if len(indices) > 1:
+        last_op(False)                  # a member's output is not the row's (only the last's may be)
     for i in indices:
         with sub_op(int(i)):
             result = ops[i](*args)

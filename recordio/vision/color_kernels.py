@@ -289,7 +289,8 @@ def adjust_all(img, factors, order, enabled=(True, True, True, True)):
         for k in steps:
             img = ADJUST[k](img, factors[k])
         return img
-    out = np.empty(img.shape, np.uint8)         # the copy is the first pass: a flipped view is flipped there
+    # the copy is the first pass (a flipped view is flipped there); the batch's slot where the op is last
+    out = output_array(img.shape, np.uint8, last_only=True)
     _kernels.adjust_from(img, out, bytes(steps), *(float(f) for f in factors))
     return out
 

@@ -15,6 +15,7 @@ import cv2
 import numpy as np
 
 from recordio import compiled       # optional C extension (setup.py): decodes only a crop's region
+from recordio.batch_slots import output_array
 from recordio.errors import FormatError
 _jpeg = compiled.load("recordio.vision._jpeg")              # None (warned once) where it was not built
 
@@ -261,7 +262,10 @@ def _resample(small, box, out, s, interpolation, origin=(0, 0)):
         return resize(small[y0 - oy:y1 - oy, x0 - ox:x1 - ox], oh, ow, interpolation)
     sy, sx = h / oh / s, w / ow / s                   # output pixel centre -> reduced-image coordinates
     m = np.array([[sx, 0.0, x / s + 0.5 * sx - 0.5 - ox], [0.0, sy, y / s + 0.5 * sy - 0.5 - oy]])
-    return cv2.warpAffine(small, m, (ow, oh), flags=interpolation.value | cv2.WARP_INVERSE_MAP,
+    # the batch's slot where this is the row's last op (colour images: OpenCV writes <oh,ow,C> into it)
+    colour = small.ndim == 3 and small.shape[2] > 1
+    dst = output_array((oh, ow, small.shape[2]), small.dtype, last_only=True) if colour else None
+    return cv2.warpAffine(small, m, (ow, oh), dst=dst, flags=interpolation.value | cv2.WARP_INVERSE_MAP,
                           borderMode=cv2.BORDER_REPLICATE)
 
 

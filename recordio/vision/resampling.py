@@ -12,6 +12,7 @@ import cv2
 import numpy as np
 
 from recordio import compiled
+from recordio.batch_slots import output_array
 from recordio.keys import current_keys
 from recordio.vision.checks import check_number, check_pixels, check_range, check_size, pair
 
@@ -63,7 +64,7 @@ def resize(img, h, w, interpolation, window=None):
         window = None
     if interpolation is Inter.LINEAR and _takes(img, h, w):
         y, x, oh, ow = window or (0, 0, h, w)
-        out = np.empty((oh, ow, *img.shape[2:]), np.uint8)
+        out = output_array((oh, ow, *img.shape[2:]), np.uint8, last_only=True)     # the batch's slot if last
         _kernels.resize(img if img.ndim == 3 else img[:, :, None], out.reshape(oh, ow, -1), h, w, y, x)
         return out
     return window_of(cv2.resize(img, (w, h), interpolation=interpolation.value).reshape(h, w, *img.shape[2:]),
@@ -95,7 +96,7 @@ def resize_part(part, whole, h, w, window):
     if not _takes(part, h, w, (H, W)):
         return None
     y, x, oh, ow = window
-    out = np.empty((oh, ow, *part.shape[2:]), np.uint8)
+    out = output_array((oh, ow, *part.shape[2:]), np.uint8, last_only=True)
     _kernels.resize(part if part.ndim == 3 else part[:, :, None], out.reshape(oh, ow, -1), h, w, y, x, H, W, y0, x0)
     return out
 
