@@ -7,6 +7,9 @@ load warns once per process with a :class:`RuntimeWarning` that names the part, 
 to get it. A part that disables itself after a self-check (the JPEG region decoder, when the libjpeg
 it links decodes unlike OpenCV's) warns the same way through :func:`checked`.
 
+:func:`slow_path` gives the same once-per-run warning for a slow path that is not a missing part (an
+offloaded tail running on the CPU, where no device was given for it).
+
 ``RECORDIO_ALLOW_SLOW=1`` in the environment silences these warnings (for those who mean it).
 A warning is given once per run, not once per process: worker processes started with spawn or
 forkserver import the parts afresh and would otherwise warn again, one each. The process that warns
@@ -30,7 +33,7 @@ import os
 import threading
 import warnings
 
-__all__ = ["ALLOW_SLOW", "PARTS", "Part", "WARNED", "checked", "load", "once", "report"]
+__all__ = ["ALLOW_SLOW", "PARTS", "Part", "WARNED", "checked", "load", "once", "report", "slow_path"]
 
 #: the environment variable that silences the slow-path warnings (``RECORDIO_ALLOW_SLOW=1``)
 ALLOW_SLOW = "RECORDIO_ALLOW_SLOW"
@@ -142,17 +145,24 @@ def checked(module):
 
 
 def _warn(module, said, advice=None):
-    if module in _warned or os.environ.get(ALLOW_SLOW, "") not in ("", "0"):
+    part = PARTS[module]
+    slow_path(module, said, part.cost, f"To get it, {advice or part.advice()}", stacklevel=4)
+
+
+def slow_path(key, said, cost, fix, stacklevel=3):
+    """Warn once per run (see the module docstring) that recordio runs a slower path: what (``said``), what it
+    costs (``cost``) and the way out (``fix``, a sentence); ``key`` names the path (a compiled part's
+    module, or another slow path, e.g. ``"offload on the CPU"``). Silenced by ``RECORDIO_ALLOW_SLOW=1``."""
+    if key in _warned or os.environ.get(ALLOW_SLOW, "") not in ("", "0"):
         return
-    _warned.add(module)
+    _warned.add(key)
     run, pid, listed = _listed()
-    if module in listed and _of_run(run, pid):         # a process of this run warned
+    if key in listed and _of_run(run, pid):             # a process of this run warned
         return
     mine = _run()
-    os.environ[WARNED] = f"{mine}:{os.getpid()}:{','.join([m for m in listed if run == mine] + [module])}"
-    part = PARTS[module]
-    warnings.warn(f"recordio runs a slower path: {said}. Cost: {part.cost}. To get it, {advice or part.advice()}. "
-                  f"Set {ALLOW_SLOW}=1 to silence this warning.", RuntimeWarning, stacklevel=3)
+    os.environ[WARNED] = f"{mine}:{os.getpid()}:{','.join([m for m in listed if run == mine] + [key])}"
+    warnings.warn(f"recordio runs a slower path: {said}. Cost: {cost}. {fix}. Set {ALLOW_SLOW}=1 to silence this "
+                  f"warning.", RuntimeWarning, stacklevel=stacklevel)
 
 
 def _listed():

@@ -110,3 +110,27 @@ def test_an_iterable_source_is_split_between_workers():
     loader = DataLoader(TorchDataset(GeneratorDataset(rows, ["id"]).batch(2)), batch_size=None, num_workers=2)
     seen = [i for batch in loader for i in batch["id"].tolist()]
     assert sorted(seen) == list(range(21))
+
+
+def test_an_offloaded_tail_warns_when_the_torch_dataset_is_made(monkeypatch):
+    """A DataLoader's workers run an offloaded tail on the CPU (no device there): the one-time slow-path
+    warning comes from making the TorchDataset, in the main process, before any worker starts; workers
+    started after it inherit the run's note (recordio.compiled) and stay quiet."""
+    import warnings
+
+    from recordio import GeneratorDataset, compiled, vision
+
+    imgs = [(np.full((6, 6, 3), i, np.uint8),) for i in range(8)]
+    ds = GeneratorDataset(imgs, ["image"], shuffle=False)
+    ds = ds.map([vision.RandomHorizontalFlip(), vision.HWC2CHW()], input_columns="image", offload=True).batch(4)
+    monkeypatch.setattr(compiled, "_warned", set())
+    monkeypatch.delenv(compiled.WARNED, raising=False)
+    monkeypatch.delenv(compiled.ALLOW_SLOW, raising=False)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        loader_data = TorchDataset(ds)
+        batches = list(DataLoader(loader_data, batch_size=None, num_workers=0))
+    (warned,) = [w for w in seen if "slower path" in str(w.message)]
+    assert warned.filename == __file__ and "RandomHorizontalFlip, HWC2CHW" in str(warned.message)
+    assert "offload_module()" in str(warned.message) and compiled.WARNED in __import__("os").environ
+    assert [b["image"].shape for b in batches] == [(4, 3, 6, 6)] * 2

@@ -164,7 +164,8 @@ def _splits(root, ctx):
 
 
 class Tail:
-    """The offloaded ops, applied by the iterator (on cpu or on ``device``)."""
+    """The offloaded ops, applied by the iterator (on cpu or on ``device``; None: on the CPU, with a
+    one-time slow-path warning, since the user gave no device to run them on)."""
 
     def __init__(self, plan, device, seed):
         from recordio.offload.tail import build_tail
@@ -172,6 +173,8 @@ class Tail:
         self.columns = set(plan.offload.tail)
         self.device = device or "cpu"
         self.seed = seed
+        if device is None:
+            plan.offload.warn_on_cpu(stacklevel=4)              # the caller of create_dict_iterator
 
     def __call__(self, item):
         with requires("the offloaded ops (map(..., offload=True))"):

@@ -70,7 +70,7 @@ class Running:
         to resume or skip, use the iterator's ``state_dict`` / ``load_state_dict``."""
 
     def _first_numpy(self):
-        it = TupleIterator(self, 1, True, None, track=False)
+        it = TupleIterator(self, 1, True, "cpu", track=False)      # one batch: an offloaded tail on the CPU is fine
         try:
             return [to_numpy(v) for v in next(iter(it))]
         except StopIteration:

@@ -59,6 +59,12 @@ class TorchDataset(torch.utils.data.IterableDataset):
         self.dataset = dataset
         self.epoch = epoch
         self.world = torch_world()   # captured here: spawned workers have no process group
+        try:        # an offloaded tail runs on the CPU in the loader's workers: warned here, once, before they start
+            plan = dataset.offload_plan()
+        except PipelineError:
+            plan = None                 # a pipeline the iteration refuses: it says why there
+        if plan is not None:
+            plan.warn_on_cpu(stacklevel=2)
         self._loaded: dict | None = None
         self._stream: ItemStream | None = None
 
@@ -94,7 +100,7 @@ class TorchDataset(torch.utils.data.IterableDataset):
                             world=self.world, first_epoch=self.epoch, block=self.dataset._block_rows() or 1,
                             inline=info is not None)
         self._stream = stream
-        tail = Tail(stream.plan, "cpu", stream.seed) if stream.plan.offload.tail else None
+        tail = Tail(stream.plan, None, stream.seed) if stream.plan.offload.tail else None     # the CPU: warns
         shared = info is not None and loader_ring.available()
         try:
             for item in stream:

@@ -90,6 +90,25 @@ class OffloadPlan:
 
     __str__ = explain
 
+    def warn_on_cpu(self, stacklevel=1):
+        """A one-time slow-path warning (:func:`recordio.compiled.slow_path`) that the tail runs on the CPU,
+        where no device was given for it: the same values as the ops in the map, many times slower.
+        ``stacklevel`` as ``warnings.warn``'s, from the caller of this method (1: that caller's line)."""
+        if not self.tail:
+            return
+        from recordio import compiled
+        ops = dict.fromkeys(type(op).__name__ for entries in self.tail.values() for _, op in entries)
+        compiled.slow_path(
+            "offload-on-cpu",
+            f"the ops that map(..., offload=True) moved after batch() ({', '.join(ops)}) run as batched torch ops "
+            f"on the CPU, because no device was given to run them on",
+            "on a CPU they give the same values many times slower than the same ops in the map "
+            "(tools/bench_vision.py: the offloaded tail on the CPU at under a tenth of the host path's images/s)",
+            "Without a GPU, leave them in the map: map(..., offload=False) (or config.set_auto_offload(False)); "
+            "with one, give the device: create_dict_iterator(device='cuda'), DataSink(dataset, device='cuda'), "
+            "train(..., device='cuda'), or run dataset.offload_module() in your model. An explicit device='cpu' "
+            "runs them on the CPU without this warning", stacklevel=stacklevel + 2)
+
     def __repr__(self):
         return f"OffloadPlan(tail={{{', '.join(f'{c!r}: [{_names(o for _, o in v)}]' for c, v in self.tail.items())}}})"
 
