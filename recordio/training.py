@@ -307,7 +307,7 @@ def train(model: torch.nn.Module, loss_fn: Callable[..., torch.Tensor], optimize
     if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
         raise ValueError(f"epochs must be an int of at least 1, found {epochs!r}")
     picked, device = device is None, _pick_device(device)
-    if picked and device.type == "cpu":             # an offloaded tail would run on the CPU unasked: say so
+    if picked and str(device) == "cpu":             # an offloaded tail would run on the CPU unasked: say so
         dataset.offload_plan().warn_on_cpu(stacklevel=2)
     callbacks = [LossMonitor()] if callbacks is None else list(callbacks)
     model.to(device)
