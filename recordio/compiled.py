@@ -151,8 +151,9 @@ def _warn(module, said, advice=None):
 
 def slow_path(key, said, cost, fix, stacklevel=3):
     """Warn once per run (see the module docstring) that recordio runs a slower path: what (``said``), what it
-    costs (``cost``) and the way out (``fix``, a sentence); ``key`` names the path (a compiled part's
-    module, or another slow path, e.g. ``"offload on the CPU"``). Silenced by ``RECORDIO_ALLOW_SLOW=1``."""
+    costs (``cost``) and the way out (``fix``, a sentence); ``key`` names the path in ``RECORDIO_SLOW_WARNED``
+    (a compiled part's module, or another slow path, e.g. ``"offload-on-cpu"``: no ``,`` or ``:`` in it).
+    Silenced by ``RECORDIO_ALLOW_SLOW=1``."""
     if key in _warned or os.environ.get(ALLOW_SLOW, "") not in ("", "0"):
         return
     _warned.add(key)
