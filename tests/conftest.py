@@ -93,3 +93,21 @@ def mindspore_python():
         last = (done.stderr.strip().splitlines() or ["?"])[-1]
         pytest.skip(f"RECORDIO_MINDSPORE_PYTHON={python} cannot import mindspore: {last}")
     return python
+
+
+@pytest.fixture
+def fresh_slow_warnings(monkeypatch):
+    """recordio.compiled's once-per-run slow-path warnings as in a new run: none given yet, none silenced.
+    Returns a function that starts such a run again (with ``allow_slow``: RECORDIO_ALLOW_SLOW=1 set)."""
+    from recordio import compiled
+
+    def fresh(allow_slow=False):
+        monkeypatch.setattr(compiled, "_warned", set())
+        monkeypatch.delenv(compiled.WARNED, raising=False)
+        if allow_slow:
+            monkeypatch.setenv(compiled.ALLOW_SLOW, "1")
+        else:
+            monkeypatch.delenv(compiled.ALLOW_SLOW, raising=False)
+
+    fresh()
+    return fresh

@@ -159,13 +159,11 @@ def test_pipeline_decodes_fused_before_a_resize():
     assert np.array_equal(out, fused) and not np.array_equal(out, unfused)
 
 
-def test_an_offloaded_tail_on_the_cpu_without_a_device_warns_once_and_names_the_fix(monkeypatch):
+def test_an_offloaded_tail_on_the_cpu_without_a_device_warns_once_and_names_the_fix(fresh_slow_warnings):
     """offload=True with no device: the tail runs as batched torch ops on the CPU, many times slower than in
     the map (same values), so a one-time slow-path warning says how to keep it in the map or give a device.
     An explicit device='cpu' is the user's choice: no warning; RECORDIO_ALLOW_SLOW=1 silences it."""
     import warnings
-
-    from recordio import compiled
 
     def run(**kw):
         ds = GeneratorDataset(Source(), ["image", "label"], shuffle=False)
@@ -175,9 +173,6 @@ def test_an_offloaded_tail_on_the_cpu_without_a_device_warns_once_and_names_the_
             list(ds.create_dict_iterator(num_epochs=1, output_numpy=True, **kw))
         return [w for w in seen if "slower path" in str(w.message)]
 
-    monkeypatch.setattr(compiled, "_warned", set())
-    monkeypatch.delenv(compiled.WARNED, raising=False)
-    monkeypatch.delenv(compiled.ALLOW_SLOW, raising=False)
     assert run(device="cpu") == []
     (warned,) = run()
     text = str(warned.message)
@@ -186,7 +181,5 @@ def test_an_offloaded_tail_on_the_cpu_without_a_device_warns_once_and_names_the_
                  "device='cuda'", "offload_module()", "RECORDIO_ALLOW_SLOW=1"):
         assert part in text, part
     assert run() == []                                  # once
-    monkeypatch.setattr(compiled, "_warned", set())
-    monkeypatch.delenv(compiled.WARNED, raising=False)
-    monkeypatch.setenv(compiled.ALLOW_SLOW, "1")
+    fresh_slow_warnings(allow_slow=True)
     assert run() == []

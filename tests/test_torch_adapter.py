@@ -112,7 +112,7 @@ def test_an_iterable_source_is_split_between_workers():
     assert sorted(seen) == list(range(21))
 
 
-def test_an_offloaded_tail_warns_when_the_torch_dataset_is_made(monkeypatch):
+def test_an_offloaded_tail_warns_when_the_torch_dataset_is_made(fresh_slow_warnings):
     """A DataLoader's workers run an offloaded tail on the CPU (no device there): the one-time slow-path
     warning comes from making the TorchDataset, in the main process, before any worker starts; workers
     started after it inherit the run's note (recordio.compiled) and stay quiet."""
@@ -123,9 +123,6 @@ def test_an_offloaded_tail_warns_when_the_torch_dataset_is_made(monkeypatch):
     imgs = [(np.full((6, 6, 3), i, np.uint8),) for i in range(8)]
     ds = GeneratorDataset(imgs, ["image"], shuffle=False)
     ds = ds.map([vision.RandomHorizontalFlip(), vision.HWC2CHW()], input_columns="image", offload=True).batch(4)
-    monkeypatch.setattr(compiled, "_warned", set())
-    monkeypatch.delenv(compiled.WARNED, raising=False)
-    monkeypatch.delenv(compiled.ALLOW_SLOW, raising=False)
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         loader_data = TorchDataset(ds)

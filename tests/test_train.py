@@ -168,12 +168,10 @@ def test_bad_epochs_are_refused(epochs):
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="train() picks CUDA when there is one")
-def test_train_without_a_device_on_a_cpu_machine_warns_that_the_offloaded_tail_runs_there(monkeypatch):
+def test_train_without_a_device_on_a_cpu_machine_warns_that_the_offloaded_tail_runs_there(fresh_slow_warnings):
     """train() on a machine without a GPU picks the CPU; an offloaded tail then runs there unasked (many times
     slower than in the map): the one-time slow-path warning points at the train() call. device='cpu' is asked."""
     import warnings
-
-    from recordio import compiled
 
     def run(**kw):
         torch.manual_seed(0)
@@ -184,9 +182,6 @@ def test_train_without_a_device_on_a_cpu_machine_warns_that_the_offloaded_tail_r
                       callbacks=[], sink_size=2, **kw)
         return [w for w in seen if "slower path" in str(w.message)]
 
-    monkeypatch.setattr(compiled, "_warned", set())
-    monkeypatch.delenv(compiled.WARNED, raising=False)
-    monkeypatch.delenv(compiled.ALLOW_SLOW, raising=False)
     assert run(device="cpu") == []
     (warned,) = run()
     assert warned.filename == __file__ and "Rescale, HWC2CHW" in str(warned.message)
